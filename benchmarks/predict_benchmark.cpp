@@ -1,0 +1,123 @@
+// How long one prediction takes: the analytical stage alone, a prediction with a
+// 256-128-64 network (the published size), single calls and batches, per op family.
+// The network's weights are random (seeded): inference cost does not depend on their values.
+//
+//   build/benchmarks/predict_benchmark --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "pipeweave/pipeweave.hpp"
+
+namespace pw = pipeweave;
+
+namespace {
+
+pw::Mlp random_mlp(pw::OpFamily family, const std::vector<int>& hidden) {
+  std::mt19937 rng(42);
+  pw::MlpDescription description;
+  description.family = family;
+  for (std::string_view name : pw::kFeatureNames) description.feature_names.emplace_back(name);
+  description.input_mean = Eigen::VectorXf::Constant(pw::kFeatureCount, 5.0f);
+  description.input_scale = Eigen::VectorXf::Constant(pw::kFeatureCount, 3.0f);
+  int inputs = static_cast<int>(pw::kFeatureCount);
+  std::vector<int> widths = hidden;
+  widths.push_back(1);
+  for (int width : widths) {
+    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(inputs)));
+    pw::MlpLayer layer;
+    layer.weights = Eigen::MatrixXf::NullaryExpr(width, inputs, [&] { return normal(rng); });
+    layer.bias = Eigen::VectorXf::Zero(width);
+    description.layers.push_back(std::move(layer));
+    inputs = width;
+  }
+  return pw::Mlp(std::move(description));
+}
+
+pw::Predictor trained_predictor() {
+  std::vector<pw::Mlp> models;
+  for (pw::OpFamily family : pw::kAllOpFamilies) models.push_back(random_mlp(family, {256, 128, 64}));
+  return pw::Predictor(std::move(models));
+}
+
+// One representative kernel per family, shaped like Llama-3-8B serving work.
+pw::Kernel sample(pw::OpFamily family) {
+  switch (family) {
+    case pw::OpFamily::gemm: return pw::Gemm{.m = 4096, .n = 6144, .k = 4096};
+    case pw::OpFamily::attention: return pw::Attention::prefill(4, 2048, 32, 8, 128);
+    case pw::OpFamily::rmsnorm: return pw::RmsNorm{.tokens = 8192, .hidden = 4096, .fused_residual = true};
+    case pw::OpFamily::silu_mul: return pw::SiluMul{.tokens = 8192, .dim = 14336};
+    case pw::OpFamily::fused_moe:
+      return pw::FusedMoe{.tokens = 512, .experts = 8, .top_k = 2, .hidden = 4096, .intermediate = 14336};
+    case pw::OpFamily::elementwise: return pw::Elementwise{.bytes = 1e9, .flops = 2.5e8};
+    case pw::OpFamily::collective: return pw::Collective{.bytes = 16e6, .ranks = 8};
+  }
+  return pw::Gemm{.m = 1, .n = 1, .k = 1};
+}
+
+// A batch of distinct GEMMs, as a scheduler or autotuner would ask about.
+std::vector<pw::Kernel> gemm_batch(std::size_t size) {
+  std::vector<pw::Kernel> kernels;
+  for (std::size_t i = 0; i < size; ++i)
+    kernels.push_back(pw::Gemm{.m = static_cast<std::int64_t>(1 + 37 * i), .n = 4096, .k = 4096});
+  return kernels;
+}
+
+void family_args(benchmark::internal::Benchmark* bench) {
+  for (pw::OpFamily family : pw::kAllOpFamilies) bench->Arg(static_cast<int>(family));
+}
+
+void set_label(benchmark::State& state) {
+  state.SetLabel(std::string(pw::to_string(static_cast<pw::OpFamily>(state.range(0)))));
+}
+
+void BM_Demand(benchmark::State& state) {
+  const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(pw::compute_demand(kernel, gpu));
+  set_label(state);
+}
+BENCHMARK(BM_Demand)->Apply(family_args);
+
+void BM_PredictAnalytical(benchmark::State& state) {
+  const pw::Predictor predictor = pw::Predictor::analytical();
+  const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+  set_label(state);
+}
+BENCHMARK(BM_PredictAnalytical)->Apply(family_args);
+
+void BM_PredictTrained(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+  set_label(state);
+}
+BENCHMARK(BM_PredictTrained)->Apply(family_args);
+
+void BM_PredictTrainedGemmBatch(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const std::vector<pw::Kernel> kernels = gemm_batch(static_cast<std::size_t>(state.range(0)));
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  // Inverted rate of (kernels / 1e9): elapsed seconds * 1e9 / kernels, i.e. ns per kernel.
+  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)) * 1e-9,
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PredictTrainedGemmBatch)->Arg(16)->Arg(256)->Arg(4096);
+
+void BM_MlpSingle(benchmark::State& state) {
+  const pw::Mlp mlp = random_mlp(pw::OpFamily::gemm, {256, 128, 64});
+  const pw::Features features = pw::features(pw::compute_demand(sample(pw::OpFamily::gemm), pw::default_gpu()),
+                                             pw::default_gpu());
+  for (auto _ : state) benchmark::DoNotOptimize(mlp.efficiency(features));
+}
+BENCHMARK(BM_MlpSingle);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,139 @@
+#pragma once
+// The learned stage (METHOD.md section 2): a small dense network, inference only, on
+// Eigen. Inputs are the demand features, standardised with the training set's mean and
+// scale; hidden layers are dense + ReLU with batch-norm already folded into their
+// weights; one sigmoid output, the efficiency in (0, 1). Weights load from a versioned
+// JSON file (see pipeweave/io.hpp) that is checked against the features this code computes.
+
+#include <Eigen/Core>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/pipes.hpp"
+#include "pipeweave/types.hpp"
+
+namespace pipeweave {
+
+struct MlpLayer {
+  Eigen::MatrixXf weights;  // outputs x inputs
+  Eigen::VectorXf bias;     // outputs
+};
+
+struct MlpDescription {
+  OpFamily family = OpFamily::gemm;
+  int feature_version = kFeatureVersion;
+  std::vector<std::string> feature_names;  // must equal kFeatureNames, in order
+  Eigen::VectorXf input_mean;              // subtracted from the features
+  Eigen::VectorXf input_scale;             // then divided by this (> 0)
+  std::vector<MlpLayer> layers;            // hidden layers (ReLU) then the output layer (sigmoid)
+  // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
+  std::vector<std::pair<std::string, std::string>> provenance;
+};
+
+class Mlp {
+ public:
+  // Widest layer a model may have: inference keeps its activations on the stack.
+  static constexpr int kMaxWidth = 1024;
+
+  // Throws pipeweave::Error naming what does not match the code's features or the layer chain.
+  explicit Mlp(MlpDescription description) : description_(std::move(description)) { check(); }
+
+  const MlpDescription& description() const { return description_; }
+  OpFamily family() const { return description_.family; }
+  std::vector<int> hidden_sizes() const {
+    std::vector<int> sizes;
+    for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i)
+      sizes.push_back(static_cast<int>(description_.layers[i].bias.size()));
+    return sizes;
+  }
+
+  // Efficiency for one feature vector. No allocation: activations live on the stack.
+  double efficiency(const Features& features) const {
+    alignas(32) float buffer_a[kMaxWidth];
+    alignas(32) float buffer_b[kMaxWidth];
+    Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>> raw(features.data());
+    Eigen::Map<Eigen::VectorXf> input(buffer_a, static_cast<Eigen::Index>(kFeatureCount));
+    input = (raw - description_.input_mean).cwiseQuotient(description_.input_scale);
+    float* current = buffer_a;
+    float* next = buffer_b;
+    Eigen::Index width = static_cast<Eigen::Index>(kFeatureCount);
+    const std::size_t hidden = description_.layers.size() - 1;
+    for (std::size_t i = 0; i < hidden; ++i) {
+      const MlpLayer& layer = description_.layers[i];
+      Eigen::Map<Eigen::VectorXf> out(next, layer.bias.size());
+      out.noalias() = layer.weights * Eigen::Map<const Eigen::VectorXf>(current, width);
+      out = (out + layer.bias).cwiseMax(0.0f);
+      width = layer.bias.size();
+      std::swap(current, next);
+    }
+    const MlpLayer& last = description_.layers.back();
+    const float logit = last.weights.row(0).dot(Eigen::Map<const Eigen::VectorXf>(current, width)) + last.bias(0);
+    return sigmoid(logit);
+  }
+
+  // Efficiencies for a batch: `features` holds one column per kernel (kFeatureCount rows).
+  // Matrix-matrix products reuse each weight across the batch.
+  Eigen::VectorXd efficiency(const Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic>& features) const {
+    Eigen::MatrixXf activations =
+        (features.colwise() - description_.input_mean).array().colwise() / description_.input_scale.array();
+    for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i) {
+      const MlpLayer& layer = description_.layers[i];
+      Eigen::MatrixXf out = layer.weights * activations;
+      activations = (out.colwise() + layer.bias).cwiseMax(0.0f);
+    }
+    const MlpLayer& last = description_.layers.back();
+    const Eigen::RowVectorXf logits = (last.weights * activations).array() + last.bias(0);
+    Eigen::VectorXd result(logits.size());
+    for (Eigen::Index i = 0; i < logits.size(); ++i) result(i) = sigmoid(logits(i));
+    return result;
+  }
+
+ private:
+  static double sigmoid(float logit) { return 1.0 / (1.0 + std::exp(-static_cast<double>(logit))); }
+
+  void check() const {
+    const MlpDescription& d = description_;
+    if (d.feature_version != kFeatureVersion)
+      detail::fail_field("mlp.feature_version", d.feature_version,
+                         "must be " + std::to_string(kFeatureVersion) + " (the features this build computes)");
+    if (d.feature_names.size() != kFeatureCount)
+      detail::fail_field("mlp.features", d.feature_names.size(),
+                         "must list the " + std::to_string(kFeatureCount) + " features this build computes");
+    for (std::size_t i = 0; i < kFeatureCount; ++i)
+      if (d.feature_names[i] != kFeatureNames[i])
+        detail::fail_field("mlp.features[" + std::to_string(i) + "]", d.feature_names[i],
+                           "must be \"" + std::string(kFeatureNames[i]) + "\"");
+    const auto features = static_cast<Eigen::Index>(kFeatureCount);
+    if (d.input_mean.size() != features) detail::fail_field("mlp.input_mean", d.input_mean.size(), "must have one entry per feature");
+    if (d.input_scale.size() != features) detail::fail_field("mlp.input_scale", d.input_scale.size(), "must have one entry per feature");
+    if (!d.input_mean.allFinite()) throw Error("mlp.input_mean holds a value that is not finite");
+    for (Eigen::Index i = 0; i < features; ++i)
+      if (!(d.input_scale(i) > 0) || !std::isfinite(d.input_scale(i)))
+        detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i), "must be positive and finite");
+    if (d.layers.empty()) throw Error("mlp.layers must hold at least the output layer");
+    Eigen::Index inputs = features;
+    for (std::size_t i = 0; i < d.layers.size(); ++i) {
+      const MlpLayer& layer = d.layers[i];
+      const std::string field = "mlp.layers[" + std::to_string(i) + "]";
+      if (layer.weights.cols() != inputs)
+        detail::fail_field(field + ".weights columns", layer.weights.cols(),
+                           "must equal the previous layer's width " + std::to_string(inputs));
+      if (layer.weights.rows() != layer.bias.size())
+        detail::fail_field(field + ".bias size", layer.bias.size(),
+                           "must equal the weights' rows " + std::to_string(layer.weights.rows()));
+      if (layer.weights.rows() < 1 || layer.weights.rows() > kMaxWidth)
+        detail::fail_field(field + " width", layer.weights.rows(), "must be between 1 and " + std::to_string(kMaxWidth));
+      if (!layer.weights.allFinite() || !layer.bias.allFinite()) throw Error(field + " holds a value that is not finite");
+      inputs = layer.weights.rows();
+    }
+    if (inputs != 1) detail::fail_field("mlp output layer width", inputs, "must be 1 (the efficiency)");
+  }
+
+  MlpDescription description_;
+};
+
+}  // namespace pipeweave

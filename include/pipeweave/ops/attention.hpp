@@ -1,0 +1,234 @@
+#pragma once
+// Attention as FlashAttention-2/3 run it (the kernels vLLM and SGLang call), prefill and
+// decode alike, over a batch of sequences of their own query and KV lengths.
+//
+// Work units: one CTA per (query tile of tile_q rows, head) and per KV split. For decode
+// (every sequence has one query token) the query heads that share a KV head are packed
+// into the tile's rows, as both implementations do ("pack GQA" / "seqlenq_ngroups_swapped"),
+// so units run per KV head. A unit walks the KV it may see (all of it, or under a causal
+// mask up to its last query row) in blocks of tile_kv: QK^T and PV on the tensor pipe, an
+// exp per score on the XU, the online-softmax bookkeeping on the FMA pipe, K and V staged
+// through shared memory. Split-KV (flash-decoding) uses FlashAttention's own heuristic for
+// the number of splits and a combine pass over fp32 partial outputs.
+// Mapping: FlashAttention-2's plain grid is list-scheduled in launch order;
+// FlashAttention-3's scheduler hands out the longest units first.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/detail/list_schedule.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/pipes.hpp"
+#include "pipeweave/types.hpp"
+
+namespace pipeweave {
+
+enum class AttentionImpl : std::uint8_t { flash2, flash3 };
+
+constexpr std::string_view to_string(AttentionImpl impl) { return impl == AttentionImpl::flash2 ? "flash2" : "flash3"; }
+
+struct AttentionConfig {
+  AttentionImpl impl = AttentionImpl::flash3;
+  int tile_q = 0;
+  int tile_kv = 0;
+  int num_splits = 0;  // 0: FlashAttention's heuristic
+  void validate() const {
+    detail::require_positive("attention.tile_q", tile_q);
+    detail::require_positive("attention.tile_kv", tile_kv);
+    detail::require_non_negative("attention.num_splits", num_splits);
+  }
+  bool operator==(const AttentionConfig&) const = default;
+};
+
+struct Attention {
+  static constexpr OpFamily family = OpFamily::attention;
+  std::vector<std::int64_t> q_lens;   // new query tokens per sequence
+  std::vector<std::int64_t> kv_lens;  // KV length per sequence, the new tokens included
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  bool causal = true;
+  std::int64_t page_size = 0;  // 0: contiguous KV cache; else the paged cache's block size
+  DType dtype = DType::bf16;
+  std::optional<AttentionConfig> config;
+
+  // `batch` sequences of `seq_len` new tokens each, no cached prefix.
+  static Attention prefill(std::int64_t batch, std::int64_t seq_len, std::int64_t heads, std::int64_t kv_heads,
+                           std::int64_t head_dim, DType dtype = DType::bf16) {
+    Attention attention;
+    attention.q_lens.assign(static_cast<std::size_t>(std::max<std::int64_t>(batch, 0)), seq_len);
+    attention.kv_lens = attention.q_lens;
+    attention.heads = heads, attention.kv_heads = kv_heads, attention.head_dim = head_dim, attention.dtype = dtype;
+    return attention;
+  }
+  // `batch` sequences of one new token each over `kv_len` tokens of context.
+  static Attention decode(std::int64_t batch, std::int64_t kv_len, std::int64_t heads, std::int64_t kv_heads,
+                          std::int64_t head_dim, DType dtype = DType::bf16) {
+    Attention attention;
+    attention.q_lens.assign(static_cast<std::size_t>(std::max<std::int64_t>(batch, 0)), 1);
+    attention.kv_lens.assign(attention.q_lens.size(), kv_len);
+    attention.heads = heads, attention.kv_heads = kv_heads, attention.head_dim = head_dim, attention.dtype = dtype;
+    return attention;
+  }
+
+  bool is_decode() const {
+    return std::all_of(q_lens.begin(), q_lens.end(), [](std::int64_t q) { return q == 1; });
+  }
+
+  void validate() const {
+    if (q_lens.empty()) detail::fail_field("attention.q_lens", "[]", "must hold one entry per sequence");
+    if (kv_lens.size() != q_lens.size())
+      detail::fail_field("attention.kv_lens", kv_lens.size(), "must have as many entries as attention.q_lens");
+    for (std::size_t i = 0; i < q_lens.size(); ++i) {
+      detail::require_positive("attention.q_lens[" + std::to_string(i) + "]", q_lens[i]);
+      if (kv_lens[i] < q_lens[i])
+        detail::fail_field("attention.kv_lens[" + std::to_string(i) + "]", kv_lens[i],
+                           "must be >= the sequence's q_len (" + std::to_string(q_lens[i]) + ")");
+    }
+    detail::require_positive("attention.heads", heads);
+    detail::require_positive("attention.kv_heads", kv_heads);
+    if (heads % kv_heads != 0)
+      detail::fail_field("attention.kv_heads", kv_heads, "must divide attention.heads (" + std::to_string(heads) + ")");
+    detail::require_positive("attention.head_dim", head_dim);
+    if (head_dim > 256) detail::fail_field("attention.head_dim", head_dim, "must be <= 256");
+    detail::require_non_negative("attention.page_size", page_size);
+    if (dtype == DType::fp32 || dtype == DType::tf32 || dtype == DType::int8)
+      detail::fail_field("attention.dtype", to_string(dtype), "must be fp16, bf16 or fp8");
+    if (config) config->validate();
+  }
+  bool operator==(const Attention&) const = default;
+};
+
+// The implementation a serving engine uses on this GPU and its tile for this head size:
+// FlashAttention-3 on Hopper and later, FlashAttention-2 before, with their kernels'
+// kBlockM x kBlockN (decode runs the split-KV kernels' 64-row tiles).
+inline AttentionConfig default_config(const Attention& attention, const GpuSpec& gpu) {
+  AttentionConfig config;
+  const bool decode = attention.is_decode();
+  const std::int64_t hd = attention.head_dim;
+  if (gpu.compute_capability_major >= 9) {
+    config.impl = AttentionImpl::flash3;
+    config.tile_q = decode ? 64 : 128;
+    config.tile_kv = hd <= 64 ? 192 : (hd <= 128 ? 128 : 80);
+  } else {
+    config.impl = AttentionImpl::flash2;
+    config.tile_q = decode ? 64 : 128;
+    config.tile_kv = decode ? (hd <= 64 ? 256 : (hd <= 128 ? 128 : 64)) : (hd <= 64 ? 128 : (hd <= 128 ? 64 : 32));
+  }
+  return config;
+}
+
+namespace detail {
+
+// FlashAttention's num_splits_heuristic (flash_api.cpp): the fewest splits whose wave
+// efficiency is within 85% of the best, skipping split counts that change nothing.
+inline int flash_num_splits(double units, double sm_count, double kv_blocks) {
+  if (units >= 0.8 * sm_count) return 1;
+  const int max_splits = static_cast<int>(std::min({128.0, sm_count, kv_blocks}));
+  auto eligible = [kv_blocks](int splits) {
+    return splits == 1 || ceil_div(kv_blocks, splits) != ceil_div(kv_blocks, splits - 1);
+  };
+  auto efficiency = [&](int splits) {
+    const double waves = units * splits / sm_count;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int splits = 1; splits <= max_splits; ++splits)
+    if (eligible(splits)) best = std::max(best, efficiency(splits));
+  for (int splits = 1; splits <= max_splits; ++splits)
+    if (eligible(splits) && efficiency(splits) >= 0.85 * best) return splits;
+  return 1;
+}
+
+}  // namespace detail
+
+// Query rows one work unit covers per sequence, and the head units per sequence: decode
+// packs the query heads of a KV group into the rows.
+inline double attention_rows(const Attention& attention, std::size_t sequence) {
+  return attention.is_decode() ? static_cast<double>(attention.heads / attention.kv_heads)
+                               : static_cast<double>(attention.q_lens[sequence]);
+}
+inline double attention_head_units(const Attention& attention) {
+  return static_cast<double>(attention.is_decode() ? attention.kv_heads : attention.heads);
+}
+
+// KV splits: the config's, or FlashAttention's heuristic over the query-tile units.
+inline int attention_splits(const Attention& attention, const AttentionConfig& config, const GpuSpec& gpu) {
+  if (config.num_splits > 0) return config.num_splits;
+  double units = 0, max_kv_blocks = 0;
+  for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
+    units += detail::ceil_div(attention_rows(attention, s), config.tile_q) * attention_head_units(attention);
+    max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
+  }
+  return detail::flash_num_splits(units, gpu.sm_count, max_kv_blocks);
+}
+
+inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
+  using detail::ceil_div;
+  const AttentionConfig config = attention.config ? *attention.config : default_config(attention, gpu);
+  const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
+  const double bytes = dtype_bytes(attention.dtype);
+  const double tensor_rate = detail::tensor_rate(gpu, attention.dtype);
+  const bool decode = attention.is_decode();
+  const double head_units = attention_head_units(attention);
+  const double splits = attention_splits(attention, config, gpu);
+  const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
+
+  // One class per (sequence, query tile); heads and splits are its identical copies.
+  std::vector<detail::CtaClass> classes;
+  double dram_total = 0, l2_total = 0, combine_bytes = 0;
+  for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
+    const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
+    const double rows = attention_rows(attention, s);
+    const double q_tiles = ceil_div(rows, tq);
+    for (double tile = 0; tile < q_tiles; ++tile) {
+      const double real_rows = std::min(tq, rows - tile * tq);
+      // Under a causal mask query row p (0-based) sees KV positions up to kv - q + p.
+      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, (tile + 1) * tq)) : kv;
+      const double kv_rows = ceil_div(ceil_div(visible, tkv), splits) * tkv;
+      detail::CtaClass cta;
+      at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
+      at(cta.work, Pipe::xu) = tq * kv_rows;
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
+      at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
+      double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
+      if (attention.page_size > 0) l2 += ceil_div(kv_rows, static_cast<double>(attention.page_size)) * 4;
+      at(cta.work, Pipe::l2) = l2;
+      cta.count = head_units * splits;
+      l2_total += l2 * cta.count;
+      classes.push_back(cta);
+    }
+    dram_total += q * attention.heads * hd * bytes * 2 + kv * attention.kv_heads * hd * bytes * 2;
+    if (splits > 1) combine_bytes += 2 * splits * q * attention.heads * hd * 4;
+  }
+  dram_total += combine_bytes;
+  // Each CTA's DRAM share follows its L2 traffic: what the chip must fetch, spread by who asks.
+  for (auto& cta : classes) at(cta.work, Pipe::dram) = at(cta.work, Pipe::l2) * (dram_total - combine_bytes / 2) / l2_total;
+
+  if (config.impl == AttentionImpl::flash3)
+    std::stable_sort(classes.begin(), classes.end(), [](const detail::CtaClass& a, const detail::CtaClass& b) {
+      return at(a.work, Pipe::tensor) > at(b.work, Pipe::tensor);
+    });
+  const bool fa3 = config.impl == AttentionImpl::flash3;
+  const double threads = fa3 ? 384 : 128;
+  const double smem = (tq + (fa3 ? 4 : 2) * tkv) * hd * bytes;  // Q, and K+V (two stages on FA3)
+  const double resident = detail::resident_ctas(gpu, threads, smem, 0, "attention CTA");
+  Demand result = detail::list_schedule(classes, gpu, tensor_rate, resident);
+
+  if (combine_bytes > 0) {  // the combine kernel: a balanced pass over the fp32 partials
+    const PipeArray rate = detail::per_sm_rates(gpu, tensor_rate);
+    for (Pipe pipe : {Pipe::dram, Pipe::l2}) {
+      const double extra = combine_bytes / 2 / (at(rate, pipe) * gpu.sm_count);
+      at(result.gpu_cycles, pipe) += extra;
+      at(result.sm_cycles, pipe) += extra;
+    }
+  }
+  result.config_defaulted = !attention.config.has_value();
+  return result;
+}
+
+}  // namespace pipeweave

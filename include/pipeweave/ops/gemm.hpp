@@ -1,0 +1,171 @@
+#pragma once
+// GEMM: C[m,n] = A[m,k] * B[k,n], the way cuBLASLt/CUTLASS run it: output tiles of
+// tile_m x tile_n, each marching over its K slice in steps of tile_k; split-K cuts K
+// into slices that separate CTAs compute and a reduction adds; thread-block clusters
+// place groups of tiles together, so only whole clusters fit on the chip.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/pipes.hpp"
+#include "pipeweave/types.hpp"
+
+namespace pipeweave {
+
+struct GemmConfig {
+  int tile_m = 0;
+  int tile_n = 0;
+  int tile_k = 0;
+  int split_k = 1;
+  int stages = 0;  // 0: as many as fit in shared memory
+  int cluster_m = 1;
+  int cluster_n = 1;
+
+  void validate() const {
+    detail::require_positive("gemm.tile_m", tile_m);
+    detail::require_positive("gemm.tile_n", tile_n);
+    detail::require_positive("gemm.tile_k", tile_k);
+    detail::require_positive("gemm.split_k", split_k);
+    detail::require_non_negative("gemm.stages", stages);
+    detail::require_positive("gemm.cluster_m", cluster_m);
+    detail::require_positive("gemm.cluster_n", cluster_n);
+  }
+  bool operator==(const GemmConfig&) const = default;
+};
+
+struct Gemm {
+  static constexpr OpFamily family = OpFamily::gemm;
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  DType dtype = DType::bf16;
+  std::optional<GemmConfig> config;  // the implementation's tiling, when known
+
+  void validate() const {
+    detail::require_positive("gemm.m", m);
+    detail::require_positive("gemm.n", n);
+    detail::require_positive("gemm.k", k);
+    if (config) config->validate();
+  }
+  bool operator==(const Gemm&) const = default;
+};
+
+namespace detail {
+
+// Output element size: fp16/bf16/fp8 GEMMs write 16-bit results (as vLLM's do), tf32/fp32 write fp32, int8 int32.
+constexpr double gemm_output_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::fp16:
+    case DType::bf16:
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2: return 2;
+    default: return 4;
+  }
+}
+
+constexpr bool has_clusters(const GpuSpec& gpu) { return gpu.compute_capability_major >= 9; }
+
+// Threads of one CTA: Hopper and later run warp-specialised kernels (one producer and
+// two consumer warpgroups), earlier GPUs eight-warp multistage kernels.
+inline double gemm_threads(const GpuSpec& gpu) { return has_clusters(gpu) ? 384 : 256; }
+
+inline double gemm_stage_bytes(const GemmConfig& config, DType dtype) {
+  return (config.tile_m + config.tile_n) * static_cast<double>(config.tile_k) * dtype_bytes(dtype);
+}
+
+// Stages that fit in one SM's shared memory, leaving 16 KB for the epilogue, at most 8.
+inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const GpuSpec& gpu) {
+  const double fit = std::floor((gpu.smem_bytes_per_sm - 16384) / gemm_stage_bytes(config, dtype));
+  return static_cast<int>(std::clamp(fit, 1.0, 8.0));
+}
+
+}  // namespace detail
+
+// The library's own choice when a GEMM comes without its config (documented in README):
+//  - tile_k: 128 bytes of K per step (64 for 16-bit types, 128 for fp8, 32 for tf32/fp32);
+//  - tile_m 64 when m <= 64 (decode-shaped), else 128; tile_n 128, or 256 when both m
+//    and n are >= 4096 on Hopper and later;
+//  - split-K when the output tiles fill under half the SMs and K is long enough for
+//    every slice to keep at least four K steps: as many slices as bring the tiles up to
+//    the SM count, at most 16;
+//  - stages: as many as fit in shared memory (at most 8); cluster 2x1 on Hopper and later
+//    when there are at least as many tiles as SMs.
+// The rank issue replaces this with the best predicted among enumerated candidates.
+inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
+  GemmConfig config;
+  config.tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
+  config.tile_m = gemm.m <= 64 ? 64 : 128;
+  config.tile_n = (detail::has_clusters(gpu) && gemm.m >= 4096 && gemm.n >= 4096) ? 256 : 128;
+  const double tiles = detail::ceil_div(gemm.m, config.tile_m) * detail::ceil_div(gemm.n, config.tile_n);
+  const double k_steps = detail::ceil_div(gemm.k, config.tile_k);
+  if (tiles * 2 <= gpu.sm_count && k_steps >= 8) {
+    const double wanted = std::floor(gpu.sm_count / tiles);
+    config.split_k = static_cast<int>(std::clamp(std::min(wanted, std::floor(k_steps / 4)), 1.0, 16.0));
+  }
+  config.stages = detail::gemm_stages_that_fit(config, gemm.dtype, gpu);
+  if (detail::has_clusters(gpu) && tiles >= gpu.sm_count) config.cluster_m = 2;
+  return config;
+}
+
+inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
+  using detail::ceil_div;
+  using detail::round_up;
+  GemmConfig config = gemm.config ? *gemm.config : default_config(gemm, gpu);
+  if (config.stages == 0) config.stages = detail::gemm_stages_that_fit(config, gemm.dtype, gpu);
+
+  const double in_bytes = dtype_bytes(gemm.dtype);
+  const double out_bytes = detail::gemm_output_bytes(gemm.dtype);
+  const bool fp32_fma = gemm.dtype == DType::fp32;
+  const double tensor_rate = fp32_fma ? 0 : detail::tensor_rate(gpu, gemm.dtype);
+
+  const double tm = config.tile_m, tn = config.tile_n, tk = config.tile_k, split = config.split_k;
+  const double k_slice = round_up(ceil_div(gemm.k, split), tk);
+  const double ctas = ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * split;
+  const double cluster = detail::has_clusters(gpu) ? double(config.cluster_m) * config.cluster_n : 1.0;
+  if (cluster > gpu.sm_count) detail::fail_field("gemm.cluster_m*cluster_n", cluster, "must not exceed the SM count");
+  // Only whole clusters are placed, so SMs left over after the last whole cluster idle.
+  const double usable_sms = std::floor(gpu.sm_count / cluster) * cluster;
+
+  // Per-CTA work. Partial sums of a split-K GEMM are fp32 and are added by a reduction.
+  const double tile_outputs = tm * tn;
+  const double mma_flops = 2 * tm * tn * k_slice;
+  detail::PipeWork per_cta{};
+  at(per_cta, fp32_fma ? Pipe::fma : Pipe::tensor) = fp32_fma ? mma_flops / 2 : mma_flops;
+  at(per_cta, Pipe::fma) += tile_outputs * (split > 1 ? 3 : 2);  // alpha/beta epilogue, plus the split-K add
+  // Within a cluster, TMA multicast loads each A tile once for the cluster_n CTAs that
+  // share it and each B tile once for the cluster_m CTAs, so L2 sends each CTA its share.
+  const double a_share = detail::has_clusters(gpu) ? 1.0 / config.cluster_n : 1.0;
+  const double b_share = detail::has_clusters(gpu) ? 1.0 / config.cluster_m : 1.0;
+  const double operand_bytes = (tm + tn) * k_slice * in_bytes;
+  const double l2_operand_bytes = (tm * a_share + tn * b_share) * k_slice * in_bytes;
+  const double written_bytes = tile_outputs * (split > 1 ? 4 : out_bytes);
+  at(per_cta, Pipe::l2) = l2_operand_bytes + written_bytes;
+  at(per_cta, Pipe::smem) = 2 * operand_bytes + 2 * tile_outputs * out_bytes;  // staged in, read by MMA; epilogue
+
+  // DRAM sees each matrix once (L2 serves the re-reads) plus the split-K workspace round trip.
+  const double m = gemm.m, n = gemm.n, k = gemm.k;
+  double dram_bytes = (m * k + k * n) * in_bytes + m * n * out_bytes;
+  if (split > 1) dram_bytes += 2 * m * n * 4 * split;
+  at(per_cta, Pipe::dram) = dram_bytes / ctas;
+
+  const double smem_per_cta = config.stages * detail::gemm_stage_bytes(config, gemm.dtype);
+  const double resident = detail::resident_ctas(gpu, detail::gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
+
+  Demand result;
+  result.ctas = ctas;
+  result.busiest_sm_ctas = ceil_div(ctas, usable_sms);
+  result.resident_ctas_per_sm = resident;
+  result.config_defaulted = !gemm.config.has_value();
+  detail::PipeWork total{}, busiest{};
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    total[i] = per_cta[i] * ctas;
+    busiest[i] = per_cta[i] * result.busiest_sm_ctas;
+  }
+  detail::fill_cycles(result, total, busiest, gpu, tensor_rate);
+  return result;
+}
+
+}  // namespace pipeweave

@@ -1,0 +1,207 @@
+#pragma once
+// The vocabulary of the analytical stage (METHOD.md section 1): the pipelines a kernel
+// loads, the demand on each (as cycles if that pipe were the only limit, whole GPU and
+// busiest SM), and the feature vector the learned stage reads.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string_view>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/types.hpp"
+
+namespace pipeweave {
+
+enum class Pipe : std::uint8_t { tensor, fma, xu, dram, l2, smem, link };
+inline constexpr std::size_t kPipeCount = 7;
+inline constexpr std::array<Pipe, kPipeCount> kAllPipes{Pipe::tensor, Pipe::fma,  Pipe::xu,  Pipe::dram,
+                                                        Pipe::l2,     Pipe::smem, Pipe::link};
+
+constexpr std::string_view to_string(Pipe pipe) {
+  constexpr std::array<std::string_view, kPipeCount> names{"tensor", "fma", "xu", "dram", "l2", "smem", "link"};
+  return names[static_cast<std::size_t>(pipe)];
+}
+
+using PipeArray = std::array<double, kPipeCount>;
+
+constexpr double& at(PipeArray& values, Pipe pipe) { return values[static_cast<std::size_t>(pipe)]; }
+constexpr double at(const PipeArray& values, Pipe pipe) { return values[static_cast<std::size_t>(pipe)]; }
+
+// What one kernel asks of one GPU. Cycles are SM clock cycles at GpuSpec::sm_clock_mhz.
+struct Demand {
+  PipeArray gpu_cycles{};  // total work spread evenly over every SM
+  PipeArray sm_cycles{};   // work of the busiest SM after mapping CTAs the way the kernel does
+  double ctas = 0;                  // CTAs (tiles, work units) the kernel runs
+  double busiest_sm_ctas = 0;       // CTAs that land on the busiest SM
+  double resident_ctas_per_sm = 1;  // CTAs one SM holds at once
+  bool config_defaulted = false;    // true when the implementation config was not given and a default was used
+
+  // The physical lower bound: no implementation can finish sooner. Only figures that are
+  // hard limits count: SM-local pipes (tensor, fma, xu, smem) on the busiest SM, which
+  // cannot borrow another SM's pipe; the chip-wide DRAM and link on the whole GPU (one SM
+  // may draw more than its fair share while others idle, so the busiest SM's share is no
+  // bound). L2 counts in no bound: no spec sheet gives its bandwidth, and an estimate that
+  // is too low would put the "bound" above real kernels. Its demand stays a feature.
+  static constexpr bool in_bound_per_sm(Pipe pipe) {
+    return pipe == Pipe::tensor || pipe == Pipe::fma || pipe == Pipe::xu || pipe == Pipe::smem;
+  }
+  static constexpr bool in_bound_whole_gpu(Pipe pipe) { return pipe == Pipe::dram || pipe == Pipe::link; }
+
+  double bound_cycles(Pipe pipe) const {
+    const auto i = static_cast<std::size_t>(pipe);
+    return in_bound_per_sm(pipe) ? sm_cycles[i] : (in_bound_whole_gpu(pipe) ? gpu_cycles[i] : 0.0);
+  }
+
+  double bound_cycles() const {
+    double bound = 0;
+    for (Pipe pipe : kAllPipes) bound = std::max(bound, bound_cycles(pipe));
+    return bound;
+  }
+
+  // The pipe that sets bound_cycles() (the first such, in kAllPipes order, on a tie).
+  Pipe bottleneck() const {
+    Pipe best = Pipe::tensor;
+    for (Pipe pipe : kAllPipes)
+      if (bound_cycles(pipe) > bound_cycles(best)) best = pipe;
+    return best;
+  }
+
+  // Sequential kernels (e.g. the two GEMMs of a fused MoE) add up pipe by pipe.
+  Demand& operator+=(const Demand& next) {
+    for (std::size_t i = 0; i < kPipeCount; ++i) gpu_cycles[i] += next.gpu_cycles[i], sm_cycles[i] += next.sm_cycles[i];
+    ctas += next.ctas;
+    busiest_sm_ctas += next.busiest_sm_ctas;
+    resident_ctas_per_sm = std::max(resident_ctas_per_sm, next.resident_ctas_per_sm);
+    config_defaulted = config_defaulted || next.config_defaulted;
+    return *this;
+  }
+};
+
+// The learned stage's inputs: log1p of every demand figure plus the mapping's shape.
+// Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
+inline constexpr int kFeatureVersion = 1;
+inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 4;
+using Features = std::array<float, kFeatureCount>;
+
+inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
+    "tensor_gpu_cycles", "fma_gpu_cycles", "xu_gpu_cycles", "dram_gpu_cycles", "l2_gpu_cycles",
+    "smem_gpu_cycles",   "link_gpu_cycles", "tensor_sm_cycles", "fma_sm_cycles", "xu_sm_cycles",
+    "dram_sm_cycles",    "l2_sm_cycles",    "smem_sm_cycles",  "link_sm_cycles", "ctas",
+    "busiest_sm_ctas",   "resident_ctas_per_sm", "waves"};
+
+inline Features features(const Demand& demand, const GpuSpec& gpu) {
+  Features out{};
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    out[i] = static_cast<float>(std::log1p(demand.gpu_cycles[i]));
+    out[kPipeCount + i] = static_cast<float>(std::log1p(demand.sm_cycles[i]));
+  }
+  const double slots = demand.resident_ctas_per_sm * gpu.sm_count;
+  out[2 * kPipeCount + 0] = static_cast<float>(std::log1p(demand.ctas));
+  out[2 * kPipeCount + 1] = static_cast<float>(std::log1p(demand.busiest_sm_ctas));
+  out[2 * kPipeCount + 2] = static_cast<float>(std::log1p(demand.resident_ctas_per_sm));
+  out[2 * kPipeCount + 3] = static_cast<float>(std::log1p(demand.ctas / slots));
+  return out;
+}
+
+namespace detail {
+
+constexpr double ceil_div(double a, double b) { return std::ceil(a / b); }
+constexpr double round_up(double a, double multiple) { return ceil_div(a, multiple) * multiple; }
+
+// Per-SM rate of each pipe in work units per clock. DRAM and L2 are shared by the
+// chip, so one SM's fair share is the chip's rate over the SM count; the link is the
+// GPU's own, so it is charged whole to whichever SM drives it.
+inline PipeArray per_sm_rates(const GpuSpec& gpu, double tensor_rate) {
+  PipeArray rate{};
+  at(rate, Pipe::tensor) = tensor_rate;
+  at(rate, Pipe::fma) = gpu.fp32_lanes_per_clk_per_sm;
+  at(rate, Pipe::xu) = gpu.xu_ops_per_clk_per_sm;
+  at(rate, Pipe::dram) = gpu.bytes_per_clk(gpu.dram_bandwidth_gb_s) / gpu.sm_count;
+  at(rate, Pipe::l2) = gpu.bytes_per_clk(gpu.l2_bandwidth_gb_s) / gpu.sm_count;
+  at(rate, Pipe::smem) = gpu.smem_bytes_per_clk_per_sm;
+  at(rate, Pipe::link) = gpu.bytes_per_clk(gpu.link_bandwidth_gb_s);
+  return rate;
+}
+
+// Tensor-core flops per clock per SM for a GEMM operand type; throws when the GPU has none.
+inline double tensor_rate(const GpuSpec& gpu, DType dtype) {
+  const TensorRates& rates = gpu.tensor_flops_per_clk_per_sm;
+  double rate = 0;
+  std::string_view field;
+  switch (dtype) {
+    case DType::fp16:
+    case DType::bf16: rate = rates.fp16_bf16, field = "fp16_bf16"; break;
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2: rate = rates.fp8, field = "fp8"; break;
+    case DType::tf32: rate = rates.tf32, field = "tf32"; break;
+    case DType::int8: rate = rates.int8, field = "int8"; break;
+    case DType::fp32: return 0;  // plain fp32 runs on the FMA pipe, not the tensor cores
+  }
+  if (!(rate > 0))
+    throw Error("GPU " + gpu.name + " has no " + std::string(to_string(dtype)) +
+                " tensor path (tensor_flops_per_clk_per_sm." + std::string(field) + " = 0)");
+  return rate;
+}
+
+// Work (flops, lane ops, bytes ...) on each pipe, for one CTA or for the whole kernel.
+using PipeWork = PipeArray;
+
+// Converts work to cycles: whole GPU from the kernel's total, busiest SM from the sum of
+// the CTAs that land there. Pipes with no work cost no cycles, so a rate of 0 is fine there.
+inline void fill_cycles(Demand& demand, const PipeWork& total, const PipeWork& busiest_sm, const GpuSpec& gpu,
+                        double tensor_rate) {
+  const PipeArray rate = per_sm_rates(gpu, tensor_rate);
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    if (total[i] <= 0 && busiest_sm[i] <= 0) continue;
+    if (kAllPipes[i] == Pipe::link) {
+      demand.gpu_cycles[i] = total[i] / rate[i];
+      demand.sm_cycles[i] = demand.gpu_cycles[i];
+      continue;
+    }
+    demand.gpu_cycles[i] = total[i] / (rate[i] * gpu.sm_count);
+    demand.sm_cycles[i] = busiest_sm[i] / rate[i];
+  }
+}
+
+// A plain grid of identical CTAs: the hardware hands the next CTA to whichever SM frees
+// a slot, so the busiest SM runs ceil(ctas / SMs) of them.
+inline Demand uniform_grid(const PipeWork& per_cta, double ctas, double resident_ctas_per_sm, const GpuSpec& gpu,
+                           double tensor_rate = 0) {
+  Demand demand;
+  demand.ctas = ctas;
+  demand.busiest_sm_ctas = ceil_div(ctas, gpu.sm_count);
+  demand.resident_ctas_per_sm = resident_ctas_per_sm;
+  PipeWork total{}, busiest{};
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    total[i] = per_cta[i] * ctas;
+    busiest[i] = per_cta[i] * demand.busiest_sm_ctas;
+  }
+  fill_cycles(demand, total, busiest, gpu, tensor_rate);
+  return demand;
+}
+
+// How many CTAs of this footprint one SM holds at once (the occupancy calculator's rule).
+// A CTA that does not fit at all is a config that cannot launch on this GPU: an error.
+inline double resident_ctas(const GpuSpec& gpu, double threads_per_cta, double smem_bytes_per_cta,
+                            double registers_per_thread, std::string_view what) {
+  double resident = gpu.max_ctas_per_sm;
+  resident = std::min(resident, std::floor(gpu.max_threads_per_sm / threads_per_cta));
+  if (smem_bytes_per_cta > 0) resident = std::min(resident, std::floor(gpu.smem_bytes_per_sm / smem_bytes_per_cta));
+  if (registers_per_thread > 0)
+    resident = std::min(resident, std::floor(gpu.registers_per_sm / (registers_per_thread * threads_per_cta)));
+  if (resident < 1) {
+    std::ostringstream message;
+    message << what << " does not fit on one SM of " << gpu.name << ": " << threads_per_cta << " threads, "
+            << smem_bytes_per_cta << " bytes of shared memory (SM offers " << gpu.max_threads_per_sm << " threads, "
+            << gpu.smem_bytes_per_sm << " bytes)";
+    throw Error(message.str());
+  }
+  return resident;
+}
+
+}  // namespace detail
+}  // namespace pipeweave

@@ -1,0 +1,612 @@
+// The built-in GPU catalog: spec-sheet figures for the GPUs pipeweave knows by name.
+//
+// Conventions (see gpu_spec.hpp for the field meanings):
+//  * sm_clock_mhz is the clock the datasheet's DENSE tensor peak is computed at, so that
+//    tensor_flops_per_clk_per_sm.fp16_bf16 * sm_count * sm_clock equals the datasheet's dense
+//    fp16/bf16 figure. The comment beside each entry shows that product against the datasheet.
+//    (Datasheets often quote "with sparsity" figures; those are halved here.)
+//  * Tensor rates are what a serving engine sees: fp16/bf16 inputs with FP32 accumulate. Where a
+//    product runs FP32 accumulate at half rate (GeForce RTX 4090, L40, L20), the half rate is used;
+//    the FP16-accumulate rate those parts also have is noted in the comment.
+//  * l2_bandwidth_gb_s appears on no datasheet: every figure is an estimate (theoretical
+//    bytes/clk where the whitepaper gives it, derated toward published microbenchmarks).
+//    Calibrate it on the real part.
+//  * link_bandwidth_gb_s is per direction per GPU: NVLink where the part has switched NVLink,
+//    else PCIe (Gen4 x16: 32, Gen5 x16: 64). Two-GPU NVLink bridges (A40, RTX A6000, H100 PCIe)
+//    are ignored because they pair only two GPUs. link_latency_us is an estimate: ~2 us for an
+//    NVLink hop, ~5 us for PCIe.
+//  * Per-SM occupancy limits (shared memory, threads, CTAs) are from the CUDA C++ Programming
+//    Guide's compute-capability table.
+
+#include <algorithm>
+#include <cctype>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+
+namespace pipeweave {
+namespace {
+
+// ---- Per-architecture constants ----------------------------------------------------------------
+
+// Dense tensor flops (ops for int8) per SM per clock.
+// GA100 (A100): 3rd-gen tensor cores, 1024 dense fp16 FMA/clk/SM. No fp8.
+constexpr TensorRates kGa100Tensor{.fp16_bf16 = 2048, .fp8 = 0, .tf32 = 1024, .int8 = 4096};
+// GA10x data-center / workstation parts (A10, A40, RTX A6000): full-rate FP32 accumulate. No fp8.
+constexpr TensorRates kGa10xTensor{.fp16_bf16 = 1024, .fp8 = 0, .tf32 = 512, .int8 = 2048};
+// AD10x with full-rate FP32 accumulate (L4, L40S, RTX 6000 Ada).
+constexpr TensorRates kAd10xTensor{.fp16_bf16 = 1024, .fp8 = 2048, .tf32 = 512, .int8 = 2048};
+// AD10x parts whose datasheets give FP32-accumulate fp16/bf16/fp8 (and tf32, int8) at half the
+// AD102 rate (L40, L20). Their FP16-accumulate fp16 rate is 1024.
+constexpr TensorRates kAd10xHalfTensor{.fp16_bf16 = 512, .fp8 = 1024, .tf32 = 256, .int8 = 1024};
+// GeForce AD102 (RTX 4090): FP32 accumulate at half rate for fp16/bf16/fp8 and tf32; int8 is full
+// rate. With FP16 accumulate fp16 is 1024 and fp8 2048 (Ada whitepaper, appendix table).
+constexpr TensorRates kAd102GeForceTensor{.fp16_bf16 = 512, .fp8 = 1024, .tf32 = 256, .int8 = 2048};
+// GH100 (H100, H200, H800): 4th-gen tensor cores.
+constexpr TensorRates kGh100Tensor{.fp16_bf16 = 4096, .fp8 = 8192, .tf32 = 2048, .int8 = 8192};
+// H20: GH100 with the tensor path capped at a quarter of GH100's per-SM rate (148 TF dense bf16
+// from 78 SMs cannot be reached otherwise at any plausible clock).
+constexpr TensorRates kH20Tensor{.fp16_bf16 = 1024, .fp8 = 2048, .tf32 = 512, .int8 = 2048};
+// B200 (sm_100): 5th-gen tensor cores, twice GH100 per SM.
+constexpr TensorRates kB200Tensor{.fp16_bf16 = 8192, .fp8 = 16384, .tf32 = 4096, .int8 = 16384};
+// GB202 (sm_120, RTX PRO 6000 Blackwell): same per-SM fp16/fp8 rate as AD102 (fp4: 4096).
+constexpr TensorRates kGb202Tensor{.fp16_bf16 = 1024, .fp8 = 2048, .tf32 = 512, .int8 = 2048};
+
+constexpr double kXuOpsPerClk = 16;        // 4 SFUs (MUFU) per SM sub-partition, 4 sub-partitions
+constexpr double kSmemBytesPerClk = 128;   // 32 banks x 4 bytes
+constexpr int kRegistersPerSm = 65536;
+
+constexpr double KiB = 1024.0;
+constexpr double MiB = 1024.0 * 1024.0;
+
+// Shared memory per SM (largest carve-out), CUDA programming guide.
+constexpr double kSmemSm80 = 164 * KiB;   // 167936
+constexpr double kSmemSm86 = 100 * KiB;   // 102400
+constexpr double kSmemSm89 = 100 * KiB;   // 102400
+constexpr double kSmemSm90 = 228 * KiB;   // 233472
+constexpr double kSmemSm100 = 228 * KiB;  // 233472
+constexpr double kSmemSm120 = 100 * KiB;  // 102400
+
+constexpr double kPcie4 = 32;  // GB/s per direction, x16
+constexpr double kPcie5 = 64;
+constexpr double kNvlinkLatencyUs = 2;  // estimate
+constexpr double kPcieLatencyUs = 5;    // estimate
+
+std::vector<GpuSpec> build_catalog() {
+  std::vector<GpuSpec> gpus;
+  gpus.reserve(17);
+
+  // Entries in catalog order (the order listings and error messages show).
+
+  // 2048*108*1.410 GHz = 311.9 TF dense bf16 (datasheet 312); tf32 156, int8 624 TOPS.
+  // FP32: 64 lanes*2*108*1.41 = 19.5 TF (datasheet 19.5).
+  gpus.push_back(GpuSpec{
+      .name = "A100-SXM4-80GB",
+      .aliases = {"NVIDIA A100-SXM4-80GB", "A100", "A100-SXM", "A100-SXM4"},
+      .architecture = "ampere",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 0,
+      .sm_count = 108,
+      .sm_clock_mhz = 1410,
+      .tensor_flops_per_clk_per_sm = kGa100Tensor,
+      .fp32_lanes_per_clk_per_sm = 64,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 2039,
+      // Whitepaper: 5120 B/clk L2 read bandwidth (2.3x V100) = 7.2 TB/s theoretical at 1.41 GHz;
+      // microbenchmarks sustain ~4.5-5 TB/s. Estimate; calibrate.
+      .l2_bandwidth_gb_s = 4800,
+      .l2_bytes = 40 * MiB,
+      .smem_bytes_per_sm = kSmemSm80,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 80,
+      .link_bandwidth_gb_s = 300,  // NVLink 3: 600 GB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA A100 80GB datasheet (SXM: 312 TF dense bf16, 2039 GB/s), GA100 (Ampere) whitepaper; "
+                "L2 bandwidth estimated",
+  });
+
+  // 1024*84*1.740 GHz = 149.7 TF dense bf16 (datasheet 149.7); tf32 74.8, int8 299.3 TOPS.
+  gpus.push_back(GpuSpec{
+      .name = "A40",
+      .aliases = {"NVIDIA A40"},
+      .architecture = "ampere",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 6,
+      .sm_count = 84,
+      .sm_clock_mhz = 1740,
+      .tensor_flops_per_clk_per_sm = kGa10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 696,
+      .l2_bandwidth_gb_s = 2000,  // GA102, estimate; calibrate
+      .l2_bytes = 6 * MiB,
+      .smem_bytes_per_sm = kSmemSm86,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 16,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,  // NVLink bridge (112.5 GB/s bidir) pairs only 2 GPUs: PCIe used
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA A40 datasheet (149.7 TF dense bf16, 696 GB/s), GA102 (Ampere) whitepaper; "
+                "L2 bandwidth estimated",
+  });
+
+  // 4096*132*1.830 GHz = 989.4 TF dense bf16 (datasheet 989.4); fp8 1978.9, tf32 494.7.
+  // (The datasheet's 67 TF fp32 assumes the 1.98 GHz max boost.)
+  gpus.push_back(GpuSpec{
+      .name = "H100-SXM",
+      .aliases = {"NVIDIA H100 80GB HBM3", "H100", "H100-SXM5"},
+      .architecture = "hopper",
+      .compute_capability_major = 9,
+      .compute_capability_minor = 0,
+      .sm_count = 132,
+      .sm_clock_mhz = 1830,
+      .tensor_flops_per_clk_per_sm = kGh100Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 3350,
+      // Microbenchmarks report ~5.5-7 TB/s (partitioned L2; far-partition hits are slower).
+      // Estimate; calibrate.
+      .l2_bandwidth_gb_s = 6000,
+      .l2_bytes = 50 * MiB,
+      .smem_bytes_per_sm = kSmemSm90,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 80,
+      .link_bandwidth_gb_s = 450,  // NVLink 4: 900 GB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA H100 datasheet (SXM5: 989.4 TF dense bf16, 3.35 TB/s), GH100 (Hopper) whitepaper; "
+                "L2 bandwidth estimated",
+  });
+
+  // 4096*114*1.620 GHz = 756.4 TF dense bf16 (datasheet 1513 sparse = 756 dense). The PCIe part's
+  // tensor peak assumes 1620 MHz; its 51 TF fp32 assumes the 1755 MHz max boost.
+  gpus.push_back(GpuSpec{
+      .name = "H100-PCIe",
+      .aliases = {"NVIDIA H100 PCIe"},
+      .architecture = "hopper",
+      .compute_capability_major = 9,
+      .compute_capability_minor = 0,
+      .sm_count = 114,
+      .sm_clock_mhz = 1620,
+      .tensor_flops_per_clk_per_sm = kGh100Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 2000,
+      .l2_bandwidth_gb_s = 5300,  // GH100, H100-SXM figure scaled by clock; estimate; calibrate
+      .l2_bytes = 50 * MiB,
+      .smem_bytes_per_sm = kSmemSm90,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 80,
+      .link_bandwidth_gb_s = kPcie5,  // NVLink bridge pairs only 2 GPUs: PCIe Gen5 used
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA H100 datasheet (PCIe: 756 TF dense bf16, 2 TB/s), GH100 (Hopper) whitepaper; "
+                "L2 bandwidth estimated",
+  });
+
+  // 1024*78*1.850 GHz = 147.7 TF dense bf16 (datasheet 148; fp8 296, tf32 74, int8 296 dense).
+  // The H20's tensor throughput is capped: per-SM rate taken as 1/4 of GH100's at a ~1.85 GHz
+  // clock (max boost 1.98 GHz). Uncertain split of rate vs clock; calibrate.
+  gpus.push_back(GpuSpec{
+      .name = "H20",
+      .aliases = {"NVIDIA H20"},
+      .architecture = "hopper",
+      .compute_capability_major = 9,
+      .compute_capability_minor = 0,
+      .sm_count = 78,
+      .sm_clock_mhz = 1850,
+      .tensor_flops_per_clk_per_sm = kH20Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 4000,
+      .l2_bandwidth_gb_s = 6000,  // GH100 L2 (60 MB enabled), as H100-SXM; estimate; calibrate
+      .l2_bytes = 60 * MiB,
+      .smem_bytes_per_sm = kSmemSm90,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 96,
+      .link_bandwidth_gb_s = 450,  // NVLink 4: 900 GB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA H20 product brief (148 TF dense bf16, 296 TF fp8, 4.0 TB/s, 96 GB, 60 MB L2), "
+                "GH100 (Hopper) whitepaper; rate/clock split and L2 bandwidth estimated",
+  });
+
+  // 4096*132*1.830 GHz = 989.4 TF dense bf16 (datasheet 989); same GH100 as H100-SXM, HBM3e.
+  gpus.push_back(GpuSpec{
+      .name = "H200-SXM",
+      .aliases = {"NVIDIA H200", "H200", "H200-SXM5"},
+      .architecture = "hopper",
+      .compute_capability_major = 9,
+      .compute_capability_minor = 0,
+      .sm_count = 132,
+      .sm_clock_mhz = 1830,
+      .tensor_flops_per_clk_per_sm = kGh100Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 4800,
+      .l2_bandwidth_gb_s = 6000,  // GH100, as H100-SXM; estimate; calibrate
+      .l2_bytes = 60 * MiB,  // all 6 HBM stacks (and their L2 slices) enabled, unlike H100-SXM's 5
+      .smem_bytes_per_sm = kSmemSm90,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 141,
+      .link_bandwidth_gb_s = 450,  // NVLink 4: 900 GB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA H200 datasheet (SXM: 989 TF dense bf16, 4.8 TB/s, 141 GB), GH100 (Hopper) "
+                "whitepaper; 60 MB L2 as CUDA reports it; L2 bandwidth estimated",
+  });
+
+  // 4096*132*1.830 GHz = 989.4 TF dense bf16 (datasheet 989.4); H100-SXM with reduced NVLink.
+  gpus.push_back(GpuSpec{
+      .name = "H800",
+      .aliases = {"NVIDIA H800", "H800-SXM"},
+      .architecture = "hopper",
+      .compute_capability_major = 9,
+      .compute_capability_minor = 0,
+      .sm_count = 132,
+      .sm_clock_mhz = 1830,
+      .tensor_flops_per_clk_per_sm = kGh100Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 3350,
+      .l2_bandwidth_gb_s = 6000,  // GH100, as H100-SXM; estimate; calibrate
+      .l2_bytes = 50 * MiB,
+      .smem_bytes_per_sm = kSmemSm90,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 80,
+      .link_bandwidth_gb_s = 200,  // NVLink 400 GB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA H800 SXM5 datasheet (989.4 TF dense bf16, 3.35 TB/s, NVLink 400 GB/s), GH100 "
+                "(Hopper) whitepaper; L2 bandwidth estimated",
+  });
+
+  // 512*92*2.535 GHz = 119.4 TF dense bf16 with FP32 accumulate (datasheet 119.5; fp8 239,
+  // tf32 59.8, int8 239 dense; fp32 59.8 TF = 256*92*2.54 GHz).
+  gpus.push_back(GpuSpec{
+      .name = "L20",
+      .aliases = {"NVIDIA L20"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 92,
+      .sm_clock_mhz = 2535,
+      .tensor_flops_per_clk_per_sm = kAd10xHalfTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 864,
+      .l2_bandwidth_gb_s = 4000,  // AD102 with 92 SMs, estimate; calibrate
+      .l2_bytes = 96 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA L20 datasheet (119.5 TF dense bf16, 59.8 TF fp32, 864 GB/s), Ada (AD102) "
+                "whitepaper; L2 bandwidth estimated",
+  });
+
+  // 512*142*2.490 GHz = 181.0 TF dense bf16 with FP32 accumulate (datasheet 181.05; fp8 362,
+  // tf32 90.5, int8 362 dense). FP16 accumulate: 1024/clk/SM = 362.1 TF.
+  gpus.push_back(GpuSpec{
+      .name = "L40",
+      .aliases = {"NVIDIA L40"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 142,
+      .sm_clock_mhz = 2490,
+      .tensor_flops_per_clk_per_sm = kAd10xHalfTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 864,
+      .l2_bandwidth_gb_s = 5000,  // AD102, estimate; calibrate
+      .l2_bytes = 96 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA L40 datasheet (181 TF dense bf16 fp32-accumulate, 90.5 TF fp32, 864 GB/s), Ada "
+                "(AD102) whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*142*2.505 GHz = 364.2 TF dense bf16 (datasheet 362.05; its fp8 733, tf32 183 and fp32 91.6
+  // imply 2.52 GHz, its bf16 2.49 GHz: 2505 MHz is within 0.6% of all four).
+  gpus.push_back(GpuSpec{
+      .name = "L40S",
+      .aliases = {"NVIDIA L40S"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 142,
+      .sm_clock_mhz = 2505,
+      .tensor_flops_per_clk_per_sm = kAd10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 864,
+      .l2_bandwidth_gb_s = 5000,  // AD102, estimate; calibrate
+      .l2_bytes = 96 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA L40S datasheet (362 TF dense bf16, 733 TF dense fp8, 864 GB/s), Ada (AD102) "
+                "whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*58*2.040 GHz = 121.2 TF dense bf16 (datasheet 242 sparse = 121 dense; fp8 485 sparse).
+  gpus.push_back(GpuSpec{
+      .name = "L4",
+      .aliases = {"NVIDIA L4"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 58,
+      .sm_clock_mhz = 2040,
+      .tensor_flops_per_clk_per_sm = kAd10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 300,
+      .l2_bandwidth_gb_s = 2000,  // AD104, estimate; calibrate
+      .l2_bytes = 48 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 24,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA L4 datasheet (242 TF sparse = 121 TF dense bf16, 30.3 TF fp32, 300 GB/s), Ada "
+                "(AD104) whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*142*2.505 GHz = 364.2 TF dense bf16 (datasheet 1457 TF fp8 sparse = 728.5 fp8 dense
+  // = 364.2 bf16 dense). FP32: 128*2*142*2.505 = 91.1 TF (datasheet 91.1).
+  gpus.push_back(GpuSpec{
+      .name = "RTX-6000-Ada",
+      .aliases = {"NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 142,
+      .sm_clock_mhz = 2505,
+      .tensor_flops_per_clk_per_sm = kAd10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 960,
+      .l2_bandwidth_gb_s = 5000,  // AD102, estimate; calibrate
+      .l2_bytes = 96 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA RTX 6000 Ada datasheet (1457 TF fp8 sparse, 91.1 TF fp32, 960 GB/s), Ada (AD102) "
+                "whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*84*1.800 GHz = 154.8 TF dense bf16 (datasheet 309.7 sparse = 154.8 dense).
+  gpus.push_back(GpuSpec{
+      .name = "RTX-A6000",
+      .aliases = {"NVIDIA RTX A6000", "RTX A6000"},
+      .architecture = "ampere",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 6,
+      .sm_count = 84,
+      .sm_clock_mhz = 1800,
+      .tensor_flops_per_clk_per_sm = kGa10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 768,
+      .l2_bandwidth_gb_s = 2000,  // GA102, estimate; calibrate
+      .l2_bytes = 6 * MiB,
+      .smem_bytes_per_sm = kSmemSm86,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 16,
+      .memory_gb = 48,
+      .link_bandwidth_gb_s = kPcie4,  // NVLink bridge (112.5 GB/s bidir) pairs only 2 GPUs: PCIe used
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA RTX A6000 datasheet (309.7 TF sparse = 154.8 TF dense fp16, 768 GB/s), GA102 "
+                "whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*188*2.600 GHz = 500.5 TF dense bf16 (datasheet 4 PF fp4 sparse = 4096*2*188*2.6 GHz;
+  // fp32 125 TF = 256*188*2.6 GHz). The Workstation Edition (600 W) has the same SMs, clocks
+  // and memory, so its device name is an alias.
+  gpus.push_back(GpuSpec{
+      .name = "RTX-PRO-6000-Blackwell-Server",
+      .aliases = {"NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                  "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000 Blackwell"},
+      .architecture = "blackwell",
+      .compute_capability_major = 12,
+      .compute_capability_minor = 0,
+      .sm_count = 188,
+      .sm_clock_mhz = 2600,
+      .tensor_flops_per_clk_per_sm = kGb202Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 1792,
+      .l2_bandwidth_gb_s = 7000,  // GB202, estimate; calibrate
+      .l2_bytes = 128 * MiB,
+      .smem_bytes_per_sm = kSmemSm120,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 96,
+      .link_bandwidth_gb_s = kPcie5,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet (4 PF fp4 sparse, 125 TF fp32, "
+                "1792 GB/s, 96 GB), Blackwell (GB202) whitepaper; clock derived, L2 bandwidth estimated",
+  });
+
+  // 8192*148*1.855 GHz = 2.249 PF dense bf16 (HGX B200 datasheet 2.25 PF dense / 4.5 sparse;
+  // fp8 4.5 PF, tf32 1.1 PF, int8 4.5 POPS dense).
+  gpus.push_back(GpuSpec{
+      .name = "B200",
+      .aliases = {"NVIDIA B200"},
+      .architecture = "blackwell",
+      .compute_capability_major = 10,
+      .compute_capability_minor = 0,
+      .sm_count = 148,
+      .sm_clock_mhz = 1855,
+      .tensor_flops_per_clk_per_sm = kB200Tensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 8000,
+      .l2_bandwidth_gb_s = 10000,  // two-die L2, estimate; calibrate
+      .l2_bytes = 126 * MiB,
+      .smem_bytes_per_sm = kSmemSm100,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 2048,
+      .max_ctas_per_sm = 32,
+      .memory_gb = 180,
+      .link_bandwidth_gb_s = 900,  // NVLink 5: 1.8 TB/s bidirectional
+      .link_latency_us = kNvlinkLatencyUs,
+      .source = "NVIDIA HGX/DGX B200 datasheet (2.25 PF dense bf16, 8 TB/s, 180 GB), Blackwell "
+                "whitepaper; L2 bandwidth estimated",
+  });
+
+  // 1024*72*1.695 GHz = 125.0 TF dense bf16 (datasheet 125); tf32 62.5, int8 250 TOPS.
+  gpus.push_back(GpuSpec{
+      .name = "A10",
+      .aliases = {"NVIDIA A10"},
+      .architecture = "ampere",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 6,
+      .sm_count = 72,
+      .sm_clock_mhz = 1695,
+      .tensor_flops_per_clk_per_sm = kGa10xTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 600,
+      .l2_bandwidth_gb_s = 1700,  // GA102, estimate; calibrate
+      .l2_bytes = 6 * MiB,
+      .smem_bytes_per_sm = kSmemSm86,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 16,
+      .memory_gb = 24,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA A10 datasheet (125 TF dense bf16, 600 GB/s), GA102 (Ampere) whitepaper; "
+                "L2 bandwidth estimated",
+  });
+
+  // 512*128*2.520 GHz = 165.2 TF dense fp16 with FP32 accumulate, the rate a serving engine sees
+  // (Ada whitepaper 165.2; FP16 accumulate: 1024/clk/SM = 330.3 TF; fp8 fp32-acc 330.3;
+  // int8 660.6 dense).
+  gpus.push_back(GpuSpec{
+      .name = "RTX-4090",
+      .aliases = {"NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "RTX 4090"},
+      .architecture = "ada",
+      .compute_capability_major = 8,
+      .compute_capability_minor = 9,
+      .sm_count = 128,
+      .sm_clock_mhz = 2520,
+      .tensor_flops_per_clk_per_sm = kAd102GeForceTensor,
+      .fp32_lanes_per_clk_per_sm = 128,
+      .xu_ops_per_clk_per_sm = kXuOpsPerClk,
+      .smem_bytes_per_clk_per_sm = kSmemBytesPerClk,
+      .dram_bandwidth_gb_s = 1008,
+      .l2_bandwidth_gb_s = 5000,  // AD102, estimate; calibrate
+      .l2_bytes = 72 * MiB,
+      .smem_bytes_per_sm = kSmemSm89,
+      .registers_per_sm = kRegistersPerSm,
+      .max_threads_per_sm = 1536,
+      .max_ctas_per_sm = 24,
+      .memory_gb = 24,
+      .link_bandwidth_gb_s = kPcie4,
+      .link_latency_us = kPcieLatencyUs,
+      .source = "NVIDIA Ada (AD102) whitepaper, RTX 4090 column (165.2 TF dense fp16 fp32-accumulate, "
+                "82.6 TF fp32, 1008 GB/s); L2 bandwidth estimated",
+  });
+
+  return gpus;
+}
+
+const std::vector<GpuSpec>& catalog_storage() {
+  static const std::vector<GpuSpec> gpus = build_catalog();  // built once; magic static is thread-safe
+  return gpus;
+}
+
+std::string_view trim(std::string_view text) {
+  const auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+std::span<const GpuSpec> gpu_catalog() { return catalog_storage(); }
+
+const GpuSpec& find_gpu(std::string_view name_or_alias) {
+  const std::string_view wanted = trim(name_or_alias);
+  for (const GpuSpec& gpu : catalog_storage()) {
+    if (iequals(gpu.name, wanted)) return gpu;
+    for (const std::string& alias : gpu.aliases)
+      if (iequals(alias, wanted)) return gpu;
+  }
+  std::string message = "unknown GPU \"";
+  message.append(name_or_alias);
+  message += "\"; known: ";
+  bool first = true;
+  for (const GpuSpec& gpu : catalog_storage()) {
+    if (!first) message += ", ";
+    message += gpu.name;
+    first = false;
+  }
+  throw Error(message);
+}
+
+const GpuSpec& default_gpu() {
+  static const GpuSpec& gpu = find_gpu("H100-SXM");
+  return gpu;
+}
+
+}  // namespace pipeweave

@@ -1,0 +1,161 @@
+// The pipeweave command-line tool: a thin layer over the public API.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeweave/pipeweave.hpp"
+
+namespace {
+
+using nlohmann::json;
+namespace pw = pipeweave;
+
+constexpr const char* kUsage = R"(usage:
+  pipeweave gpus [--json]
+  pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
+  pipeweave --version
+
+KERNEL is op:key=value,...; for example
+  gemm:m=4096,n=4096,k=4096,dtype=bf16[,tile_m=128,tile_n=128,tile_k=64,split_k=1,stages=6,cluster_m=2,cluster_n=1]
+  attention:batch=8,q_len=2048,heads=32,kv_heads=8,head_dim=128[,kv_len=...,causal=1,page_size=16]
+  attention:q_lens=512/1/1,kv_lens=512/4096/900,heads=32,kv_heads=8,head_dim=128
+  rmsnorm:tokens=8192,hidden=4096,dtype=bf16[,fused_residual=1]
+  silu_mul:tokens=8192,dim=14336
+  fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336
+  elementwise:bytes=1e9,flops=2.5e8
+  all_reduce:bytes=16777216,ranks=8
+--kernels FILE reads one KERNEL per line ('#' starts a comment).
+)";
+
+struct Arguments {
+  std::vector<std::string> positional;
+  std::string gpu;
+  std::string kernels_file;
+  bool json = false;
+};
+
+Arguments parse_arguments(int argc, char** argv, int first) {
+  Arguments arguments;
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    auto value = [&](const char* flag) {
+      if (i + 1 >= argc) throw pw::Error(std::string(flag) + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (argument == "--json") arguments.json = true;
+    else if (argument == "--gpu") arguments.gpu = value("--gpu");
+    else if (argument == "--kernels") arguments.kernels_file = value("--kernels");
+    else if (argument.starts_with("--")) throw pw::Error("unknown option " + argument);
+    else arguments.positional.push_back(argument);
+  }
+  return arguments;
+}
+
+double tflops(double flops_per_clk_per_sm, const pw::GpuSpec& gpu) {
+  return flops_per_clk_per_sm * gpu.sm_count * gpu.clock_hz() / 1e12;
+}
+
+int list_gpus(const Arguments& arguments) {
+  if (!arguments.positional.empty()) throw pw::Error("gpus takes no arguments, got " + arguments.positional.front());
+  if (arguments.json) {
+    json all = json::array();
+    for (const pw::GpuSpec& gpu : pw::gpu_catalog()) all.push_back(json::parse(pw::to_json(gpu)));
+    fmt::print("{}\n", all.dump(2));
+    return 0;
+  }
+  fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6} {:>9} {:>9} {:>9} {:>7}\n", "name", "arch", "cc", "SMs", "MHz",
+             "bf16 TF", "fp8 TF", "DRAM GB/s", "mem GB");
+  for (const pw::GpuSpec& gpu : pw::gpu_catalog())
+    fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6.0f} {:>9.1f} {:>9.1f} {:>9.0f} {:>7.0f}\n", gpu.name, gpu.architecture,
+               fmt::format("{}.{}", gpu.compute_capability_major, gpu.compute_capability_minor), gpu.sm_count,
+               gpu.sm_clock_mhz, tflops(gpu.tensor_flops_per_clk_per_sm.fp16_bf16, gpu),
+               tflops(gpu.tensor_flops_per_clk_per_sm.fp8, gpu), gpu.dram_bandwidth_gb_s, gpu.memory_gb);
+  return 0;
+}
+
+std::vector<std::string> read_kernel_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw pw::Error("cannot open kernels file " + path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    lines.push_back(line.substr(first, line.find_last_not_of(" \t\r") - first + 1));
+  }
+  return lines;
+}
+
+int predict(const Arguments& arguments) {
+  if (arguments.gpu.empty()) throw pw::Error("predict needs --gpu NAME or --gpu spec.json");
+  const pw::GpuSpec gpu = pw::resolve_gpu(arguments.gpu);
+  std::vector<std::string> texts = arguments.positional;
+  if (!arguments.kernels_file.empty())
+    for (std::string& line : read_kernel_lines(arguments.kernels_file)) texts.push_back(std::move(line));
+  if (texts.empty()) throw pw::Error("predict needs at least one KERNEL (e.g. gemm:m=4096,n=4096,k=4096)");
+  std::vector<pw::Kernel> kernels;
+  for (const std::string& text : texts) kernels.push_back(pw::parse_kernel(text));
+
+  const pw::Predictor predictor;
+  const std::vector<pw::Prediction> predictions = predictor.predict(kernels, gpu);
+  if (arguments.json) {
+    json rows = json::array();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const pw::Prediction& p = predictions[i];
+      rows.push_back({{"kernel", pw::to_string(kernels[i])},
+                      {"op_family", pw::to_string(kernels[i].family())},
+                      {"latency_us", p.latency_us},
+                      {"lower_bound_us", p.lower_bound_us},
+                      {"efficiency", p.efficiency},
+                      {"bottleneck", pw::to_string(p.bottleneck)},
+                      {"source", pw::to_string(p.source)},
+                      {"config", pw::describe_config(kernels[i], gpu)},
+                      {"config_defaulted", p.config_defaulted}});
+    }
+    fmt::print("{}\n", json{{"gpu", gpu.name}, {"predictions", rows}}.dump(2));
+    return 0;
+  }
+  fmt::print("GPU {} ({} SMs at {:.0f} MHz)\n", gpu.name, gpu.sm_count, gpu.sm_clock_mhz);
+  fmt::print("{:>12} {:>12} {:>6} {:<10} {:<16} {}\n", "latency_us", "bound_us", "eff", "bottleneck", "source",
+             "kernel [config]");
+  double total = 0;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const pw::Prediction& p = predictions[i];
+    total += p.latency_us;
+    fmt::print("{:>12.2f} {:>12.2f} {:>6.3f} {:<10} {:<16} {} [{}]\n", p.latency_us, p.lower_bound_us, p.efficiency,
+               pw::to_string(p.bottleneck), pw::to_string(p.source), texts[i], pw::describe_config(kernels[i], gpu));
+  }
+  if (kernels.size() > 1) fmt::print("{:>12.2f} total\n", total);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    const std::string command = argv[1];
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (command == "--version") {
+      fmt::print("pipeweave {}\n", pw::kVersion);
+      return 0;
+    }
+    const Arguments arguments = parse_arguments(argc, argv, 2);
+    if (command == "gpus") return list_gpus(arguments);
+    if (command == "predict") return predict(arguments);
+    throw pw::Error("unknown command \"" + command + "\" (try pipeweave --help)");
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "pipeweave: error: {}\n", error.what());
+    return 2;
+  }
+}

@@ -1,0 +1,35 @@
+#include "pipeweave/gpu_spec.hpp"
+
+#include "pipeweave/error.hpp"
+
+namespace pipeweave {
+
+void GpuSpec::validate() const {
+  using detail::require_non_negative;
+  using detail::require_positive;
+  if (name.empty()) throw Error("gpu.name must not be empty");
+  if (architecture.empty()) detail::fail_field("gpu.architecture", "\"\"", "must name the architecture (" + name + ")");
+  require_positive("gpu.compute_capability_major", compute_capability_major);
+  require_non_negative("gpu.compute_capability_minor", compute_capability_minor);
+  require_positive("gpu.sm_count", sm_count);
+  require_positive("gpu.sm_clock_mhz", sm_clock_mhz);
+  require_positive("gpu.tensor_flops_per_clk_per_sm.fp16_bf16", tensor_flops_per_clk_per_sm.fp16_bf16);
+  require_non_negative("gpu.tensor_flops_per_clk_per_sm.fp8", tensor_flops_per_clk_per_sm.fp8);  // 0: no fp8 path
+  require_positive("gpu.tensor_flops_per_clk_per_sm.tf32", tensor_flops_per_clk_per_sm.tf32);
+  require_positive("gpu.tensor_flops_per_clk_per_sm.int8", tensor_flops_per_clk_per_sm.int8);
+  require_positive("gpu.fp32_lanes_per_clk_per_sm", fp32_lanes_per_clk_per_sm);
+  require_positive("gpu.xu_ops_per_clk_per_sm", xu_ops_per_clk_per_sm);
+  require_positive("gpu.smem_bytes_per_clk_per_sm", smem_bytes_per_clk_per_sm);
+  require_positive("gpu.dram_bandwidth_gb_s", dram_bandwidth_gb_s);
+  require_positive("gpu.l2_bandwidth_gb_s", l2_bandwidth_gb_s);
+  require_positive("gpu.l2_bytes", l2_bytes);
+  require_positive("gpu.smem_bytes_per_sm", smem_bytes_per_sm);
+  require_positive("gpu.registers_per_sm", registers_per_sm);
+  require_positive("gpu.max_threads_per_sm", max_threads_per_sm);
+  require_positive("gpu.max_ctas_per_sm", max_ctas_per_sm);
+  require_positive("gpu.memory_gb", memory_gb);
+  require_positive("gpu.link_bandwidth_gb_s", link_bandwidth_gb_s);
+  require_non_negative("gpu.link_latency_us", link_latency_us);
+}
+
+}  // namespace pipeweave

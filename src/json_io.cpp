@@ -1,0 +1,311 @@
+// GpuSpec and model weights as JSON. Every read names the file's field on error.
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <variant>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/io.hpp"
+
+namespace pipeweave {
+namespace {
+
+using nlohmann::json;
+
+json parse_json(std::string_view text, std::string_view what) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400
+    throw Error(std::string(what) + " is not valid JSON: " + error.what());
+  }
+}
+
+std::string read_file(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + std::string(what) + " file " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Typed access to one object's fields, with messages that name the field.
+class Fields {
+ public:
+  Fields(const json& object, std::string prefix) : object_(object), prefix_(std::move(prefix)) {
+    if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + object_.dump());
+  }
+  const json& get(const std::string& key) const {
+    const auto found = object_.find(key);
+    if (found == object_.end()) throw Error(prefix_ + key + " is missing");
+    return *found;
+  }
+  double number(const std::string& key) const {
+    const json& value = get(key);
+    if (!value.is_number()) detail::fail_field(prefix_ + key, value.dump(), "must be a number");
+    return value.get<double>();
+  }
+  int integer(const std::string& key) const {
+    const json& value = get(key);
+    if (!value.is_number_integer()) detail::fail_field(prefix_ + key, value.dump(), "must be an integer");
+    return value.get<int>();
+  }
+  std::string text(const std::string& key) const {
+    const json& value = get(key);
+    if (!value.is_string()) detail::fail_field(prefix_ + key, value.dump(), "must be a string");
+    return value.get<std::string>();
+  }
+  std::vector<std::string> texts(const std::string& key) const {
+    const json& value = get(key);
+    if (!value.is_array()) detail::fail_field(prefix_ + key, value.dump(), "must be an array of strings");
+    std::vector<std::string> out;
+    for (const json& item : value) {
+      if (!item.is_string()) detail::fail_field(prefix_ + key, item.dump(), "must hold only strings");
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+  std::vector<float> floats(const std::string& key) const {
+    const json& value = get(key);
+    if (!value.is_array()) detail::fail_field(prefix_ + key, value.dump().substr(0, 80), "must be an array of numbers");
+    std::vector<float> out;
+    out.reserve(value.size());
+    for (const json& item : value) {
+      if (!item.is_number()) detail::fail_field(prefix_ + key, item.dump(), "must hold only numbers");
+      // Narrowing a double outside float's range is undefined behaviour: refuse it here.
+      if (!(std::abs(item.get<double>()) <= std::numeric_limits<float>::max()))
+        detail::fail_field(prefix_ + key, item.dump(), "must hold only numbers that fit in a float");
+      out.push_back(item.get<float>());
+    }
+    return out;
+  }
+  // Typos must not pass silently: every key present must be one the format knows.
+  void only(const std::vector<std::string_view>& known) const {
+    for (const auto& [key, value] : object_.items()) {
+      bool ok = false;
+      for (std::string_view name : known) ok = ok || key == name;
+      if (!ok) throw Error(prefix_ + key + " is not a known field");
+    }
+  }
+
+ private:
+  const json& object_;
+  std::string prefix_;
+};
+
+// GpuSpec's numeric fields, named as in the struct and the file.
+struct NumberField {
+  std::string_view name;
+  std::variant<double GpuSpec::*, int GpuSpec::*> member;
+};
+constexpr NumberField kGpuNumbers[] = {
+    {"compute_capability_major", &GpuSpec::compute_capability_major},
+    {"compute_capability_minor", &GpuSpec::compute_capability_minor},
+    {"sm_count", &GpuSpec::sm_count},
+    {"sm_clock_mhz", &GpuSpec::sm_clock_mhz},
+    {"fp32_lanes_per_clk_per_sm", &GpuSpec::fp32_lanes_per_clk_per_sm},
+    {"xu_ops_per_clk_per_sm", &GpuSpec::xu_ops_per_clk_per_sm},
+    {"smem_bytes_per_clk_per_sm", &GpuSpec::smem_bytes_per_clk_per_sm},
+    {"dram_bandwidth_gb_s", &GpuSpec::dram_bandwidth_gb_s},
+    {"l2_bandwidth_gb_s", &GpuSpec::l2_bandwidth_gb_s},
+    {"l2_bytes", &GpuSpec::l2_bytes},
+    {"smem_bytes_per_sm", &GpuSpec::smem_bytes_per_sm},
+    {"registers_per_sm", &GpuSpec::registers_per_sm},
+    {"max_threads_per_sm", &GpuSpec::max_threads_per_sm},
+    {"max_ctas_per_sm", &GpuSpec::max_ctas_per_sm},
+    {"memory_gb", &GpuSpec::memory_gb},
+    {"link_bandwidth_gb_s", &GpuSpec::link_bandwidth_gb_s},
+    {"link_latency_us", &GpuSpec::link_latency_us},
+};
+constexpr std::pair<std::string_view, double TensorRates::*> kTensorFields[] = {
+    {"fp16_bf16", &TensorRates::fp16_bf16},
+    {"fp8", &TensorRates::fp8},
+    {"tf32", &TensorRates::tf32},
+    {"int8", &TensorRates::int8},
+};
+
+constexpr std::string_view kGpuFormat = "pipeweave-gpu";
+constexpr std::string_view kMlpFormat = "pipeweave-mlp";
+
+void check_format(const Fields& fields, std::string_view format, std::string_view prefix) {
+  if (fields.text("format") != format)
+    detail::fail_field(std::string(prefix) + "format", fields.text("format"), "must be \"" + std::string(format) + "\"");
+  if (fields.integer("version") != 1) detail::fail_field(std::string(prefix) + "version", fields.integer("version"), "must be 1");
+}
+
+}  // namespace
+
+GpuSpec gpu_spec_from_json(std::string_view json_text) {
+  const json document = parse_json(json_text, "GPU spec");
+  const Fields fields(document, "gpu.");
+  std::vector<std::string_view> known{"format", "version", "name", "aliases", "architecture",
+                                      "tensor_flops_per_clk_per_sm", "source", "calibration"};
+  for (const NumberField& field : kGpuNumbers) known.push_back(field.name);
+  fields.only(known);
+  check_format(fields, kGpuFormat, "gpu.");
+
+  GpuSpec gpu;
+  gpu.name = fields.text("name");
+  gpu.aliases = fields.texts("aliases");
+  gpu.architecture = fields.text("architecture");
+  gpu.source = fields.text("source");
+  for (const NumberField& field : kGpuNumbers) {
+    const std::string key(field.name);
+    if (std::holds_alternative<int GpuSpec::*>(field.member))
+      gpu.*std::get<int GpuSpec::*>(field.member) = fields.integer(key);
+    else
+      gpu.*std::get<double GpuSpec::*>(field.member) = fields.number(key);
+  }
+  const Fields tensor(fields.get("tensor_flops_per_clk_per_sm"), "gpu.tensor_flops_per_clk_per_sm.");
+  tensor.only({"fp16_bf16", "fp8", "tf32", "int8"});
+  for (const auto& [name, member] : kTensorFields) gpu.tensor_flops_per_clk_per_sm.*member = tensor.number(std::string(name));
+  gpu.validate();
+  return gpu;
+}
+
+std::string to_json(const GpuSpec& gpu) {
+  json document = json::object();
+  document["format"] = kGpuFormat;
+  document["version"] = 1;
+  document["name"] = gpu.name;
+  document["aliases"] = gpu.aliases;
+  document["architecture"] = gpu.architecture;
+  for (const NumberField& field : kGpuNumbers)
+    std::visit([&](auto member) { document[std::string(field.name)] = gpu.*member; }, field.member);
+  json tensor = json::object();
+  for (const auto& [name, member] : kTensorFields) tensor[std::string(name)] = gpu.tensor_flops_per_clk_per_sm.*member;
+  document["tensor_flops_per_clk_per_sm"] = tensor;
+  document["source"] = gpu.source;
+  return document.dump(2) + "\n";
+}
+
+GpuSpec load_gpu_spec(const std::filesystem::path& path) {
+  try {
+    return gpu_spec_from_json(read_file(path, "GPU spec"));
+  } catch (const Error& error) {
+    throw Error(path.string() + ": " + error.what());
+  }
+}
+
+void save_gpu_spec(const GpuSpec& gpu, const std::filesystem::path& path) {
+  gpu.validate();
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error("cannot write GPU spec file " + path.string());
+  out << to_json(gpu);
+}
+
+GpuSpec resolve_gpu(std::string_view name_or_path) {
+  if (name_or_path.ends_with(".json")) return load_gpu_spec(std::filesystem::path(name_or_path));
+  return find_gpu(name_or_path);
+}
+
+Mlp mlp_from_json(std::string_view json_text) {
+  const json document = parse_json(json_text, "model weights");
+  const Fields fields(document, "mlp.");
+  fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
+               "input_scale", "network", "layers", "provenance"});
+  check_format(fields, kMlpFormat, "mlp.");
+  MlpDescription description;
+  const std::string family = fields.text("op_family");
+  const auto parsed_family = parse_op_family(family);
+  if (!parsed_family) detail::fail_field("mlp.op_family", family, "must be an op family (gemm, attention, ...)");
+  description.family = *parsed_family;
+  description.feature_version = fields.integer("feature_version");
+  description.feature_names = fields.texts("features");
+  if (fields.text("input_transform") != "standardize")
+    detail::fail_field("mlp.input_transform", fields.text("input_transform"), "must be \"standardize\"");
+  const auto to_vector = [](const std::vector<float>& values) {
+    return Eigen::VectorXf(Eigen::Map<const Eigen::VectorXf>(values.data(), static_cast<Eigen::Index>(values.size())));
+  };
+  description.input_mean = to_vector(fields.floats("input_mean"));
+  description.input_scale = to_vector(fields.floats("input_scale"));
+
+  const Fields network(fields.get("network"), "mlp.network.");
+  network.only({"hidden_layers", "activation", "output_activation", "batch_norm"});
+  if (network.text("activation") != "relu") detail::fail_field("mlp.network.activation", network.text("activation"), "must be \"relu\"");
+  if (network.text("output_activation") != "sigmoid")
+    detail::fail_field("mlp.network.output_activation", network.text("output_activation"), "must be \"sigmoid\"");
+  if (network.text("batch_norm") != "folded" && network.text("batch_norm") != "none")
+    detail::fail_field("mlp.network.batch_norm", network.text("batch_norm"), "must be \"folded\" or \"none\"");
+  const json& hidden = network.get("hidden_layers");
+  if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", hidden.dump(), "must be an array of widths");
+
+  const json& layers = fields.get("layers");
+  if (!layers.is_array()) detail::fail_field("mlp.layers", layers.dump().substr(0, 80), "must be an array");
+  if (layers.size() != hidden.size() + 1)
+    detail::fail_field("mlp.layers", layers.size(),
+                       "must hold one layer per hidden width plus the output layer (" + std::to_string(hidden.size() + 1) + ")");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string prefix = "mlp.layers[" + std::to_string(i) + "].";
+    const Fields layer(layers[i], prefix);
+    layer.only({"weights", "bias"});
+    const json& weights = layer.get("weights");
+    if (!weights.is_array() || weights.empty()) detail::fail_field(prefix + "weights", "(not a matrix)", "must be a non-empty array of rows");
+    MlpLayer out;
+    const std::vector<float> bias = layer.floats("bias");
+    out.bias = to_vector(bias);
+    const Eigen::Index rows = static_cast<Eigen::Index>(weights.size());
+    if (i + 1 < layers.size() && (!hidden[i].is_number_integer() || hidden[i].get<Eigen::Index>() != rows))
+      detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + hidden[i].dump());
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const Fields holder(json{{"row", weights[static_cast<std::size_t>(r)]}}, prefix + "weights[" + std::to_string(r) + "].");
+      const std::vector<float> row = holder.floats("row");
+      if (r == 0) out.weights.resize(rows, static_cast<Eigen::Index>(row.size()));
+      if (static_cast<Eigen::Index>(row.size()) != out.weights.cols())
+        detail::fail_field(prefix + "weights[" + std::to_string(r) + "] length", row.size(),
+                           "must equal the first row's " + std::to_string(out.weights.cols()));
+      for (Eigen::Index c = 0; c < out.weights.cols(); ++c) out.weights(r, c) = row[static_cast<std::size_t>(c)];
+    }
+    description.layers.push_back(std::move(out));
+  }
+  if (document.contains("provenance")) {
+    const json& provenance = document["provenance"];
+    if (!provenance.is_object()) detail::fail_field("mlp.provenance", provenance.dump(), "must be an object");
+    for (const auto& [key, value] : provenance.items())
+      description.provenance.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return Mlp(std::move(description));
+}
+
+std::string to_json(const Mlp& mlp) {
+  const MlpDescription& d = mlp.description();
+  json document = json::object();
+  document["format"] = kMlpFormat;
+  document["version"] = 1;
+  document["op_family"] = to_string(d.family);
+  document["feature_version"] = d.feature_version;
+  document["features"] = d.feature_names;
+  document["input_transform"] = "standardize";
+  document["input_mean"] = std::vector<float>(d.input_mean.begin(), d.input_mean.end());
+  document["input_scale"] = std::vector<float>(d.input_scale.begin(), d.input_scale.end());
+  document["network"] = {{"hidden_layers", mlp.hidden_sizes()},
+                         {"activation", "relu"},
+                         {"output_activation", "sigmoid"},
+                         {"batch_norm", "folded"}};
+  json layers = json::array();
+  for (const MlpLayer& layer : d.layers) {
+    json rows = json::array();
+    for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
+      const Eigen::VectorXf row = layer.weights.row(r).transpose();
+      rows.push_back(std::vector<float>(row.begin(), row.end()));
+    }
+    layers.push_back({{"weights", rows}, {"bias", std::vector<float>(layer.bias.begin(), layer.bias.end())}});
+  }
+  document["layers"] = layers;
+  json provenance = json::object();
+  for (const auto& [key, value] : d.provenance) provenance[key] = value;
+  document["provenance"] = provenance;
+  return document.dump() + "\n";
+}
+
+Mlp load_mlp(const std::filesystem::path& path) {
+  try {
+    return mlp_from_json(read_file(path, "model weights"));
+  } catch (const Error& error) {
+    throw Error(path.string() + ": " + error.what());
+  }
+}
+
+}  // namespace pipeweave
