@@ -37,6 +37,7 @@ class Fields {
   Fields(const json& object, std::string prefix) : object_(object), prefix_(std::move(prefix)) {
     if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + object_.dump());
   }
+  Fields(json&&, std::string) = delete;  // it keeps a reference: a temporary would dangle
   const json& get(const std::string& key) const {
     const auto found = object_.find(key);
     if (found == object_.end()) throw Error(prefix_ + key + " is missing");
@@ -250,7 +251,9 @@ Mlp mlp_from_json(std::string_view json_text) {
     if (i + 1 < layers.size() && (!hidden[i].is_number_integer() || hidden[i].get<Eigen::Index>() != rows))
       detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + hidden[i].dump());
     for (Eigen::Index r = 0; r < rows; ++r) {
-      const Fields holder(json{{"row", weights[static_cast<std::size_t>(r)]}}, prefix + "weights[" + std::to_string(r) + "].");
+      // Fields keeps a reference to its object, so the wrapper must outlive `holder`.
+      const json wrapped{{"row", weights[static_cast<std::size_t>(r)]}};
+      const Fields holder(wrapped, prefix + "weights[" + std::to_string(r) + "].");
       const std::vector<float> row = holder.floats("row");
       if (r == 0) out.weights.resize(rows, static_cast<Eigen::Index>(row.size()));
       if (static_cast<Eigen::Index>(row.size()) != out.weights.cols())

@@ -1,0 +1,41 @@
+# Runs a command that must fail the way a user should see it fail:
+#   cmake -DERROR_REGEX=<regex> -P expect_failure.cmake -- <command> [args...]
+# Passes when the command exits non-zero, writes nothing to stdout, and writes exactly one
+# line to stderr, "pipeweave: error: ...", that matches ERROR_REGEX.
+if(NOT DEFINED ERROR_REGEX)
+  message(FATAL_ERROR "expect_failure.cmake: pass -DERROR_REGEX=<regex>")
+endif()
+
+# Everything after "--" is the command.
+set(command "")
+set(in_command FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(in_command)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(in_command TRUE)
+  endif()
+endforeach()
+if(NOT command)
+  message(FATAL_ERROR "expect_failure.cmake: no command after --")
+endif()
+
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(REPLACE ";" " " shown "${command}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "exit code 0, expected a failure\ncommand: ${shown}\nstdout: ${out}\nstderr: ${err}")
+endif()
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "the command did not exit normally (${rc})\ncommand: ${shown}\nstderr: ${err}")
+endif()
+if(NOT out STREQUAL "")
+  message(FATAL_ERROR "expected no output on stdout\ncommand: ${shown}\nstdout: ${out}")
+endif()
+if(NOT err MATCHES "^pipeweave: error: [^\n]+\n?$")
+  message(FATAL_ERROR "expected one line 'pipeweave: error: ...' on stderr\ncommand: ${shown}\nstderr: ${err}")
+endif()
+if(NOT err MATCHES "${ERROR_REGEX}")
+  message(FATAL_ERROR "the error does not match '${ERROR_REGEX}'\ncommand: ${shown}\nstderr: ${err}")
+endif()
+message(STATUS "exit code ${rc}, stderr: ${err}")

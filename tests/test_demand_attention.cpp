@@ -1,0 +1,332 @@
+// The attention demand model (include/pipeweave/ops/attention.hpp) against figures worked
+// out by hand on the synthetic GPU of demand_test_gpu.hpp: 4 SMs unless stated, 1000 MHz,
+// tensor bf16 1024 flops/clk/SM, 128 FP32 lanes, 16 XU, 128 smem B/clk/SM,
+// DRAM 1024 B/clk (256 per SM on 4 SMs), L2 4096 B/clk (1024 per SM on 4 SMs).
+//
+// Per work unit (CTA) of tile_q rows walking kv_rows keys of head_dim hd:
+//   tensor = 4*tile_q*kv_rows*hd (QK^T and PV), xu = tile_q*kv_rows (one exp per score),
+//   fma = 4*tile_q*kv_rows + tile_q*hd*(kv_rows/tile_kv), smem = 2*(tile_q + 2*kv_rows)*hd*bytes.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "demand_test_gpu.hpp"
+#include "pipeweave/demand.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/kernel.hpp"
+#include "pipeweave/ops/attention.hpp"
+#include "pipeweave/pipes.hpp"
+
+using Catch::Detail::Approx;  // Catch2 v2: Catch::Approx names the vector matcher
+using pipeweave::at;
+using pipeweave::Attention;
+using pipeweave::AttentionConfig;
+using pipeweave::AttentionImpl;
+using pipeweave::DType;
+using pipeweave::Pipe;
+using pipeweave_test::synthetic_gpu;
+using pipeweave_test::synthetic_gpu_cc80;
+
+namespace {
+
+AttentionConfig make_config(AttentionImpl impl, int tile_q, int tile_kv, int num_splits = 0) {
+  AttentionConfig config;
+  config.impl = impl;
+  config.tile_q = tile_q;
+  config.tile_kv = tile_kv;
+  config.num_splits = num_splits;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("attention demand: causal prefill of one 256-token sequence", "[demand][attention]") {
+  // One sequence of 256 tokens, 2 heads (no GQA), head_dim 64, bf16, tile 128x128, FA3, 4 SMs.
+  Attention attention = Attention::prefill(1, 256, 2, 2, 64);
+  attention.config = make_config(AttentionImpl::flash3, 128, 128);
+  const auto gpu = synthetic_gpu(4);
+
+  // Query tiles: rows 0..127 and 128..255. Under the causal mask row p sees keys 0..p, so
+  // tile 0 (last row 127) sees 128 keys = 1 KV block, tile 1 (last row 255) all 256 = 2 blocks.
+  // Units: 2 tiles x 2 heads = 4 CTAs >= 0.8 * 4 SMs, so no KV split.
+  REQUIRE(pipeweave::attention_splits(attention, *attention.config, gpu) == 1);
+  const auto d = pipeweave::demand(attention, gpu);
+  CHECK(d.ctas == 4);
+  CHECK_FALSE(d.config_defaulted);
+
+  // Total tensor flops: per head 4*128*64*(128 + 256), over 2 heads.
+  const double tensor_total = 2 * 4.0 * 128 * 64 * (128 + 256);
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(tensor_total / (1024.0 * 4)).epsilon(1e-9));
+  // FA3 hands the longest units out first: the two tile-1 units go to SM 0 and SM 1, the
+  // two tile-0 units to the idle SMs 2 and 3. The busiest SM runs one tile-1 unit.
+  CHECK(d.busiest_sm_ctas == 1);
+  CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 128 * 256 * 64 / 1024.0).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::xu) == Approx(128.0 * 256 / 16.0).epsilon(1e-9));
+  // Online softmax: 4 lane ops per score, plus rescaling the 128x64 accumulator once per KV block (2 blocks).
+  CHECK(at(d.sm_cycles, Pipe::fma) == Approx((4.0 * 128 * 256 + 128.0 * 64 * 2) / 128.0).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::xu) == Approx(2 * 128.0 * (128 + 256) / (16.0 * 4)).epsilon(1e-9));
+  // smem of the tile-1 unit: Q once and K, V of 256 rows, written and read: 2*(128 + 2*256)*64*2 B.
+  CHECK(at(d.sm_cycles, Pipe::smem) == Approx(2 * (128.0 + 2 * 256) * 64 * 2 / 128.0).epsilon(1e-9));
+
+  // L2 per unit: Q tile + K and V it sees + the output tile, 2 bytes each.
+  const double l2_tile0 = (128.0 + 2 * 128) * 64 * 2 + 128.0 * 64 * 2;  // 65536 B
+  const double l2_tile1 = (128.0 + 2 * 256) * 64 * 2 + 128.0 * 64 * 2;  // 98304 B
+  const double l2_total = 2 * (l2_tile0 + l2_tile1);
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(l2_total / 4096.0).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::l2) == Approx(l2_tile1 / 1024.0).epsilon(1e-9));
+  // DRAM: Q read and O written (256 tokens * 2 heads * 64 * 2 B each), K and V read
+  // (256 * 2 kv heads * 64 * 2 B each); each unit's share follows its L2 traffic.
+  const double dram_total = 256.0 * 2 * 64 * 2 * 2 + 256.0 * 2 * 64 * 2 * 2;
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(dram_total / 1024.0).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::dram) == Approx(l2_tile1 * dram_total / l2_total / 256.0).epsilon(1e-9));
+
+  // Resident: FA3 384 threads -> 5; smem Q + two stages of K and V = (128 + 4*128)*64*2 = 81920 B
+  // -> floor(233472/81920) = 2.
+  CHECK(d.resident_ctas_per_sm == 2);
+  CHECK(d.bottleneck() == Pipe::tensor);
+}
+
+TEST_CASE("attention demand: FA3 longest-first versus FA2 launch order", "[demand][attention]") {
+  // One causal sequence of 512 tokens, 2 heads, head_dim 64, tile 128x128, 4 SMs.
+  // Query tiles 0..3 see 1, 2, 3, 4 KV blocks of 128; each has 2 copies (heads): 8 CTAs.
+  // Tensor dominates every unit, so a unit of b blocks costs b * (4*128*128*64/1024) cycles.
+  Attention attention = Attention::prefill(1, 512, 2, 2, 64);
+  const auto gpu = synthetic_gpu(4);
+  const double per_block = 4.0 * 128 * 128 * 64 / 1024;
+
+  // FA3, longest first: 4,4 -> SM0, SM1; 3,3 -> SM2, SM3; 2,2 -> the SMs at 3 (SM2, SM3)
+  // -> 5; 1,1 -> the SMs at 4 (SM0, SM1) -> 5. Every SM ends with 5 blocks of 2 CTAs.
+  attention.config = make_config(AttentionImpl::flash3, 128, 128);
+  const auto fa3 = pipeweave::demand(attention, gpu);
+  CHECK(fa3.ctas == 8);
+  CHECK(fa3.busiest_sm_ctas == 2);
+  CHECK(at(fa3.sm_cycles, Pipe::tensor) == Approx(5 * per_block).epsilon(1e-9));
+  CHECK(at(fa3.gpu_cycles, Pipe::tensor) == Approx(2 * (1 + 2 + 3 + 4) * per_block / 4).epsilon(1e-9));
+
+  // FA2, in launch order 1,1,2,2,3,3,4,4: 1 -> SM0, SM1; 2 -> SM2, SM3; 3 -> the SMs at 1
+  // (SM0, SM1) -> 4; 4 -> the SMs at 2 (SM2, SM3) -> 6. The busiest SM runs 6 blocks.
+  attention.config = make_config(AttentionImpl::flash2, 128, 128);
+  const auto fa2 = pipeweave::demand(attention, gpu);
+  CHECK(fa2.ctas == 8);
+  CHECK(fa2.busiest_sm_ctas == 2);
+  CHECK(at(fa2.sm_cycles, Pipe::tensor) == Approx(6 * per_block).epsilon(1e-9));
+  CHECK(at(fa2.gpu_cycles, Pipe::tensor) == Approx(at(fa3.gpu_cycles, Pipe::tensor)).epsilon(1e-9));
+  // FA2: 128 threads -> 16; smem Q + one stage of K and V = (128 + 2*128)*64*2 = 49152 B -> 4.
+  CHECK(fa2.resident_ctas_per_sm == 4);
+}
+
+TEST_CASE("attention demand: causal does about half the work of non-causal", "[demand][attention]") {
+  const auto gpu = synthetic_gpu(4);
+  SECTION("short sequence: 256 tokens, two tiles") {
+    // Causal: 1 + 2 KV blocks over the two tiles; non-causal: 2 + 2.
+    Attention causal = Attention::prefill(1, 256, 2, 2, 64);
+    causal.config = make_config(AttentionImpl::flash3, 128, 128);
+    Attention full = causal;
+    full.causal = false;
+    const auto dc = pipeweave::demand(causal, gpu);
+    const auto df = pipeweave::demand(full, gpu);
+    CHECK(at(df.gpu_cycles, Pipe::tensor) == Approx(2 * 4.0 * 128 * 64 * (256 + 256) / (1024.0 * 4)).epsilon(1e-9));
+    CHECK(at(dc.gpu_cycles, Pipe::tensor) / at(df.gpu_cycles, Pipe::tensor) == Approx(3.0 / 4).epsilon(1e-9));
+  }
+  SECTION("long sequence: 8192 tokens, 64 tiles") {
+    // Causal tile i (0-based) sees i+1 blocks: sum 1..64 = 64*65/2 blocks against 64*64.
+    Attention causal = Attention::prefill(1, 8192, 4, 4, 128);
+    causal.config = make_config(AttentionImpl::flash3, 128, 128);
+    Attention full = causal;
+    full.causal = false;
+    const auto dc = pipeweave::demand(causal, gpu);
+    const auto df = pipeweave::demand(full, gpu);
+    CHECK(at(df.gpu_cycles, Pipe::tensor) ==
+          Approx(4 /*heads*/ * 64 /*tiles*/ * 4.0 * 128 * 8192 * 128 / (1024.0 * 4)).epsilon(1e-9));
+    CHECK(at(dc.gpu_cycles, Pipe::tensor) / at(df.gpu_cycles, Pipe::tensor) ==
+          Approx((64.0 * 65 / 2) / (64.0 * 64)).epsilon(1e-9));
+    CHECK(at(dc.gpu_cycles, Pipe::tensor) / at(df.gpu_cycles, Pipe::tensor) == Approx(0.5).epsilon(0.02));
+  }
+}
+
+TEST_CASE("attention demand: ragged batch with a cached prefix", "[demand][attention]") {
+  // Two sequences, 2 heads, head_dim 64, tile 128x128, FA3, 4 SMs:
+  //  seq 0: 200 new tokens over 712 of KV (512 cached); seq 1: 256 new tokens, no cache.
+  Attention attention;
+  attention.q_lens = {200, 256};
+  attention.kv_lens = {712, 256};
+  attention.heads = 2;
+  attention.kv_heads = 2;
+  attention.head_dim = 64;
+  attention.config = make_config(AttentionImpl::flash3, 128, 128);
+  const auto gpu = synthetic_gpu(4);
+  REQUIRE_NOTHROW(pipeweave::Kernel(attention));
+  REQUIRE_FALSE(attention.is_decode());
+
+  // Causal with a prefix: row p sees keys up to 712 - 200 + p.
+  //  seq 0 tile 0 (rows 0..127):  712-200+128 = 640 keys -> 5 blocks -> 640 kv rows
+  //  seq 0 tile 1 (rows 128..199, 72 real rows): all 712 keys -> ceil(712/128) = 6 blocks -> 768
+  //  seq 1 tile 0: 128 keys -> 128; seq 1 tile 1: 256 keys -> 256
+  // Each with 2 copies (heads): 8 CTAs; 8 >= 0.8*4, no split.
+  const auto d = pipeweave::demand(attention, gpu);
+  CHECK(d.ctas == 8);
+  const double per_kv_row = 4.0 * 128 * 64;  // tensor flops per key row of a 128-row tile
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(2 * per_kv_row * (640 + 768 + 128 + 256) / (1024.0 * 4)).epsilon(1e-9));
+  // Longest first on 4 SMs: 768,768 -> SM0, SM1; 640,640 -> SM2, SM3; 256,256 -> SM2, SM3 (896);
+  // 128,128 -> SM0, SM1 (896). Every SM: 2 CTAs, 896 kv rows.
+  CHECK(d.busiest_sm_ctas == 2);
+  CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(per_kv_row * 896 / 1024.0).epsilon(1e-9));
+
+  // L2: Q rows actually present, K and V up to what is visible, and the output rows.
+  const double l2_s0t0 = (128.0 + 2 * 640) * 64 * 2 + 128.0 * 64 * 2;
+  const double l2_s0t1 = (72.0 + 2 * 712) * 64 * 2 + 72.0 * 64 * 2;
+  const double l2_s1t0 = (128.0 + 2 * 128) * 64 * 2 + 128.0 * 64 * 2;
+  const double l2_s1t1 = (128.0 + 2 * 256) * 64 * 2 + 128.0 * 64 * 2;
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(2 * (l2_s0t0 + l2_s0t1 + l2_s1t0 + l2_s1t1) / 4096.0).epsilon(1e-9));
+  // DRAM: Q in and O out for 200 + 256 tokens, K and V for 712 + 256 tokens, 2 heads, 64 dims, 2 B.
+  const double dram_total = (200.0 + 256) * 2 * 64 * 2 * 2 + (712.0 + 256) * 2 * 64 * 2 * 2;
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(dram_total / 1024.0).epsilon(1e-9));
+}
+
+TEST_CASE("attention demand: FlashAttention's split heuristic", "[demand][attention]") {
+  using pipeweave::detail::flash_num_splits;
+  // Enough units to fill 80% of the SMs: never split.
+  CHECK(flash_num_splits(4, 4, 100) == 1);
+  CHECK(flash_num_splits(8, 10, 100) == 1);
+  // 2 units on 10 SMs, 32 KV blocks: max 10 splits. Waves 2s/10, efficiency waves/ceil(waves):
+  //   s = 1..5: 0.2 0.4 0.6 0.8 1.0; s = 6, 7, 8: 0.6 0.7 0.8; s = 9, 10 are not eligible
+  //   (ceil(32/9) = ceil(32/8) = 4, ceil(32/10) = 4). Best 1.0; the first >= 0.85 is s = 5.
+  CHECK(flash_num_splits(2, 10, 32) == 5);
+  // 1 unit on 4 SMs, 6 KV blocks: max 4 splits; ceil(6/s) = 6, 3, 2, 2, so s = 4 is not
+  // eligible. Efficiencies 0.25, 0.5, 0.75: best 0.75, the first >= 0.6375 is s = 3
+  // (s = 4, at efficiency 1.0, would have won had it been eligible).
+  CHECK(flash_num_splits(1, 4, 6) == 3);
+  // Splits never exceed the KV blocks: 1 unit, 4 SMs, 2 blocks -> s = 2 (efficiency 0.5, best).
+  CHECK(flash_num_splits(1, 4, 2) == 2);
+}
+
+TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][attention]") {
+  SECTION("Ampere default config, 10 SMs: 5 splits") {
+    // Decode: 1 sequence, 4096 tokens of context, 8 query heads over 2 KV heads, head_dim 128.
+    // Default on cc 8.0: FA2, tile_q 64, split-KV tile_kv 128 (head_dim <= 128).
+    // GQA packing: the 4 query heads of a group share one 64-row tile: units = 1 seq * 2 kv heads.
+    // KV blocks = 4096/128 = 32; 2 units on 10 SMs -> 5 splits (see the heuristic case above).
+    const auto gpu = synthetic_gpu_cc80(10);
+    const Attention attention = Attention::decode(1, 4096, 8, 2, 128);
+    REQUIRE(attention.is_decode());
+    const auto config = pipeweave::default_config(attention, gpu);
+    CHECK(config.impl == AttentionImpl::flash2);
+    CHECK(config.tile_q == 64);
+    CHECK(config.tile_kv == 128);
+    CHECK(pipeweave::attention_splits(attention, config, gpu) == 5);
+
+    const auto d = pipeweave::demand(attention, gpu);
+    CHECK(d.config_defaulted);
+    CHECK(d.ctas == 2 /*kv heads*/ * 5 /*splits*/);
+    CHECK(d.busiest_sm_ctas == 1);
+    // Each split walks ceil(32/5) = 7 blocks = 896 keys with a (padded) 64-row tile.
+    const double tensor_per_cta = 4.0 * 64 * 896 * 128;
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(tensor_per_cta / 1024.0).epsilon(1e-9));
+    CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(10 * tensor_per_cta / (1024.0 * 10)).epsilon(1e-9));
+
+    // DRAM: Q and O (1 token * 8 heads * 128 * 2 B each), K and V (4096 * 2 kv heads * 128 * 2 B each),
+    // plus the fp32 partial outputs written by 5 splits and read back by the combine pass.
+    const double base = 1.0 * 8 * 128 * 2 * 2 + 4096.0 * 2 * 128 * 2 * 2;
+    const double combine = 2 * 5 * 1.0 * 8 * 128 * 4;
+    CHECK(at(d.gpu_cycles, Pipe::dram) == Approx((base + combine) / 1024.0).epsilon(1e-9));
+    // L2 per CTA: its 4 packed query rows, 896 keys of K and V, and 4 rows of fp32 partial output;
+    // the combine pass reads the partials once more.
+    const double l2_per_cta = (4.0 + 2 * 896) * 128 * 2 + 4.0 * 128 * 4;
+    CHECK(at(d.gpu_cycles, Pipe::l2) == Approx((10 * l2_per_cta + combine / 2) / 4096.0).epsilon(1e-9));
+  }
+
+  SECTION("4 SMs, 6 KV blocks: an ineligible split count is skipped") {
+    // 8 query heads over 1 KV head, head_dim 128, 768 tokens = 6 blocks of 128: 1 unit -> 3 splits,
+    // each walking ceil(6/3) = 2 blocks = 256 keys.
+    const auto gpu = synthetic_gpu_cc80(4);
+    const Attention attention = Attention::decode(1, 768, 8, 1, 128);
+    const auto d = pipeweave::demand(attention, gpu);
+    CHECK(d.ctas == 3);
+    CHECK(d.busiest_sm_ctas == 1);
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 256 * 128 / 1024.0).epsilon(1e-9));
+  }
+
+  SECTION("a given num_splits overrides the heuristic") {
+    const auto gpu = synthetic_gpu_cc80(10);
+    Attention attention = Attention::decode(1, 4096, 8, 2, 128);
+    attention.config = make_config(AttentionImpl::flash2, 64, 128, 2);
+    const auto d = pipeweave::demand(attention, gpu);
+    CHECK(d.ctas == 2 * 2);
+    // 32 blocks / 2 splits = 16 blocks = 2048 keys per CTA.
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 2048 * 128 / 1024.0).epsilon(1e-9));
+  }
+
+  SECTION("without GQA every query head is its own unit") {
+    // 8 heads over 8 KV heads: 8 units >= 0.8*10 SMs -> no split, 8 CTAs of 1 real row each.
+    const auto gpu = synthetic_gpu_cc80(10);
+    const Attention mha = Attention::decode(1, 4096, 8, 8, 128);
+    const auto d = pipeweave::demand(mha, gpu);
+    CHECK(d.ctas == 8);
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 4096 * 128 / 1024.0).epsilon(1e-9));
+    // DRAM without splits: Q, O, and K, V for all 8 KV heads.
+    CHECK(at(d.gpu_cycles, Pipe::dram) ==
+          Approx((1.0 * 8 * 128 * 2 * 2 + 4096.0 * 8 * 128 * 2 * 2) / 1024.0).epsilon(1e-9));
+  }
+
+  SECTION("the causal flag changes nothing for one query token") {
+    const auto gpu = synthetic_gpu_cc80(10);
+    Attention causal = Attention::decode(2, 1000, 8, 2, 128);
+    Attention full = causal;
+    full.causal = false;
+    const auto dc = pipeweave::demand(causal, gpu);
+    const auto df = pipeweave::demand(full, gpu);
+    CHECK(dc.gpu_cycles == df.gpu_cycles);
+    CHECK(dc.sm_cycles == df.sm_cycles);
+  }
+}
+
+TEST_CASE("attention default config by architecture and head size", "[demand][attention]") {
+  const auto hopper = synthetic_gpu(4);
+  const auto ampere = synthetic_gpu_cc80(4);
+  const Attention prefill64 = Attention::prefill(1, 1024, 8, 8, 64);
+  const Attention prefill128 = Attention::prefill(1, 1024, 8, 8, 128);
+  const Attention prefill256 = Attention::prefill(1, 1024, 8, 8, 256);
+  const Attention decode64 = Attention::decode(4, 1024, 8, 8, 64);
+
+  CHECK(pipeweave::default_config(prefill128, hopper).impl == AttentionImpl::flash3);
+  CHECK(pipeweave::default_config(prefill128, hopper).tile_q == 128);
+  CHECK(pipeweave::default_config(prefill64, hopper).tile_kv == 192);
+  CHECK(pipeweave::default_config(prefill128, hopper).tile_kv == 128);
+  CHECK(pipeweave::default_config(prefill256, hopper).tile_kv == 80);
+  CHECK(pipeweave::default_config(decode64, hopper).tile_q == 64);
+
+  CHECK(pipeweave::default_config(prefill128, ampere).impl == AttentionImpl::flash2);
+  CHECK(pipeweave::default_config(prefill64, ampere).tile_kv == 128);
+  CHECK(pipeweave::default_config(prefill128, ampere).tile_kv == 64);
+  CHECK(pipeweave::default_config(prefill256, ampere).tile_kv == 32);
+  CHECK(pipeweave::default_config(decode64, ampere).tile_q == 64);
+  CHECK(pipeweave::default_config(decode64, ampere).tile_kv == 256);
+}
+
+TEST_CASE("attention demand: paged KV adds block-table reads", "[demand][attention]") {
+  // Decode, 1 sequence, 1024 keys, 1 KV head with 4 query heads, head_dim 64, 1 split (given).
+  // With 16-token pages the CTA reads ceil(1024/16) = 64 block-table entries of 4 B.
+  const auto gpu = synthetic_gpu_cc80(4);
+  Attention contiguous = Attention::decode(1, 1024, 4, 1, 64);
+  contiguous.config = make_config(AttentionImpl::flash2, 64, 256, 1);
+  Attention paged = contiguous;
+  paged.page_size = 16;
+  const auto dc = pipeweave::demand(contiguous, gpu);
+  const auto dp = pipeweave::demand(paged, gpu);
+  CHECK(at(dp.sm_cycles, Pipe::l2) - at(dc.sm_cycles, Pipe::l2) == Approx(64.0 * 4 / 1024.0).epsilon(1e-9));
+  CHECK(at(dp.sm_cycles, Pipe::tensor) == at(dc.sm_cycles, Pipe::tensor));
+}
+
+TEST_CASE("attention demand: fp8 needs an fp8 tensor path", "[demand][attention]") {
+  Attention attention = Attention::prefill(1, 256, 2, 2, 64, DType::fp8_e4m3);
+  CHECK_THROWS_AS(pipeweave::demand(attention, synthetic_gpu_cc80(4)), pipeweave::Error);
+  CHECK_THROWS_WITH(pipeweave::demand(attention, synthetic_gpu_cc80(4)), Catch::Contains("fp8"));
+  // On the Hopper-like GPU the same kernel runs at the fp8 rate of 2048 flops/clk/SM:
+  // default FA3 tile 128 x 192 (head_dim 64): tile 0 sees 128 keys -> 1 block of 192,
+  // tile 1 sees 256 keys -> 2 blocks = 384 rows. 2 heads.
+  const auto d = pipeweave::demand(attention, synthetic_gpu(4));
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(2 * 4.0 * 128 * 64 * (192 + 384) / (2048.0 * 4)).epsilon(1e-9));
+}

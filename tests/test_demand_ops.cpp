@@ -1,0 +1,448 @@
+// The demand models of the row, streaming, MoE and collective kernels
+// (include/pipeweave/ops/{rmsnorm,silu_mul,elementwise,collective,fused_moe}.hpp), and the
+// general properties of Demand and features() (include/pipeweave/pipes.hpp), against figures
+// worked out by hand on the synthetic GPU of demand_test_gpu.hpp: 4 SMs, 1000 MHz,
+// tensor bf16 1024 flops/clk/SM, 128 FP32 lanes, 16 XU, 128 smem B/clk/SM,
+// DRAM 1024 B/clk (256 per SM), L2 4096 B/clk (1024 per SM), link 100 B/clk, 1000 clk a hop.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "demand_test_gpu.hpp"
+#include "pipeweave/demand.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/kernel.hpp"
+#include "pipeweave/pipes.hpp"
+
+using Catch::Detail::Approx;  // Catch2 v2: Catch::Approx names the vector matcher
+using pipeweave::at;
+using pipeweave::Collective;
+using pipeweave::CollectiveKind;
+using pipeweave::DType;
+using pipeweave::Pipe;
+using pipeweave_test::synthetic_gpu;
+using pipeweave_test::synthetic_gpu_cc80;
+
+namespace {
+
+pipeweave::RmsNorm make_rmsnorm(std::int64_t tokens, std::int64_t hidden, bool fused) {
+  pipeweave::RmsNorm norm;
+  norm.tokens = tokens;
+  norm.hidden = hidden;
+  norm.dtype = DType::bf16;
+  norm.fused_residual = fused;
+  return norm;
+}
+
+Collective make_collective(CollectiveKind kind, double bytes, int ranks) {
+  Collective op;
+  op.kind = kind;
+  op.bytes = bytes;
+  op.ranks = ranks;
+  op.dtype = DType::bf16;
+  return op;
+}
+
+pipeweave::FusedMoe make_moe(std::int64_t tokens, std::int64_t experts, std::int64_t top_k, std::int64_t hidden,
+                             std::int64_t intermediate) {
+  pipeweave::FusedMoe moe;
+  moe.tokens = tokens;
+  moe.experts = experts;
+  moe.top_k = top_k;
+  moe.hidden = hidden;
+  moe.intermediate = intermediate;
+  moe.dtype = DType::bf16;
+  return moe;
+}
+
+}  // namespace
+
+TEST_CASE("rmsnorm demand: plain", "[demand][rmsnorm]") {
+  // 10 tokens of hidden 4096, bf16: one CTA per token, row = 4096*2 = 8192 B.
+  // Busiest SM: ceil(10/4) = 3 CTAs. Fewer than 256 tokens: min(4096, 1024) = 1024 threads.
+  const auto gpu = synthetic_gpu(4);
+  const auto d = pipeweave::demand(make_rmsnorm(10, 4096, false), gpu);
+  CHECK(d.ctas == 10);
+  CHECK(d.busiest_sm_ctas == 3);
+
+  // fma: square-accumulate, scale, weight = 3 lane ops per element.
+  const double fma_per_cta = 4096.0 * 3;
+  CHECK(at(d.gpu_cycles, Pipe::fma) == Approx(10 * fma_per_cta / (128.0 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::fma) == Approx(3 * fma_per_cta / 128.0).epsilon(1e-9));
+  // xu: one rsqrt per token.
+  CHECK(at(d.gpu_cycles, Pipe::xu) == Approx(10.0 / (16 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::xu) == Approx(3.0 / 16).epsilon(1e-9));
+  // l2 per token: x read, weight read, y written = 3 rows.
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(10 * 3 * 8192.0 / 4096).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::l2) == Approx(3 * 3 * 8192.0 / 1024).epsilon(1e-9));
+  // dram: x in and y out per token, the weight once for the whole kernel.
+  const double dram_bytes = 10 * 8192.0 * 2 + 8192.0;
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(dram_bytes / 1024).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::dram) == Approx(3 * dram_bytes / 10 / 256).epsilon(1e-9));
+  // smem: one float per warp (1024/32 = 32 warps), written and read: 2*4*32 = 256 B a CTA.
+  CHECK(at(d.gpu_cycles, Pipe::smem) == Approx(10 * 256.0 / (128 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::smem) == Approx(3 * 256.0 / 128).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == 0);
+  // Resident: 1024 threads -> floor(2048/1024) = 2.
+  CHECK(d.resident_ctas_per_sm == 2);
+  // The bound: fma on the busiest SM, 3*12288/128 = 288 cycles, above the other hard limits
+  // (whole-GPU dram 168, busiest-SM smem 6, xu 0.1875).
+  CHECK(d.bottleneck() == Pipe::fma);
+  CHECK(d.bound_cycles() == Approx(288).epsilon(1e-9));
+}
+
+TEST_CASE("rmsnorm demand: fused residual add", "[demand][rmsnorm]") {
+  const auto gpu = synthetic_gpu(4);
+  const auto d = pipeweave::demand(make_rmsnorm(10, 4096, true), gpu);
+  CHECK(d.ctas == 10);
+  CHECK(d.busiest_sm_ctas == 3);
+  // fma: plus the residual add = 4 lane ops per element.
+  CHECK(at(d.sm_cycles, Pipe::fma) == Approx(3 * 4096.0 * 4 / 128).epsilon(1e-9));
+  // xu unchanged: one rsqrt per token.
+  CHECK(at(d.gpu_cycles, Pipe::xu) == Approx(10.0 / (16 * 4)).epsilon(1e-9));
+  // l2 per token: x, residual read; sum written, read again; weight read; y written = 6 rows.
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(10 * 6 * 8192.0 / 4096).epsilon(1e-9));
+  // dram: x, residual in; sum, y out = 4 rows a token, plus the weight once.
+  const double dram_bytes = 10 * 8192.0 * 4 + 8192.0;
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(dram_bytes / 1024).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::dram) == Approx(3 * dram_bytes / 10 / 256).epsilon(1e-9));
+}
+
+TEST_CASE("rmsnorm demand: many tokens use 256-thread blocks", "[demand][rmsnorm]") {
+  // 300 tokens >= 256: min(4096, 256) = 256 threads -> floor(2048/256) = 8 resident CTAs;
+  // 8 warps -> 2*4*8 = 64 B of smem a CTA. Busiest SM: ceil(300/4) = 75 CTAs.
+  const auto d = pipeweave::demand(make_rmsnorm(300, 4096, false), synthetic_gpu(4));
+  CHECK(d.resident_ctas_per_sm == 8);
+  CHECK(d.busiest_sm_ctas == 75);
+  CHECK(at(d.sm_cycles, Pipe::smem) == Approx(75 * 64.0 / 128).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::xu) == Approx(75.0 / 16).epsilon(1e-9));
+  // A row narrower than the block cap: hidden 512 with 10 tokens -> 512 threads -> 4 resident.
+  CHECK(pipeweave::demand(make_rmsnorm(10, 512, false), synthetic_gpu(4)).resident_ctas_per_sm == 4);
+}
+
+TEST_CASE("silu_mul demand", "[demand][silu_mul]") {
+  // 6 tokens, dim 2048 (input [6, 4096]), bf16: one CTA per token, ceil(6/4) = 2 on the busiest SM.
+  pipeweave::SiluMul op;
+  op.tokens = 6;
+  op.dim = 2048;
+  const auto d = pipeweave::demand(op, synthetic_gpu(4));
+  CHECK(d.ctas == 6);
+  CHECK(d.busiest_sm_ctas == 2);
+  // fma: 4 lane ops per output element; xu: ex2 and rcp per element.
+  CHECK(at(d.gpu_cycles, Pipe::fma) == Approx(6 * 2048.0 * 4 / (128 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::fma) == Approx(2 * 2048.0 * 4 / 128).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::xu) == Approx(6 * 2048.0 * 2 / (16 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::xu) == Approx(2 * 2048.0 * 2 / 16).epsilon(1e-9));
+  // Bytes: 2*dim read (x and gate), dim written, 2 B each: 3*2048*2 = 12288 B a token.
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(6 * 12288.0 / 1024).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::dram) == Approx(2 * 12288.0 / 256).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(6 * 12288.0 / 4096).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::l2) == Approx(2 * 12288.0 / 1024).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::smem) == 0);
+  // min(2048, 1024) = 1024 threads -> 2 resident.
+  CHECK(d.resident_ctas_per_sm == 2);
+  // The bound: xu on the busiest SM, 512 cycles, above busiest-SM fma 128 and whole-GPU dram 72.
+  CHECK(d.bottleneck() == Pipe::xu);
+  CHECK(d.bound_cycles() == Approx(512).epsilon(1e-9));
+}
+
+TEST_CASE("elementwise demand", "[demand][elementwise]") {
+  // 41060 B = 10 whole 4 KiB CTAs + 100 B: ceil(41060/4096) = 11 CTAs, ceil(11/4) = 3 on the busiest SM.
+  pipeweave::Elementwise op;
+  op.bytes = 10 * 4096.0 + 100;
+  op.flops = 1e5;
+  op.xu_ops = 1000;
+  const auto d = pipeweave::demand(op, synthetic_gpu(4));
+  CHECK(d.ctas == 11);
+  CHECK(d.busiest_sm_ctas == 3);
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx(41060.0 / 1024).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::dram) == Approx(3 * (41060.0 / 11) / 256).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::l2) == Approx(41060.0 / 4096).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::fma) == Approx(1e5 / (128 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::fma) == Approx(3 * (1e5 / 11) / 128).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::xu) == Approx(1000.0 / (16 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::xu) == Approx(3 * (1000.0 / 11) / 16).epsilon(1e-9));
+  // 256-thread CTAs: floor(2048/256) = 8 resident.
+  CHECK(d.resident_ctas_per_sm == 8);
+
+  // Exactly one CTA's worth of bytes, no compute.
+  pipeweave::Elementwise copy;
+  copy.bytes = 4096;
+  const auto c = pipeweave::demand(copy, synthetic_gpu(4));
+  CHECK(c.ctas == 1);
+  CHECK(at(c.gpu_cycles, Pipe::fma) == 0);
+  CHECK(at(c.sm_cycles, Pipe::dram) == Approx(4096.0 / 256).epsilon(1e-9));
+}
+
+TEST_CASE("collective demand: all-reduce picks one-shot for small and ring for large messages",
+          "[demand][collective]") {
+  // 4 ranks; link 100 B/clk, 1000 clocks a step.
+  //   ring:     2*(4-1)/4 = 1.5 buffers in 2*(4-1) = 6 steps: 1.5*B/100 + 6000
+  //   one-shot: (4-1) = 3 buffers in 1 step:                   3*B/100 + 1000
+  // The ring wins once 1.5*B/100 > 5000, i.e. B > 333333 B.
+  const auto gpu = synthetic_gpu(4);
+
+  SECTION("64 KiB: one-shot") {
+    const double bytes = 65536;
+    const auto d = pipeweave::demand(make_collective(CollectiveKind::all_reduce, bytes, 4), gpu);
+    const double one_shot = 3 * bytes / 100 + 1000;  // 2966.08, against the ring's 6983.04
+    CHECK(at(d.gpu_cycles, Pipe::link) == Approx(one_shot).epsilon(1e-9));
+    CHECK(at(d.sm_cycles, Pipe::link) == Approx(one_shot).epsilon(1e-9));
+    // NCCL-style channels: min(16, 4 SMs) = 4 CTAs, one per SM.
+    CHECK(d.ctas == 4);
+    CHECK(d.busiest_sm_ctas == 1);
+    // One-shot reduces the 3 peers' buffers: 3*65536/2 bf16 elements, one add each.
+    CHECK(at(d.gpu_cycles, Pipe::fma) == Approx(3 * bytes / 2 / (128 * 4)).epsilon(1e-9));
+    CHECK(at(d.sm_cycles, Pipe::fma) == Approx(3 * bytes / 2 / 4 / 128).epsilon(1e-9));
+    // DRAM: own input, own output, and the 3 buffers landing from peers.
+    CHECK(at(d.gpu_cycles, Pipe::dram) == Approx((2 * bytes + 3 * bytes) / 1024).epsilon(1e-9));
+    CHECK(at(d.gpu_cycles, Pipe::l2) == Approx((2 * bytes + 3 * bytes) / 4096).epsilon(1e-9));
+    CHECK(d.bottleneck() == Pipe::link);
+  }
+  SECTION("16 MiB: ring") {
+    const double bytes = 16.0 * 1024 * 1024;
+    const auto d = pipeweave::demand(make_collective(CollectiveKind::all_reduce, bytes, 4), gpu);
+    const double ring = 1.5 * bytes / 100 + 6000;  // 257658.24, against one-shot's 504316.48
+    CHECK(at(d.gpu_cycles, Pipe::link) == Approx(ring).epsilon(1e-9));
+    // The ring's reduce-scatter half adds (4-1)/4 of the buffer's elements.
+    CHECK(at(d.gpu_cycles, Pipe::fma) == Approx(0.75 * bytes / 2 / (128 * 4)).epsilon(1e-9));
+    CHECK(at(d.gpu_cycles, Pipe::dram) == Approx((2 * bytes + 1.5 * bytes) / 1024).epsilon(1e-9));
+  }
+  SECTION("either side of the crossover") {
+    // 300000 B: one-shot 9000 + 1000 = 10000 < ring 4500 + 6000 = 10500.
+    CHECK(at(pipeweave::demand(make_collective(CollectiveKind::all_reduce, 300000, 4), gpu).gpu_cycles, Pipe::link) ==
+          Approx(10000).epsilon(1e-9));
+    // 400000 B: ring 6000 + 6000 = 12000 < one-shot 12000 + 1000 = 13000.
+    CHECK(at(pipeweave::demand(make_collective(CollectiveKind::all_reduce, 400000, 4), gpu).gpu_cycles, Pipe::link) ==
+          Approx(12000).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("collective demand: gather, scatter and all-to-all", "[demand][collective]") {
+  const auto gpu = synthetic_gpu(4);
+  const double bytes = 1 << 20;  // 1 MiB
+  // All-gather over 8 ranks: 7/8 of the output arrives over the link in 7 steps; no reduction.
+  const auto gather = pipeweave::demand(make_collective(CollectiveKind::all_gather, bytes, 8), gpu);
+  CHECK(at(gather.gpu_cycles, Pipe::link) == Approx(7.0 / 8 * bytes / 100 + 7 * 1000).epsilon(1e-9));
+  CHECK(at(gather.gpu_cycles, Pipe::fma) == 0);
+  // Reduce-scatter: the same traffic, and an add per arriving bf16 element.
+  const auto scatter = pipeweave::demand(make_collective(CollectiveKind::reduce_scatter, bytes, 8), gpu);
+  CHECK(at(scatter.gpu_cycles, Pipe::link) == Approx(7.0 / 8 * bytes / 100 + 7 * 1000).epsilon(1e-9));
+  CHECK(at(scatter.gpu_cycles, Pipe::fma) == Approx(7.0 / 8 * bytes / 2 / (128 * 4)).epsilon(1e-9));
+  // All-to-all: 7/8 of the buffer leaves in one step.
+  const auto a2a = pipeweave::demand(make_collective(CollectiveKind::all_to_all, bytes, 8), gpu);
+  CHECK(at(a2a.gpu_cycles, Pipe::link) == Approx(7.0 / 8 * bytes / 100 + 1000).epsilon(1e-9));
+  CHECK(at(a2a.sm_cycles, Pipe::link) == at(a2a.gpu_cycles, Pipe::link));
+}
+
+TEST_CASE("fused_moe demand: expected active experts and the two grouped GEMMs", "[demand][fused_moe]") {
+  const auto gpu = synthetic_gpu(4);
+  // 4 tokens, 8 experts, top-2, hidden 256, intermediate 128, bf16.
+  // Expected experts touched: 8*(1 - (1 - 2/8)^4) = 8*(1 - 0.31640625) = 5.46875.
+  // Routed rows 4*2 = 8: 8/5.46875 = 1.4629 rows an expert.
+  // tokens (4) <= experts (8): default blocks 16 x 32 x 64, 4 stages.
+  const auto moe = make_moe(4, 8, 2, 256, 128);
+  const auto config = pipeweave::default_config(moe, gpu);
+  CHECK(config.block_m == 16);
+  CHECK(config.block_n == 32);
+  CHECK(config.block_k == 64);
+  CHECK(config.stages == 4);
+  const double active = 8 * (1 - std::pow(0.75, 4));
+  REQUIRE(active == Approx(5.46875).epsilon(1e-12));
+
+  const auto d = pipeweave::demand(moe, gpu);
+  CHECK(d.config_defaulted);
+  // gate_up: [rows, 256] x [256, 256]: active * ceil(1.46/16) = 1 * ceil(256/32) = 8 -> 43.75 CTAs;
+  // down: [rows, 128] x [128, 256]: again 43.75 CTAs.
+  CHECK(d.ctas == Approx(2 * active * 8).epsilon(1e-9));
+  // Busiest SM: ceil(43.75/4) = 11 CTAs of each launch.
+  CHECK(d.busiest_sm_ctas == 22);
+  // Tensor per CTA: 2*16*32*256 (gate_up) and 2*16*32*128 (down).
+  const double gate_up_cta = 2.0 * 16 * 32 * 256, down_cta = 2.0 * 16 * 32 * 128;
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(active * 8 * (gate_up_cta + down_cta) / (1024.0 * 4)).epsilon(1e-9));
+  CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(11 * (gate_up_cta + down_cta) / 1024.0).epsilon(1e-9));
+  // DRAM: each touched expert's weights once, gathered activations in and bf16 outputs out for 8 rows.
+  const double dram_gate_up = active * 256 * 256 * 2 + 8 * (256 * 2 + 256 * 2);
+  const double dram_down = active * 256 * 128 * 2 + 8 * (128 * 2 + 256 * 2);
+  CHECK(at(d.gpu_cycles, Pipe::dram) == Approx((dram_gate_up + dram_down) / 1024).epsilon(1e-9));
+  // Resident: 128 threads -> 16; smem 4*(16+32)*64*2 = 24576 B -> floor(233472/24576) = 9.
+  CHECK(d.resident_ctas_per_sm == 9);
+
+  // The two launches add up pipe by pipe.
+  const double rows_per_expert = 8 / active;
+  auto sum = pipeweave::detail::moe_gemm(active, rows_per_expert, 256, 256, config, DType::bf16, gpu);
+  sum += pipeweave::detail::moe_gemm(active, rows_per_expert, 256, 128, config, DType::bf16, gpu);
+  for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
+    CHECK(d.gpu_cycles[i] == Approx(sum.gpu_cycles[i]).epsilon(1e-9));
+    CHECK(d.sm_cycles[i] == Approx(sum.sm_cycles[i]).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_moe]") {
+  const auto gpu = synthetic_gpu(4);
+  // top_k == experts: every expert is touched, (1 - 8/8)^T = 0. 1000 tokens > 8 experts:
+  // blocks 64 x 64 x 32. Rows an expert: 1000*8/8 = 1000 -> ceil(1000/64) = 16 row blocks.
+  const auto all = pipeweave::demand(make_moe(1000, 8, 8, 256, 128), gpu);
+  // gate_up n = 256: 8 * 16 * 4 = 512 CTAs; down n = 256: 512 CTAs.
+  CHECK(all.ctas == Approx(1024).epsilon(1e-12));
+  // One token, top-1 of 8: exactly one expert, 1 row: 8*(1 - 7/8) = 1.
+  const auto one = pipeweave::demand(make_moe(1, 8, 1, 256, 128), gpu);
+  // 1 expert * 1 row block * ceil(256/32) = 8 CTAs in each launch.
+  CHECK(one.ctas == Approx(16).epsilon(1e-12));
+  // A given config replaces the default.
+  auto configured = make_moe(1, 8, 1, 256, 128);
+  configured.config = pipeweave::FusedMoeConfig{16, 64, 64, 2};
+  const auto c = pipeweave::demand(configured, gpu);
+  CHECK_FALSE(c.config_defaulted);
+  CHECK(c.ctas == Approx(2 * 4).epsilon(1e-12));  // ceil(256/64) = 4 column blocks in each launch
+}
+
+TEST_CASE("demand: bound_cycles is the largest hard limit and bottleneck names it", "[demand]") {
+  // pipes.hpp documents which figures are hard limits: tensor, fma, xu and smem on the
+  // busiest SM; DRAM and link over the whole GPU; L2 in no bound.
+  pipeweave::Demand d;
+  for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
+    d.gpu_cycles[i] = 10.0 * static_cast<double>(i + 1);  // tensor 10, fma 20, xu 30, dram 40, l2 50, smem 60, link 70
+    d.sm_cycles[i] = 5.0 * static_cast<double>(i + 1);    // tensor 5, fma 10, xu 15, dram 20, l2 25, smem 30, link 35
+  }
+  // Per pipe: tensor sm 5, fma sm 10, xu sm 15, dram gpu 40, l2 none, smem sm 30, link gpu 70.
+  CHECK(d.bound_cycles(Pipe::tensor) == 5);
+  CHECK(d.bound_cycles(Pipe::fma) == 10);
+  CHECK(d.bound_cycles(Pipe::xu) == 15);
+  CHECK(d.bound_cycles(Pipe::dram) == 40);
+  CHECK(d.bound_cycles(Pipe::l2) == 0);
+  CHECK(d.bound_cycles(Pipe::smem) == 30);
+  CHECK(d.bound_cycles(Pipe::link) == 70);
+  CHECK(d.bound_cycles() == 70);
+  CHECK(d.bottleneck() == Pipe::link);
+
+  at(d.sm_cycles, Pipe::xu) = 500;  // a per-SM pipe on the busiest SM: binding
+  CHECK(d.bound_cycles() == 500);
+  CHECK(d.bottleneck() == Pipe::xu);
+  at(d.gpu_cycles, Pipe::l2) = 10000;  // L2 is in no bound
+  at(d.sm_cycles, Pipe::l2) = 10000;
+  at(d.sm_cycles, Pipe::dram) = 900;    // one SM's DRAM share is no bound
+  at(d.gpu_cycles, Pipe::tensor) = 800;  // the whole-GPU spread of an SM-local pipe is no bound
+  CHECK(d.bound_cycles() == 500);
+  CHECK(d.bottleneck() == Pipe::xu);
+  at(d.gpu_cycles, Pipe::dram) = 800;  // chip-wide DRAM over the whole GPU: binding
+  CHECK(d.bound_cycles() == 800);
+  CHECK(d.bottleneck() == Pipe::dram);
+  // Ties go to the first pipe in kAllPipes order.
+  at(d.sm_cycles, Pipe::tensor) = 800;
+  CHECK(d.bottleneck() == Pipe::tensor);
+  // An empty demand is bound by nothing.
+  CHECK(pipeweave::Demand{}.bound_cycles() == 0);
+
+  // On real kernels: the bound is the largest of the hard-limit figures, and the bottleneck carries it.
+  const auto gpu = synthetic_gpu(4);
+  for (const pipeweave::Kernel& kernel :
+       {pipeweave::Kernel(make_rmsnorm(10, 4096, true)), pipeweave::Kernel(make_moe(4, 8, 2, 256, 128)),
+        pipeweave::Kernel(make_collective(CollectiveKind::all_reduce, 65536, 4)),
+        pipeweave::Kernel(pipeweave::Attention::prefill(2, 300, 4, 2, 64))}) {
+    const auto demand = pipeweave::compute_demand(kernel, gpu);
+    const double largest = std::max({at(demand.sm_cycles, Pipe::tensor), at(demand.sm_cycles, Pipe::fma),
+                                     at(demand.sm_cycles, Pipe::xu), at(demand.sm_cycles, Pipe::smem),
+                                     at(demand.gpu_cycles, Pipe::dram), at(demand.gpu_cycles, Pipe::link)});
+    CHECK(demand.bound_cycles() == largest);
+    CHECK(demand.bound_cycles(demand.bottleneck()) == largest);
+  }
+  // The fused-residual RMSNorm above: busiest-SM dram (3*(10*8192*4 + 8192)/10/256 = 393.6) is
+  // above its busiest-SM fma (3*4096*4/128 = 384), but only the latter is a hard limit.
+  const auto norm = pipeweave::demand(make_rmsnorm(10, 4096, true), gpu);
+  CHECK(at(norm.sm_cycles, Pipe::dram) == Approx(3 * (10 * 8192.0 * 4 + 8192) / 10 / 256).epsilon(1e-9));
+  CHECK(norm.bound_cycles() == Approx(3 * 4096.0 * 4 / 128).epsilon(1e-9));
+  CHECK(norm.bottleneck() == Pipe::fma);
+}
+
+TEST_CASE("demand: sequential kernels add", "[demand]") {
+  const auto gpu = synthetic_gpu(4);
+  const auto a = pipeweave::demand(make_rmsnorm(10, 4096, false), gpu);  // 10 CTAs, 2 resident
+  pipeweave::Elementwise ew;
+  ew.bytes = 10 * 4096.0 + 100;  // 11 CTAs, 8 resident
+  ew.flops = 1e5;
+  auto b = pipeweave::demand(ew, gpu);
+  b.config_defaulted = true;
+  auto sum = a;
+  sum += b;
+  for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
+    CHECK(sum.gpu_cycles[i] == Approx(a.gpu_cycles[i] + b.gpu_cycles[i]).epsilon(1e-9));
+    CHECK(sum.sm_cycles[i] == Approx(a.sm_cycles[i] + b.sm_cycles[i]).epsilon(1e-9));
+  }
+  CHECK(sum.ctas == 10 + 11);
+  CHECK(sum.busiest_sm_ctas == 3 + 3);
+  CHECK(sum.resident_ctas_per_sm == 8);  // the larger of the two
+  CHECK(sum.config_defaulted);
+  auto other_way = a;
+  other_way += pipeweave::demand(ew, gpu);
+  CHECK_FALSE(other_way.config_defaulted);
+}
+
+TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
+  using pipeweave::kFeatureCount;
+  using pipeweave::kFeatureNames;
+  using pipeweave::kPipeCount;
+  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 4);
+  // The names: each pipe's whole-GPU cycles, then each pipe's busiest-SM cycles, then the mapping.
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    const std::string pipe(pipeweave::to_string(pipeweave::kAllPipes[i]));
+    CHECK(std::string(kFeatureNames[i]) == pipe + "_gpu_cycles");
+    CHECK(std::string(kFeatureNames[kPipeCount + i]) == pipe + "_sm_cycles");
+  }
+  CHECK(kFeatureNames[2 * kPipeCount + 0] == "ctas");
+  CHECK(kFeatureNames[2 * kPipeCount + 1] == "busiest_sm_ctas");
+  CHECK(kFeatureNames[2 * kPipeCount + 2] == "resident_ctas_per_sm");
+  CHECK(kFeatureNames[2 * kPipeCount + 3] == "waves");
+
+  const auto gpu = synthetic_gpu(4);
+  for (const pipeweave::Kernel& kernel :
+       {pipeweave::Kernel(make_rmsnorm(10, 4096, false)), pipeweave::Kernel(make_moe(4, 8, 2, 256, 128)),
+        pipeweave::Kernel(make_collective(CollectiveKind::all_reduce, 65536, 4)),
+        pipeweave::Kernel(pipeweave::Attention::decode(3, 1000, 8, 2, 128))}) {
+    const auto d = pipeweave::compute_demand(kernel, gpu);
+    const auto f = pipeweave::features(d, gpu);
+    REQUIRE(f.size() == kFeatureCount);
+    for (float value : f) CHECK(std::isfinite(value));
+    for (std::size_t i = 0; i < kPipeCount; ++i) {
+      CHECK(f[i] == Approx(std::log1p(d.gpu_cycles[i])).epsilon(1e-6));
+      CHECK(f[kPipeCount + i] == Approx(std::log1p(d.sm_cycles[i])).epsilon(1e-6));
+    }
+    CHECK(f[2 * kPipeCount + 0] == Approx(std::log1p(d.ctas)).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 1] == Approx(std::log1p(d.busiest_sm_ctas)).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 2] == Approx(std::log1p(d.resident_ctas_per_sm)).epsilon(1e-6));
+    // waves: CTAs over the CTA slots of the whole chip (resident per SM * 4 SMs).
+    CHECK(f[2 * kPipeCount + 3] == Approx(std::log1p(d.ctas / (d.resident_ctas_per_sm * 4))).epsilon(1e-6));
+  }
+
+  // A hand-made demand: 10 CTAs, 2 resident on 4 SMs -> 10/8 waves.
+  pipeweave::Demand d;
+  at(d.gpu_cycles, Pipe::tensor) = 1000;
+  at(d.sm_cycles, Pipe::link) = 3;
+  d.ctas = 10;
+  d.busiest_sm_ctas = 3;
+  d.resident_ctas_per_sm = 2;
+  const auto f = pipeweave::features(d, gpu);
+  CHECK(f[0] == Approx(std::log1p(1000.0)).epsilon(1e-6));
+  CHECK(f[1] == 0);
+  CHECK(f[2 * kPipeCount - 1] == Approx(std::log1p(3.0)).epsilon(1e-6));
+  CHECK(f[2 * kPipeCount + 3] == Approx(std::log1p(10.0 / 8)).epsilon(1e-6));
+}
+
+TEST_CASE("compute_demand dispatches to each family's model", "[demand]") {
+  const auto gpu = synthetic_gpu(4);
+  const auto norm = make_rmsnorm(10, 4096, false);
+  CHECK(pipeweave::compute_demand(norm, gpu).gpu_cycles == pipeweave::demand(norm, gpu).gpu_cycles);
+  pipeweave::SiluMul silu;
+  silu.tokens = 6;
+  silu.dim = 2048;
+  CHECK(pipeweave::compute_demand(silu, gpu).sm_cycles == pipeweave::demand(silu, gpu).sm_cycles);
+  const auto collective = make_collective(CollectiveKind::all_reduce, 65536, 4);
+  CHECK(pipeweave::compute_demand(collective, gpu).gpu_cycles == pipeweave::demand(collective, gpu).gpu_cycles);
+  // The Ampere variant validates too (the fp8 rate of 0 means "no fp8 path").
+  CHECK_NOTHROW(synthetic_gpu(4).validate());
+  CHECK_NOTHROW(synthetic_gpu_cc80(5).validate());
+}

@@ -1,0 +1,492 @@
+// The GPU catalog (names, lookup, spec-sheet sanity) and GpuSpec as JSON (round trip,
+// files, and every way a spec file is refused).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/io.hpp"
+
+using namespace pipeweave;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kCanonicalNames = {
+    "A100-SXM4-80GB", "A40",  "H100-SXM", "H100-PCIe", "H20",          "H200-SXM",  "H800",
+    "L20",            "L40",  "L40S",     "L4",        "RTX-6000-Ada", "RTX-A6000", "RTX-PRO-6000-Blackwell-Server",
+    "B200",           "A10",  "RTX-4090"};
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  FAIL("expected pipeweave::Error, nothing was thrown");
+  return {};
+}
+
+// Dense fp16/bf16 tensor throughput of the whole chip, in TFLOPS.
+double dense_bf16_tflops(const GpuSpec& gpu) {
+  return gpu.tensor_flops_per_clk_per_sm.fp16_bf16 * gpu.sm_count * gpu.sm_clock_mhz * 1e6 / 1e12;
+}
+
+// A spec that is valid but shares no figure with the catalog, with values whose decimal
+// forms need every digit to survive a round trip.
+GpuSpec custom_spec() {
+  GpuSpec gpu;
+  gpu.name = "Test-GPU";
+  gpu.aliases = {"NVIDIA Test GPU", "testgpu"};
+  gpu.architecture = "hopper";
+  gpu.compute_capability_major = 9;
+  gpu.compute_capability_minor = 0;
+  gpu.sm_count = 77;
+  gpu.sm_clock_mhz = 1234.5678901234567;
+  gpu.tensor_flops_per_clk_per_sm.fp16_bf16 = 4096;
+  gpu.tensor_flops_per_clk_per_sm.fp8 = 0;
+  gpu.tensor_flops_per_clk_per_sm.tf32 = 2048.25;
+  gpu.tensor_flops_per_clk_per_sm.int8 = 8192;
+  gpu.fp32_lanes_per_clk_per_sm = 128;
+  gpu.xu_ops_per_clk_per_sm = 16;
+  gpu.smem_bytes_per_clk_per_sm = 128;
+  gpu.dram_bandwidth_gb_s = 1.0 / 3.0 * 10000;
+  gpu.l2_bandwidth_gb_s = 6543.21;
+  gpu.l2_bytes = 50 * 1024.0 * 1024.0;
+  gpu.smem_bytes_per_sm = 233472;
+  gpu.registers_per_sm = 65536;
+  gpu.max_threads_per_sm = 2048;
+  gpu.max_ctas_per_sm = 32;
+  gpu.memory_gb = 0.1;
+  gpu.link_bandwidth_gb_s = 450;
+  gpu.link_latency_us = 0;
+  gpu.source = "made up in test_gpu_spec.cpp";
+  return gpu;
+}
+
+json valid_document() { return json::parse(to_json(custom_spec())); }
+
+std::string spec_error(const json& document) {
+  return error_of([&] { (void)gpu_spec_from_json(document.dump()); });
+}
+
+// Every field a spec file must carry. Numbers by where they live in the document.
+const std::vector<std::string> kTextFields = {"format", "name", "architecture", "source"};
+const std::vector<std::string> kTopNumberFields = {
+    "version",
+    "compute_capability_major",
+    "compute_capability_minor",
+    "sm_count",
+    "sm_clock_mhz",
+    "fp32_lanes_per_clk_per_sm",
+    "xu_ops_per_clk_per_sm",
+    "smem_bytes_per_clk_per_sm",
+    "dram_bandwidth_gb_s",
+    "l2_bandwidth_gb_s",
+    "l2_bytes",
+    "smem_bytes_per_sm",
+    "registers_per_sm",
+    "max_threads_per_sm",
+    "max_ctas_per_sm",
+    "memory_gb",
+    "link_bandwidth_gb_s",
+    "link_latency_us"};
+const std::vector<std::string> kTensorFields = {"fp16_bf16", "fp8", "tf32", "int8"};
+// May be 0 (no fp8 path, a zero-latency link, compute capability x.0); all others must be > 0.
+const std::set<std::string> kMayBeZero = {"compute_capability_minor", "link_latency_us",
+                                          "tensor_flops_per_clk_per_sm.fp8"};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Catalog
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("gpu_catalog: the 17 canonical GPUs, unique and valid", "[gpu_spec][catalog]") {
+  const auto catalog = gpu_catalog();
+  REQUIRE(catalog.size() == kCanonicalNames.size());
+  std::set<std::string> names;
+  for (const GpuSpec& gpu : catalog) {
+    INFO(gpu.name);
+    CHECK_NOTHROW(gpu.validate());
+    CHECK(names.insert(gpu.name).second);
+    CHECK_FALSE(gpu.source.empty());
+  }
+  CHECK(names == std::set<std::string>(kCanonicalNames.begin(), kCanonicalNames.end()));
+
+  // No alias names two GPUs, and no alias is another GPU's canonical name (case-insensitively).
+  std::map<std::string, std::string> owner;
+  const auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (const GpuSpec& gpu : catalog) {
+    CHECK(owner.emplace(lower(gpu.name), gpu.name).second);
+    for (const std::string& alias : gpu.aliases) {
+      INFO(gpu.name << " alias " << alias);
+      const auto [it, fresh] = owner.emplace(lower(alias), gpu.name);
+      CHECK((fresh || it->second == gpu.name));
+    }
+  }
+}
+
+TEST_CASE("find_gpu: canonical names and CUDA device names, case-insensitive", "[gpu_spec][catalog]") {
+  for (const std::string& name : kCanonicalNames) {
+    INFO(name);
+    CHECK(find_gpu(name).name == name);
+  }
+  // Every alias finds the entry that lists it.
+  for (const GpuSpec& gpu : gpu_catalog())
+    for (const std::string& alias : gpu.aliases) {
+      INFO(alias);
+      CHECK(&find_gpu(alias) == &gpu);
+    }
+  CHECK(find_gpu("NVIDIA H100 80GB HBM3").name == "H100-SXM");
+  CHECK(find_gpu("nvidia h100 80gb hbm3").name == "H100-SXM");
+  CHECK(find_gpu("NVIDIA H100 80GB HBM3") == find_gpu("H100-SXM"));
+  CHECK(find_gpu("h100-sxm").name == "H100-SXM");
+  CHECK(find_gpu("H100-PCIE").name == "H100-PCIe");
+  CHECK(find_gpu("l40s").name == "L40S");
+  CHECK(find_gpu("l4").name == "L4");  // not confused with L40 or L40S
+  CHECK(find_gpu("NVIDIA A100-SXM4-80GB").name == "A100-SXM4-80GB");
+  CHECK(find_gpu("NVIDIA GeForce RTX 4090").name == "RTX-4090");
+  CHECK(find_gpu("rtx-pro-6000-blackwell-server").name == "RTX-PRO-6000-Blackwell-Server");
+  CHECK(default_gpu().name == "H100-SXM");
+}
+
+TEST_CASE("find_gpu: an unknown GPU throws an Error naming it and the known ones", "[gpu_spec][catalog]") {
+  const std::string message = error_of([] { (void)find_gpu("Voodoo5-6000"); });
+  CHECK_THAT(message, Contains("Voodoo5-6000"));
+  CHECK_THAT(message, Contains("H100-SXM"));
+  CHECK_THAT(message, Contains("B200"));
+  CHECK_THROWS_AS(find_gpu(""), Error);
+  CHECK_THROWS_AS(find_gpu("H100-SXM-128GB"), Error);  // no prefix matching
+  CHECK_THROWS_AS(find_gpu("H10"), Error);
+}
+
+TEST_CASE("gpu_catalog: spec-sheet figures hold", "[gpu_spec][catalog]") {
+  SECTION("dense fp16/bf16 tensor peak = per-SM rate x SMs x clock, within 2% of the datasheet") {
+    // Datasheet dense figures in TFLOPS (sparsity halved; FP32 accumulate where the part
+    // has two rates, as a serving engine runs).
+    const std::map<std::string, double> datasheet = {
+        {"A100-SXM4-80GB", 312},  {"A40", 149.7},  {"H100-SXM", 989.4},      {"H100-PCIe", 756},
+        {"H20", 148},             {"H200-SXM", 989}, {"H800", 989.4},        {"L20", 119.5},
+        {"L40", 181.05},          {"L40S", 362.05}, {"L4", 121},             {"RTX-6000-Ada", 364.2},
+        {"RTX-A6000", 154.8},     {"B200", 2250},   {"A10", 125},            {"RTX-4090", 165.2}};
+    for (const auto& [name, tflops] : datasheet) {
+      INFO(name);
+      CHECK(dense_bf16_tflops(find_gpu(name)) == Approx(tflops).epsilon(0.02));
+    }
+  }
+  SECTION("SM counts") {
+    const std::map<std::string, int> sms = {
+        {"A100-SXM4-80GB", 108}, {"A40", 84},   {"H100-SXM", 132},     {"H100-PCIe", 114}, {"H20", 78},
+        {"H200-SXM", 132},       {"H800", 132}, {"L20", 92},           {"L40", 142},       {"L40S", 142},
+        {"L4", 58},              {"RTX-6000-Ada", 142}, {"RTX-A6000", 84}, {"RTX-PRO-6000-Blackwell-Server", 188},
+        {"B200", 148},           {"A10", 72},   {"RTX-4090", 128}};
+    REQUIRE(sms.size() == kCanonicalNames.size());
+    for (const auto& [name, count] : sms) {
+      INFO(name);
+      CHECK(find_gpu(name).sm_count == count);
+    }
+  }
+  SECTION("DRAM bandwidth and capacity") {
+    const std::map<std::string, double> dram = {{"A100-SXM4-80GB", 2039}, {"H100-SXM", 3350}, {"H200-SXM", 4800},
+                                                {"H20", 4000},            {"B200", 8000},     {"L40S", 864},
+                                                {"L4", 300},              {"A10", 600},       {"RTX-4090", 1008}};
+    for (const auto& [name, gb_s] : dram) {
+      INFO(name);
+      CHECK(find_gpu(name).dram_bandwidth_gb_s == Approx(gb_s).epsilon(0.02));
+    }
+    CHECK(find_gpu("H200-SXM").dram_bandwidth_gb_s > find_gpu("H100-SXM").dram_bandwidth_gb_s);
+    CHECK(find_gpu("B200").dram_bandwidth_gb_s > find_gpu("H200-SXM").dram_bandwidth_gb_s);
+    CHECK(find_gpu("H200-SXM").memory_gb == Approx(141));
+    CHECK(find_gpu("H100-SXM").memory_gb == Approx(80));
+    CHECK(find_gpu("A100-SXM4-80GB").memory_gb == Approx(80));
+  }
+  SECTION("same die, same compute: H200 and H800 are H100-SXM's GH100") {
+    const GpuSpec& h100 = find_gpu("H100-SXM");
+    for (const char* name : {"H200-SXM", "H800"}) {
+      INFO(name);
+      const GpuSpec& gpu = find_gpu(name);
+      CHECK(gpu.tensor_flops_per_clk_per_sm == h100.tensor_flops_per_clk_per_sm);
+      CHECK(gpu.sm_count == h100.sm_count);
+      CHECK(dense_bf16_tflops(gpu) == Approx(dense_bf16_tflops(h100)).epsilon(0.01));
+    }
+    // The H800's export cut is its NVLink; PCIe-only parts are slower still.
+    CHECK(find_gpu("H800").link_bandwidth_gb_s < h100.link_bandwidth_gb_s);
+    CHECK(find_gpu("L40S").link_bandwidth_gb_s < find_gpu("H800").link_bandwidth_gb_s);
+    CHECK(find_gpu("H100-PCIe").link_bandwidth_gb_s < h100.link_bandwidth_gb_s);
+    // The H20 is capped far below H100 compute but has more bandwidth.
+    CHECK(dense_bf16_tflops(find_gpu("H20")) < dense_bf16_tflops(h100) / 4);
+    CHECK(find_gpu("H20").dram_bandwidth_gb_s > h100.dram_bandwidth_gb_s);
+  }
+  SECTION("architecture, compute capability and the tensor paths each one has") {
+    const std::map<std::string, std::set<std::pair<int, int>>> capability = {
+        {"ampere", {{8, 0}, {8, 6}}}, {"ada", {{8, 9}}}, {"hopper", {{9, 0}}}, {"blackwell", {{10, 0}, {12, 0}}}};
+    for (const GpuSpec& gpu : gpu_catalog()) {
+      INFO(gpu.name);
+      REQUIRE(capability.count(gpu.architecture) == 1);
+      CHECK(capability.at(gpu.architecture)
+                .count({gpu.compute_capability_major, gpu.compute_capability_minor}) == 1);
+      const TensorRates& rates = gpu.tensor_flops_per_clk_per_sm;
+      if (gpu.architecture == "ampere") {
+        CHECK(rates.fp8 == 0);  // fp8 tensor cores arrived with Ada and Hopper
+      } else {
+        CHECK(rates.fp8 == Approx(2 * rates.fp16_bf16));
+      }
+      CHECK(rates.tf32 == Approx(rates.fp16_bf16 / 2));
+      CHECK(rates.int8 >= rates.fp16_bf16);
+    }
+    CHECK(find_gpu("A100-SXM4-80GB").architecture == "ampere");
+    CHECK(find_gpu("RTX-4090").architecture == "ada");
+    CHECK(find_gpu("H20").architecture == "hopper");
+    CHECK(find_gpu("B200").architecture == "blackwell");
+    CHECK(find_gpu("RTX-PRO-6000-Blackwell-Server").compute_capability_major == 12);
+  }
+  SECTION("per-SM limits follow the CUDA programming guide's compute-capability table") {
+    // compute capability -> (max shared memory per SM in KiB, max threads per SM)
+    const std::map<std::pair<int, int>, std::pair<double, int>> limits = {
+        {{8, 0}, {164, 2048}}, {{8, 6}, {100, 1536}}, {{8, 9}, {100, 1536}},
+        {{9, 0}, {228, 2048}}, {{10, 0}, {228, 2048}}, {{12, 0}, {100, 1536}}};
+    for (const GpuSpec& gpu : gpu_catalog()) {
+      INFO(gpu.name);
+      const auto& [smem_kib, threads] = limits.at({gpu.compute_capability_major, gpu.compute_capability_minor});
+      CHECK(gpu.smem_bytes_per_sm == smem_kib * 1024);
+      CHECK(gpu.max_threads_per_sm == threads);
+      CHECK(gpu.registers_per_sm == 65536);
+      CHECK(gpu.clock_hz() == gpu.sm_clock_mhz * 1e6);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("GpuSpec JSON: to_json -> gpu_spec_from_json gives an equal spec", "[gpu_spec][json]") {
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    INFO(gpu.name);
+    const std::string text = to_json(gpu);
+    const GpuSpec back = gpu_spec_from_json(text);
+    CHECK(back == gpu);
+    CHECK(to_json(back) == text);
+  }
+  const GpuSpec custom = custom_spec();
+  CHECK(gpu_spec_from_json(to_json(custom)) == custom);
+
+  // The document is the documented format.
+  const json document = json::parse(to_json(find_gpu("H100-SXM")));
+  CHECK(document.at("format") == "pipeweave-gpu");
+  CHECK(document.at("version") == 1);
+  CHECK(document.at("sm_count") == 132);
+  CHECK(document.at("tensor_flops_per_clk_per_sm").at("fp16_bf16") == find_gpu("H100-SXM").tensor_flops_per_clk_per_sm.fp16_bf16);
+}
+
+TEST_CASE("GpuSpec JSON: save_gpu_spec and load_gpu_spec through a file", "[gpu_spec][json]") {
+  const auto path = std::filesystem::temp_directory_path() / "pipeweave_test_gpu_spec.json";
+  const GpuSpec custom = custom_spec();
+  save_gpu_spec(custom, path);
+  CHECK(load_gpu_spec(path) == custom);
+  CHECK(resolve_gpu(path.string()) == custom);
+
+  save_gpu_spec(find_gpu("B200"), path);
+  CHECK(load_gpu_spec(path) == find_gpu("B200"));
+
+  // An invalid spec is not written.
+  GpuSpec broken = custom;
+  broken.sm_count = 0;
+  CHECK_THAT(error_of([&] { save_gpu_spec(broken, path); }), Contains("gpu.sm_count"));
+  CHECK(load_gpu_spec(path) == find_gpu("B200"));
+
+  // Errors from a file name the file and the field.
+  json document = valid_document();
+  document["dram_bandwidth_gb_s"] = -1;
+  std::ofstream(path) << document.dump();
+  const std::string message = error_of([&] { (void)load_gpu_spec(path); });
+  CHECK_THAT(message, Contains(path.string()));
+  CHECK_THAT(message, Contains("gpu.dram_bandwidth_gb_s"));
+  std::filesystem::remove(path);
+
+  const auto missing = std::filesystem::temp_directory_path() / "pipeweave_no_such_spec.json";
+  CHECK_THAT(error_of([&] { (void)load_gpu_spec(missing); }), Contains(missing.string()));
+}
+
+TEST_CASE("GpuSpec JSON: the committed test spec file loads", "[gpu_spec][json]") {
+  const std::string path = std::string(PIPEWEAVE_TEST_DATA_DIR) + "/h100_spec.json";
+  const GpuSpec gpu = load_gpu_spec(path);
+  CHECK(gpu.name == "H100-SXM");
+  CHECK(gpu.sm_count == 132);
+  CHECK_NOTHROW(gpu.validate());
+}
+
+TEST_CASE("GpuSpec JSON: every required field, when missing, is named", "[gpu_spec][json]") {
+  std::vector<std::string> top = kTextFields;
+  top.insert(top.end(), kTopNumberFields.begin(), kTopNumberFields.end());
+  top.push_back("aliases");
+  top.push_back("tensor_flops_per_clk_per_sm");
+  for (const std::string& field : top) {
+    json document = valid_document();
+    REQUIRE(document.contains(field));
+    document.erase(field);
+    const std::string message = spec_error(document);
+    INFO("removed " << field << ": " << message);
+    CHECK_THAT(message, Contains("gpu." + field));
+    CHECK_THAT(message, Contains("missing"));
+  }
+  for (const std::string& field : kTensorFields) {
+    json document = valid_document();
+    document["tensor_flops_per_clk_per_sm"].erase(field);
+    const std::string message = spec_error(document);
+    INFO("removed tensor " << field << ": " << message);
+    CHECK_THAT(message, Contains("gpu.tensor_flops_per_clk_per_sm." + field));
+    CHECK_THAT(message, Contains("missing"));
+  }
+}
+
+TEST_CASE("GpuSpec JSON: zero or negative figures are refused, naming field and value", "[gpu_spec][json]") {
+  // `slot` points into `document`; the value is written as the field's own JSON type.
+  const auto check = [](const std::string& field, json document, const json::json_pointer& slot, int value) {
+    const bool integral = document[slot].is_number_integer();
+    if (integral) document[slot] = value;
+    else document[slot] = static_cast<double>(value);
+    const bool refused = value < 0 || kMayBeZero.count(field) == 0;
+    INFO(field << " = " << value << (integral ? " (integer)" : " (number)"));
+    if (!refused) {
+      CHECK_NOTHROW(gpu_spec_from_json(document.dump()));
+      return;
+    }
+    const std::string message = spec_error(document);
+    INFO(message);
+    CHECK_THAT(message, Contains("gpu." + field));
+    CHECK_THAT(message, Contains("got " + std::to_string(value)));
+  };
+  for (const std::string& field : kTopNumberFields) {
+    if (field == "version") continue;  // a format version, checked below
+    for (const int value : {0, -3}) check(field, valid_document(), json::json_pointer("/" + field), value);
+  }
+  for (const std::string& field : kTensorFields)
+    for (const int value : {0, -2})
+      check("tensor_flops_per_clk_per_sm." + field, valid_document(),
+            json::json_pointer("/tensor_flops_per_clk_per_sm/" + field), value);
+
+  // Fractional values are shown as given.
+  json document = valid_document();
+  document["tensor_flops_per_clk_per_sm"]["int8"] = -2.5;
+  CHECK_THAT(spec_error(document), Contains("got -2.5"));
+}
+
+TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed text", "[gpu_spec][json]") {
+  SECTION("a number field holding text") {
+    json document = valid_document();
+    document["sm_clock_mhz"] = "fast";
+    std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.sm_clock_mhz"));
+    CHECK_THAT(message, Contains("fast"));
+    document = valid_document();
+    document["tensor_flops_per_clk_per_sm"]["tf32"] = "1024";
+    CHECK_THAT(spec_error(document), Contains("gpu.tensor_flops_per_clk_per_sm.tf32"));
+    document = valid_document();
+    document["memory_gb"] = nullptr;
+    CHECK_THAT(spec_error(document), Contains("gpu.memory_gb"));
+  }
+  SECTION("an integer field holding a fraction") {
+    json document = valid_document();
+    document["sm_count"] = 132.5;
+    const std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.sm_count"));
+    CHECK_THAT(message, Contains("132.5"));
+  }
+  SECTION("text fields holding other types") {
+    json document = valid_document();
+    document["name"] = 5;
+    CHECK_THAT(spec_error(document), Contains("gpu.name"));
+    document = valid_document();
+    document["aliases"] = "NVIDIA Test GPU";
+    CHECK_THAT(spec_error(document), Contains("gpu.aliases"));
+    document = valid_document();
+    document["aliases"] = {"ok", 3};
+    CHECK_THAT(spec_error(document), Contains("gpu.aliases"));
+    document = valid_document();
+    document["tensor_flops_per_clk_per_sm"] = 4096;
+    CHECK_THAT(spec_error(document), Contains("gpu.tensor_flops_per_clk_per_sm"));
+  }
+  SECTION("empty name or architecture") {
+    json document = valid_document();
+    document["name"] = "";
+    CHECK_THAT(spec_error(document), Contains("gpu.name"));
+    document = valid_document();
+    document["architecture"] = "";
+    CHECK_THAT(spec_error(document), Contains("gpu.architecture"));
+  }
+  SECTION("unknown extra fields") {
+    json document = valid_document();
+    document["boost_clock_mhz"] = 1980;
+    std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.boost_clock_mhz"));
+    CHECK_THAT(message, Contains("not a known field"));
+    document = valid_document();
+    document["tensor_flops_per_clk_per_sm"]["fp4"] = 16384;
+    CHECK_THAT(spec_error(document), Contains("gpu.tensor_flops_per_clk_per_sm.fp4"));
+    // A calibration record is a known, optional field.
+    document = valid_document();
+    document["calibration"] = {{"date", "2025-01-01"}};
+    CHECK(gpu_spec_from_json(document.dump()) == custom_spec());
+  }
+  SECTION("wrong format or version") {
+    json document = valid_document();
+    document["format"] = "pipeweave-mlp";
+    std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.format"));
+    CHECK_THAT(message, Contains("pipeweave-mlp"));
+    document = valid_document();
+    document["version"] = 2;
+    message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.version"));
+    CHECK_THAT(message, Contains("2"));
+  }
+  SECTION("malformed JSON text") {
+    const std::string text = to_json(custom_spec());
+    CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(text.substr(0, text.size() / 2)); }), Contains("not valid JSON"));
+    CHECK_THAT(error_of([] { (void)gpu_spec_from_json(""); }), Contains("not valid JSON"));
+    CHECK_THAT(error_of([] { (void)gpu_spec_from_json("{'name': 'x'}"); }), Contains("not valid JSON"));
+    CHECK_THAT(error_of([] { (void)gpu_spec_from_json("[]"); }), Contains("JSON object"));
+  }
+  SECTION("a number no double holds is an Error too") {
+    std::string text = to_json(custom_spec());
+    const std::string key = "\"memory_gb\": ";
+    const std::size_t at = text.find(key);
+    REQUIRE(at != std::string::npos);
+    const std::size_t end = text.find_first_of(",\n", at + key.size());
+    text.replace(at + key.size(), end - at - key.size(), "1e400");
+    CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(text); }), Contains("1e400"));
+  }
+}
+
+TEST_CASE("resolve_gpu: a .json path is a file, anything else a catalog name", "[gpu_spec][json]") {
+  CHECK(resolve_gpu("H100-SXM") == find_gpu("H100-SXM"));
+  CHECK(resolve_gpu("NVIDIA H100 80GB HBM3") == find_gpu("H100-SXM"));
+  CHECK(resolve_gpu("b200") == find_gpu("B200"));
+
+  const auto path = std::filesystem::temp_directory_path() / "pipeweave_test_resolve.json";
+  save_gpu_spec(custom_spec(), path);
+  CHECK(resolve_gpu(path.string()) == custom_spec());
+  std::filesystem::remove(path);
+
+  // A missing .json file is reported as a file, not looked up in the catalog.
+  const std::string missing = error_of([] { (void)resolve_gpu("/nonexistent/dir/my_gpu.json"); });
+  CHECK_THAT(missing, Contains("/nonexistent/dir/my_gpu.json"));
+  CHECK_THAT(missing, !Contains("unknown GPU"));
+  // Without the suffix the same text is a name, and an unknown one.
+  const std::string unknown = error_of([] { (void)resolve_gpu("/nonexistent/dir/my_gpu"); });
+  CHECK_THAT(unknown, Contains("unknown GPU"));
+  CHECK_THAT(unknown, Contains("/nonexistent/dir/my_gpu"));
+}

@@ -1,0 +1,528 @@
+// The learned stage: Mlp inference checked against a forward pass written out here,
+// the batch overload, the weights file round trip, and every way a weights file is refused.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/io.hpp"
+#include "pipeweave/mlp.hpp"
+
+using namespace pipeweave;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kInputs = static_cast<int>(kFeatureCount);
+using FeatureBatch = Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic>;
+
+std::vector<std::string> canonical_feature_names() {
+  return std::vector<std::string>(kFeatureNames.begin(), kFeatureNames.end());
+}
+
+// Hidden layers [3, 2] with fixed, hand-chosen weights of both signs, so that ReLU clips
+// some units for some inputs and passes others.
+MlpDescription tiny_description(OpFamily family = OpFamily::gemm) {
+  MlpDescription d;
+  d.family = family;
+  d.feature_version = kFeatureVersion;
+  d.feature_names = canonical_feature_names();
+  d.input_mean.resize(kInputs);
+  d.input_scale.resize(kInputs);
+  for (int i = 0; i < kInputs; ++i) {
+    d.input_mean(i) = 0.5f * static_cast<float>(i);
+    d.input_scale(i) = 1.0f + 0.25f * static_cast<float>(i);
+  }
+  MlpLayer first;
+  first.weights.resize(3, kInputs);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < kInputs; ++c) first.weights(r, c) = 0.05f * static_cast<float>((r * 7 + c * 3) % 11 - 5);
+  first.bias.resize(3);
+  first.bias << 0.1f, -0.2f, 0.05f;
+  MlpLayer second;
+  second.weights.resize(2, 3);
+  second.weights << 0.5f, -0.3f, 0.8f,  //
+      -0.6f, 0.9f, 0.2f;
+  second.bias.resize(2);
+  second.bias << 0.05f, -0.1f;
+  MlpLayer output;
+  output.weights.resize(1, 2);
+  output.weights << 1.2f, -0.7f;
+  output.bias.resize(1);
+  output.bias << 0.3f;
+  d.layers = {first, second, output};
+  d.provenance = {{"command", "hand-made in test_mlp.cpp"}, {"rows", "0"}};
+  return d;
+}
+
+// The forward pass, written out: standardise, dense + ReLU, dense + ReLU, dense, sigmoid.
+// Counts the hidden units ReLU clipped and passed, so the test can show both happened.
+struct Reference {
+  int clipped = 0;
+  int passed = 0;
+  double operator()(const MlpDescription& d, const Features& f) {
+    std::vector<double> x(kFeatureCount);
+    for (std::size_t i = 0; i < kFeatureCount; ++i) {
+      const auto e = static_cast<Eigen::Index>(i);
+      x[i] = (static_cast<double>(f[i]) - d.input_mean(e)) / d.input_scale(e);
+    }
+    for (std::size_t l = 0; l + 1 < d.layers.size(); ++l) {
+      const MlpLayer& layer = d.layers[l];
+      std::vector<double> y(static_cast<std::size_t>(layer.weights.rows()));
+      for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
+        double sum = layer.bias(r);
+        for (Eigen::Index c = 0; c < layer.weights.cols(); ++c) sum += layer.weights(r, c) * x[static_cast<std::size_t>(c)];
+        if (sum < 0) ++clipped;
+        else ++passed;
+        y[static_cast<std::size_t>(r)] = std::max(sum, 0.0);
+      }
+      x = y;
+    }
+    const MlpLayer& last = d.layers.back();
+    double logit = last.bias(0);
+    for (Eigen::Index c = 0; c < last.weights.cols(); ++c) logit += last.weights(0, c) * x[static_cast<std::size_t>(c)];
+    return 1.0 / (1.0 + std::exp(-logit));
+  }
+};
+
+// Feature vectors of the size log1p(demand) takes, varied per vector.
+std::vector<Features> sample_features() {
+  std::vector<Features> out;
+  for (int v = 0; v < 6; ++v) {
+    Features f{};
+    for (std::size_t i = 0; i < kFeatureCount; ++i)
+      f[i] = static_cast<float>(std::fmod(1.7 * static_cast<double>(i) + 3.1 * v * v + 0.3, 16.0));
+    out.push_back(f);
+  }
+  Features zeros{};
+  out.push_back(zeros);
+  return out;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  FAIL("expected pipeweave::Error, nothing was thrown");
+  return {};
+}
+
+// A valid weights document, to be broken one field at a time.
+json valid_document() { return json::parse(to_json(Mlp(tiny_description()))); }
+
+std::string load_error(const json& document) {
+  return error_of([&] { (void)mlp_from_json(document.dump()); });
+}
+
+}  // namespace
+
+TEST_CASE("Mlp: a hand-computable network gives the sigmoid of the value worked out on paper", "[mlp]") {
+  // Every feature 5, mean 1, scale 2: every standardised input is 2.
+  MlpDescription d;
+  d.feature_names = canonical_feature_names();
+  d.input_mean = Eigen::VectorXf::Constant(kInputs, 1.0f);
+  d.input_scale = Eigen::VectorXf::Constant(kInputs, 2.0f);
+  MlpLayer first;
+  first.weights.resize(3, kInputs);
+  first.weights.row(0).setConstant(0.125f);   // 18 * 0.25 = 4.5
+  first.weights.row(1).setConstant(-0.125f);  // -4.5, clipped to 0
+  first.weights.row(2).setConstant(0.0625f);  // 2.25 - 1 = 1.25
+  first.bias = Eigen::Vector3f(0.0f, 0.0f, -1.0f);
+  MlpLayer second;
+  second.weights.resize(2, 3);
+  second.weights << 1.0f, 1.0f, 1.0f,  // 4.5 + 0 + 1.25 = 5.75
+      0.5f, 2.0f, -1.0f;               // 2.25 + 0 - 1.25 = 1.0, minus 3 -> clipped to 0
+  second.bias = Eigen::Vector2f(0.0f, -3.0f);
+  MlpLayer output;
+  output.weights.resize(1, 2);
+  output.weights << 0.5f, -4.0f;  // 2.875 - 0 + 0.25 = 3.125
+  output.bias = Eigen::VectorXf::Constant(1, 0.25f);
+  d.layers = {first, second, output};
+  const Mlp mlp(d);
+
+  Features f;
+  f.fill(5.0f);
+  CHECK(mlp.efficiency(f) == Approx(1.0 / (1.0 + std::exp(-3.125))).epsilon(1e-6));
+  CHECK(mlp.hidden_sizes() == std::vector<int>{3, 2});
+  CHECK(mlp.family() == OpFamily::gemm);
+}
+
+TEST_CASE("Mlp: efficiency matches the forward pass computed by hand", "[mlp]") {
+  const MlpDescription d = tiny_description();
+  const Mlp mlp(d);
+  Reference reference;
+  for (const Features& f : sample_features()) {
+    const double expected = reference(d, f);
+    const double actual = mlp.efficiency(f);
+    CHECK(actual == Approx(expected).epsilon(1e-5));
+    CHECK(actual > 0.0);
+    CHECK(actual < 1.0);
+  }
+  // The samples exercise both sides of ReLU, so the check above covers the clipping.
+  CHECK(reference.clipped > 0);
+  CHECK(reference.passed > 0);
+}
+
+TEST_CASE("Mlp: the batch overload equals one call per feature vector", "[mlp]") {
+  const Mlp mlp(tiny_description());
+  const std::vector<Features> samples = sample_features();
+  FeatureBatch batch(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(samples.size()));
+  for (std::size_t j = 0; j < samples.size(); ++j)
+    for (std::size_t i = 0; i < kFeatureCount; ++i)
+      batch(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = samples[j][i];
+  const Eigen::VectorXd result = mlp.efficiency(batch);
+  REQUIRE(result.size() == static_cast<Eigen::Index>(samples.size()));
+  for (std::size_t j = 0; j < samples.size(); ++j)
+    CHECK(result(static_cast<Eigen::Index>(j)) == Approx(mlp.efficiency(samples[j])).epsilon(1e-6));
+
+  // An empty batch gives an empty answer.
+  const FeatureBatch empty(static_cast<int>(kFeatureCount), 0);
+  CHECK(mlp.efficiency(empty).size() == 0);
+}
+
+TEST_CASE("Mlp: to_json -> mlp_from_json keeps every weight and every output", "[mlp]") {
+  for (OpFamily family : {OpFamily::gemm, OpFamily::attention, OpFamily::collective}) {
+    const Mlp original(tiny_description(family));
+    const Mlp loaded = mlp_from_json(to_json(original));
+    const MlpDescription& a = original.description();
+    const MlpDescription& b = loaded.description();
+    CHECK(loaded.family() == family);
+    CHECK(b.feature_version == a.feature_version);
+    CHECK(b.feature_names == a.feature_names);
+    CHECK(b.input_mean == a.input_mean);
+    CHECK(b.input_scale == a.input_scale);
+    REQUIRE(b.layers.size() == a.layers.size());
+    for (std::size_t l = 0; l < a.layers.size(); ++l) {
+      CHECK(b.layers[l].weights == a.layers[l].weights);
+      CHECK(b.layers[l].bias == a.layers[l].bias);
+    }
+    using Record = std::map<std::string, std::string>;
+    CHECK(Record(b.provenance.begin(), b.provenance.end()) == Record(a.provenance.begin(), a.provenance.end()));
+    for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
+    // Writing what was read gives the same file.
+    CHECK(to_json(loaded) == to_json(original));
+  }
+}
+
+TEST_CASE("Mlp: load_mlp reads a file and names the file on error", "[mlp]") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto good = dir / "pipeweave_test_mlp_good.json";
+  const auto bad = dir / "pipeweave_test_mlp_bad.json";
+  const Mlp original(tiny_description());
+  std::ofstream(good) << to_json(original);
+  json broken = valid_document();
+  broken["feature_version"] = kFeatureVersion + 1;
+  std::ofstream(bad) << broken.dump();
+
+  const Mlp loaded = load_mlp(good);
+  for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
+  const std::string message = error_of([&] { (void)load_mlp(bad); });
+  CHECK_THAT(message, Contains(bad.string()));
+  CHECK_THAT(message, Contains("mlp.feature_version"));
+  const std::string missing = error_of([&] { (void)load_mlp(dir / "pipeweave_no_such_model.json"); });
+  CHECK_THAT(missing, Contains("pipeweave_no_such_model.json"));
+  std::filesystem::remove(good);
+  std::filesystem::remove(bad);
+}
+
+TEST_CASE("mlp_from_json: the feature list must be this build's, in order", "[mlp]") {
+  SECTION("two features swapped: names the index and the expected name") {
+    json document = valid_document();
+    std::swap(document["features"][3], document["features"][4]);
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.features[3]"));
+    CHECK_THAT(message, Contains(std::string(kFeatureNames[3])));
+  }
+  SECTION("one feature renamed") {
+    json document = valid_document();
+    document["features"][kFeatureCount - 1] = "occupancy";
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.features[" + std::to_string(kFeatureCount - 1) + "]"));
+    CHECK_THAT(message, Contains(std::string(kFeatureNames[kFeatureCount - 1])));
+    CHECK_THAT(message, Contains("occupancy"));
+  }
+  SECTION("a feature missing") {
+    json document = valid_document();
+    document["features"].erase(document["features"].size() - 1);
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.features"));
+    CHECK_THAT(message, Contains(std::to_string(kFeatureCount - 1)));
+  }
+  SECTION("features not strings") {
+    json document = valid_document();
+    document["features"][0] = 7;
+    CHECK_THAT(load_error(document), Contains("mlp.features"));
+  }
+  SECTION("another feature version") {
+    json document = valid_document();
+    document["feature_version"] = kFeatureVersion + 1;
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.feature_version"));
+    CHECK_THAT(message, Contains(std::to_string(kFeatureVersion + 1)));
+  }
+}
+
+TEST_CASE("mlp_from_json: the layer chain must fit together", "[mlp]") {
+  SECTION("a layer's columns do not match the previous width") {
+    json document = valid_document();
+    for (json& row : document["layers"][1]["weights"]) row.push_back(0.5);  // 4 columns after a width-3 layer
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[1].weights columns"));
+    CHECK_THAT(message, Contains("4"));
+  }
+  SECTION("the first layer does not take one input per feature") {
+    json document = valid_document();
+    for (json& row : document["layers"][0]["weights"]) row.erase(row.size() - 1);
+    CHECK_THAT(load_error(document), Contains("mlp.layers[0].weights columns"));
+  }
+  SECTION("ragged weight rows") {
+    json document = valid_document();
+    document["layers"][0]["weights"][1].erase(0);
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[0].weights[1] length"));
+    CHECK_THAT(message, Contains(std::to_string(kFeatureCount - 1)));
+  }
+  SECTION("bias size differs from the rows") {
+    json document = valid_document();
+    document["layers"][0]["bias"].erase(2);
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[0].bias size"));
+    CHECK_THAT(message, Contains("2"));
+  }
+  SECTION("hidden_layers says another width than the weights") {
+    json document = valid_document();
+    document["network"]["hidden_layers"] = {4, 2};
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[0].weights rows"));
+    CHECK_THAT(message, Contains("hidden_layers[0]"));
+  }
+  SECTION("hidden_layers lists another number of layers") {
+    json document = valid_document();
+    document["network"]["hidden_layers"] = {3};
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers"));
+    CHECK_THAT(message, Contains("hidden"));
+  }
+  SECTION("hidden_layers not an array") {
+    json document = valid_document();
+    document["network"]["hidden_layers"] = "3,2";
+    CHECK_THAT(load_error(document), Contains("mlp.network.hidden_layers"));
+  }
+  SECTION("output layer wider than 1") {
+    json document = valid_document();
+    document["layers"][2]["weights"].push_back({0.1, 0.2});
+    document["layers"][2]["bias"].push_back(0.0);
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("output layer"));
+    CHECK_THAT(message, Contains("2"));
+  }
+  SECTION("no layers at all") {
+    json document = valid_document();
+    document["network"]["hidden_layers"] = json::array();
+    document["layers"] = json::array();
+    CHECK_THAT(load_error(document), Contains("mlp.layers"));
+  }
+}
+
+TEST_CASE("mlp_from_json: values must be finite numbers and scales positive", "[mlp]") {
+  SECTION("a weight that is not a number") {
+    json document = valid_document();
+    document["layers"][0]["weights"][1][2] = nullptr;  // what a NaN becomes in JSON
+    CHECK_THAT(load_error(document), Contains("mlp.layers[0].weights[1]"));
+  }
+  SECTION("a weight too large for any number type") {
+    json document = valid_document();
+    document["layers"][1]["weights"][0][0] = 12345.5;
+    std::string text = document.dump();
+    const std::size_t at = text.find("12345.5");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 7, "1e400");
+    const std::string message = error_of([&] { (void)mlp_from_json(text); });
+    CHECK_THAT(message, Contains("1e400"));
+  }
+  SECTION("a weight too large for a float") {
+    json document = valid_document();
+    document["layers"][1]["bias"][0] = 1e39;
+    CHECK_THAT(load_error(document), Contains("mlp.layers[1]"));
+  }
+  SECTION("a non-finite value given in memory") {
+    MlpDescription d = tiny_description();
+    d.layers[1].weights(0, 2) = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THAT(error_of([&] { Mlp mlp(d); }), Contains("mlp.layers[1]"));
+    d = tiny_description();
+    d.layers[0].bias(1) = std::numeric_limits<float>::infinity();
+    CHECK_THAT(error_of([&] { Mlp mlp(d); }), Contains("mlp.layers[0]"));
+    d = tiny_description();
+    d.input_mean(5) = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THAT(error_of([&] { Mlp mlp(d); }), Contains("mlp.input_mean"));
+  }
+  SECTION("input_scale zero or negative") {
+    json document = valid_document();
+    document["input_scale"][3] = 0.0;
+    std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.input_scale[3]"));
+    CHECK_THAT(message, Contains("0"));
+    document["input_scale"][3] = -2.5;
+    message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.input_scale[3]"));
+    CHECK_THAT(message, Contains("-2.5"));
+  }
+  SECTION("input_mean or input_scale of the wrong length") {
+    json document = valid_document();
+    document["input_mean"].erase(0);
+    std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.input_mean"));
+    CHECK_THAT(message, Contains(std::to_string(kFeatureCount - 1)));
+    document = valid_document();
+    document["input_scale"].push_back(1.0);
+    message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.input_scale"));
+    CHECK_THAT(message, Contains(std::to_string(kFeatureCount + 1)));
+  }
+  SECTION("a number field holding text") {
+    json document = valid_document();
+    document["input_mean"][0] = "zero";
+    CHECK_THAT(load_error(document), Contains("mlp.input_mean"));
+    document = valid_document();
+    document["feature_version"] = "1";
+    CHECK_THAT(load_error(document), Contains("mlp.feature_version"));
+  }
+}
+
+TEST_CASE("mlp_from_json: format, network description, missing and unknown fields", "[mlp]") {
+  SECTION("wrong format string") {
+    json document = valid_document();
+    document["format"] = "pipeweave-gpu";
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.format"));
+    CHECK_THAT(message, Contains("pipeweave-gpu"));
+  }
+  SECTION("wrong format version") {
+    json document = valid_document();
+    document["version"] = 2;
+    CHECK_THAT(load_error(document), Contains("mlp.version"));
+  }
+  SECTION("unknown op family") {
+    json document = valid_document();
+    document["op_family"] = "conv";
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.op_family"));
+    CHECK_THAT(message, Contains("conv"));
+  }
+  SECTION("another input transform or activation") {
+    json document = valid_document();
+    document["input_transform"] = "minmax";
+    CHECK_THAT(load_error(document), Contains("mlp.input_transform"));
+    document = valid_document();
+    document["network"]["activation"] = "tanh";
+    CHECK_THAT(load_error(document), Contains("mlp.network.activation"));
+    document = valid_document();
+    document["network"]["output_activation"] = "linear";
+    CHECK_THAT(load_error(document), Contains("mlp.network.output_activation"));
+    document = valid_document();
+    document["network"]["batch_norm"] = "live";
+    CHECK_THAT(load_error(document), Contains("mlp.network.batch_norm"));
+  }
+  SECTION("missing fields") {
+    for (const char* key : {"format", "version", "op_family", "feature_version", "features", "input_transform",
+                            "input_mean", "input_scale", "network", "layers"}) {
+      json document = valid_document();
+      document.erase(key);
+      const std::string message = load_error(document);
+      INFO("removed " << key << ": " << message);
+      CHECK_THAT(message, Contains(std::string("mlp.") + key));
+      CHECK_THAT(message, Contains("missing"));
+    }
+    json document = valid_document();
+    document["network"].erase("hidden_layers");
+    CHECK_THAT(load_error(document), Contains("mlp.network.hidden_layers"));
+    document = valid_document();
+    document["layers"][1].erase("bias");
+    CHECK_THAT(load_error(document), Contains("mlp.layers[1].bias"));
+    // Provenance is optional.
+    document = valid_document();
+    document.erase("provenance");
+    CHECK_NOTHROW(mlp_from_json(document.dump()));
+  }
+  SECTION("unknown fields") {
+    json document = valid_document();
+    document["dropout"] = 0.1;
+    std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.dropout"));
+    CHECK_THAT(message, Contains("not a known field"));
+    document = valid_document();
+    document["network"]["residual"] = true;
+    CHECK_THAT(load_error(document), Contains("mlp.network.residual"));
+    document = valid_document();
+    document["layers"][0]["scale"] = 1.0;
+    CHECK_THAT(load_error(document), Contains("mlp.layers[0].scale"));
+  }
+  SECTION("not JSON, or not an object") {
+    CHECK_THAT(error_of([] { (void)mlp_from_json("{\"format\": \"pipeweave-mlp\","); }), Contains("not valid JSON"));
+    CHECK_THAT(error_of([] { (void)mlp_from_json("[1, 2, 3]"); }), Contains("JSON object"));
+    CHECK_THAT(error_of([] { (void)mlp_from_json(""); }), Contains("not valid JSON"));
+  }
+}
+
+TEST_CASE("Mlp: descriptions built in code are checked like files", "[mlp]") {
+  SECTION("features in another order") {
+    MlpDescription d = tiny_description();
+    std::swap(d.feature_names[0], d.feature_names[1]);
+    const std::string message = error_of([&] { Mlp mlp(d); });
+    CHECK_THAT(message, Contains("mlp.features[0]"));
+    CHECK_THAT(message, Contains(std::string(kFeatureNames[0])));
+  }
+  SECTION("feature version") {
+    MlpDescription d = tiny_description();
+    d.feature_version = 0;
+    CHECK_THAT(error_of([&] { Mlp mlp(d); }), Contains("mlp.feature_version"));
+  }
+  SECTION("no layers") {
+    MlpDescription d = tiny_description();
+    d.layers.clear();
+    CHECK_THAT(error_of([&] { Mlp mlp(d); }), Contains("mlp.layers"));
+  }
+  SECTION("a layer wider than inference supports") {
+    MlpDescription d = tiny_description();
+    MlpLayer wide;
+    wide.weights = Eigen::MatrixXf::Zero(Mlp::kMaxWidth + 1, kInputs);
+    wide.bias = Eigen::VectorXf::Zero(Mlp::kMaxWidth + 1);
+    MlpLayer output;
+    output.weights = Eigen::MatrixXf::Zero(1, Mlp::kMaxWidth + 1);
+    output.bias = Eigen::VectorXf::Zero(1);
+    d.layers = {wide, output};
+    const std::string message = error_of([&] { Mlp mlp(d); });
+    CHECK_THAT(message, Contains("mlp.layers[0] width"));
+    CHECK_THAT(message, Contains(std::to_string(Mlp::kMaxWidth + 1)));
+  }
+  SECTION("a layer exactly as wide as supported works") {
+    MlpDescription d = tiny_description();
+    MlpLayer wide;
+    wide.weights = Eigen::MatrixXf::Constant(Mlp::kMaxWidth, kInputs, 0.001f);
+    wide.bias = Eigen::VectorXf::Zero(Mlp::kMaxWidth);
+    MlpLayer output;
+    output.weights = Eigen::MatrixXf::Constant(1, Mlp::kMaxWidth, -0.001f);
+    output.bias = Eigen::VectorXf::Zero(1);
+    d.layers = {wide, output};
+    const Mlp mlp(d);
+    Features f;
+    f.fill(20.0f);
+    // Each hidden unit: 0.001 * sum of the standardised inputs (all positive here).
+    double sum = 0;
+    for (int i = 0; i < kInputs; ++i) sum += (20.0 - d.input_mean(i)) / d.input_scale(i);
+    const double logit = -0.001 * Mlp::kMaxWidth * (0.001 * sum);
+    CHECK(mlp.efficiency(f) == Approx(1.0 / (1.0 + std::exp(-logit))).epsilon(1e-5));
+  }
+}

@@ -1,0 +1,372 @@
+// Predictor: analytical answers, answers through a hand-made model, batches, threads,
+// and the errors a prediction can raise.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/io.hpp"
+#include "pipeweave/kernel.hpp"
+#include "pipeweave/mlp.hpp"
+#include "pipeweave/predictor.hpp"
+
+using namespace pipeweave;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr int kInputs = static_cast<int>(kFeatureCount);
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  FAIL("expected pipeweave::Error, nothing was thrown");
+  return {};
+}
+
+MlpDescription empty_description(OpFamily family) {
+  MlpDescription d;
+  d.family = family;
+  d.feature_names = std::vector<std::string>(kFeatureNames.begin(), kFeatureNames.end());
+  d.input_mean = Eigen::VectorXf::Zero(kInputs);
+  d.input_scale = Eigen::VectorXf::Ones(kInputs);
+  return d;
+}
+
+// A model whose answer does not depend on the kernel: hidden weights all zero, so the
+// output is sigmoid(bias) and the bias is chosen for the wanted efficiency.
+Mlp constant_model(OpFamily family, double efficiency) {
+  MlpDescription d = empty_description(family);
+  MlpLayer hidden;
+  hidden.weights = Eigen::MatrixXf::Zero(3, kInputs);
+  hidden.bias = Eigen::VectorXf::Zero(3);
+  MlpLayer output;
+  output.weights = Eigen::MatrixXf::Zero(1, 3);
+  output.bias = Eigen::VectorXf::Constant(1, static_cast<float>(std::log(efficiency / (1 - efficiency))));
+  d.layers = {hidden, output};
+  return Mlp(d);
+}
+
+// A model whose answer moves with the features, so different kernels get different efficiencies.
+Mlp varying_model(OpFamily family) {
+  MlpDescription d = empty_description(family);
+  for (int i = 0; i < kInputs; ++i) d.input_mean(i) = 4.0f, d.input_scale(i) = 3.0f;
+  MlpLayer first;
+  first.weights.resize(4, kInputs);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < kInputs; ++c) first.weights(r, c) = 0.03f * static_cast<float>((r * 5 + c * 7) % 9 - 4);
+  first.bias = Eigen::Vector4f(0.1f, -0.1f, 0.2f, 0.0f);
+  MlpLayer output;
+  output.weights.resize(1, 4);
+  output.weights << 0.6f, -0.4f, 0.3f, 0.5f;
+  output.bias = Eigen::VectorXf::Constant(1, 0.2f);
+  d.layers = {first, output};
+  return Mlp(d);
+}
+
+Gemm make_gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype = DType::bf16) {
+  Gemm gemm;
+  gemm.m = m, gemm.n = n, gemm.k = k, gemm.dtype = dtype;
+  return gemm;
+}
+
+// One or more kernels of every family, GEMMs of several shapes among them.
+std::vector<Kernel> mixed_kernels() {
+  std::vector<Kernel> kernels;
+  kernels.push_back(parse_kernel("gemm:m=4096,n=4096,k=4096,dtype=bf16"));
+  kernels.push_back(parse_kernel("attention:batch=4,q_len=2048,heads=32,kv_heads=8,head_dim=128"));
+  kernels.push_back(parse_kernel("gemm:m=16,n=6144,k=4096,dtype=fp16"));
+  kernels.push_back(parse_kernel("rmsnorm:tokens=8192,hidden=4096"));
+  kernels.push_back(parse_kernel("silu_mul:tokens=8192,dim=14336"));
+  kernels.push_back(parse_kernel("gemm:m=8192,n=1024,k=28672,dtype=fp8,tile_m=128,tile_n=128,tile_k=128,split_k=1"));
+  kernels.push_back(parse_kernel("attention:q_lens=512/1/1,kv_lens=512/4096/900,heads=32,kv_heads=8,head_dim=128"));
+  kernels.push_back(parse_kernel("fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336"));
+  kernels.push_back(parse_kernel("elementwise:bytes=1e9,flops=2.5e8"));
+  kernels.push_back(parse_kernel("all_reduce:bytes=16777216,ranks=8"));
+  kernels.push_back(parse_kernel("gemm:m=1,n=128256,k=4096"));
+  kernels.push_back(parse_kernel("gemm:m=2048,n=2048,k=2048,dtype=fp32"));
+  return kernels;
+}
+
+bool same(const Prediction& a, const Prediction& b) {
+  return a.latency_us == b.latency_us && a.efficiency == b.efficiency && a.lower_bound_us == b.lower_bound_us &&
+         a.bottleneck == b.bottleneck && a.source == b.source && a.config_defaulted == b.config_defaulted;
+}
+
+}  // namespace
+
+TEST_CASE("Predictor::analytical answers with the bound itself", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  for (OpFamily family : kAllOpFamilies) CHECK(predictor.model(family) == nullptr);
+  for (const Kernel& kernel : mixed_kernels()) {
+    INFO(to_string(kernel));
+    const Prediction p = predictor.predict(kernel, gpu);
+    CHECK(p.source == PredictionSource::analytical_bound);
+    CHECK(p.efficiency == 1.0);
+    CHECK(p.latency_us == p.lower_bound_us);
+    CHECK(p.lower_bound_us > 0);
+    CHECK(std::isfinite(p.lower_bound_us));
+  }
+}
+
+TEST_CASE("Predictor: the bound is physical: no kernel beats its busiest pipe's peak", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  // H100-SXM datasheet peaks, written out: 989.4 TF dense bf16, 3.35 TB/s HBM3, 450 GB/s NVLink each way,
+  // 128 FP32 lanes x 132 SMs x 1.83 GHz.
+  constexpr double kBf16Flops = 989.4e12, kDramBytes = 3.35e12, kLinkBytes = 450e9, kFp32Lanes = 128 * 132 * 1.83e9;
+
+  SECTION("a large bf16 GEMM is tensor-bound") {
+    const double m = 8192, n = 8192, k = 8192;
+    const Prediction p = predictor.predict(make_gemm(8192, 8192, 8192), h100);
+    CHECK(p.bottleneck == Pipe::tensor);
+    CHECK(p.lower_bound_us >= 2 * m * n * k / kBf16Flops * 1e6 * 0.999);
+    CHECK(p.lower_bound_us <= 2 * m * n * k / kBf16Flops * 1e6 * 1.25);  // tiles of 128x256 fill it well
+  }
+  SECTION("an fp32 GEMM runs on the FMA pipe, one lane op per multiply-add") {
+    const double m = 2048, n = 2048, k = 2048;
+    const Prediction p = predictor.predict(make_gemm(2048, 2048, 2048, DType::fp32), h100);
+    CHECK(p.bottleneck == Pipe::fma);
+    CHECK(p.lower_bound_us >= m * n * k / kFp32Lanes * 1e6 * 0.999);
+  }
+  SECTION("a streaming kernel is DRAM-bound") {
+    const Prediction p = predictor.predict(parse_kernel("elementwise:bytes=1e9"), h100);
+    CHECK(p.bottleneck == Pipe::dram);
+    CHECK(p.lower_bound_us == Approx(1e9 / kDramBytes * 1e6).epsilon(0.01));
+  }
+  SECTION("a large all-reduce is link-bound: a ring moves 2(n-1)/n of the buffer") {
+    const double bytes = 1e9, ranks = 8;
+    const Prediction p = predictor.predict(parse_kernel("all_reduce:bytes=1e9,ranks=8"), h100);
+    CHECK(p.bottleneck == Pipe::link);
+    CHECK(p.lower_bound_us >= 2 * (ranks - 1) / ranks * bytes / kLinkBytes * 1e6 * 0.999);
+  }
+  SECTION("the same GEMM is slower on a slower GPU") {
+    const Gemm gemm = make_gemm(8192, 8192, 8192);
+    CHECK(predictor.predict(gemm, find_gpu("A100-SXM4-80GB")).lower_bound_us >
+          2.5 * predictor.predict(gemm, h100).lower_bound_us);
+  }
+}
+
+TEST_CASE("Predictor with a gemm model: trained answers for GEMMs only", "[predictor]") {
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const Predictor analytical = Predictor::analytical();
+  const Predictor predictor(std::vector<Mlp>{constant_model(OpFamily::gemm, 0.6)});
+  REQUIRE(predictor.model(OpFamily::gemm) != nullptr);
+  CHECK(predictor.model(OpFamily::attention) == nullptr);
+
+  for (const Kernel& kernel : mixed_kernels()) {
+    INFO(to_string(kernel));
+    const Prediction p = predictor.predict(kernel, gpu);
+    const Prediction bound = analytical.predict(kernel, gpu);
+    // The model changes the efficiency, never the bound or its pipe.
+    CHECK(p.lower_bound_us == bound.lower_bound_us);
+    CHECK(p.bottleneck == bound.bottleneck);
+    CHECK(p.config_defaulted == bound.config_defaulted);
+    CHECK(p.latency_us >= p.lower_bound_us);
+    CHECK(p.latency_us == Approx(p.lower_bound_us / p.efficiency).epsilon(1e-12));
+    if (kernel.family() == OpFamily::gemm) {
+      CHECK(p.source == PredictionSource::trained_model);
+      CHECK(p.efficiency == Approx(0.6).epsilon(1e-6));
+      CHECK(p.latency_us == Approx(bound.lower_bound_us / 0.6).epsilon(1e-6));
+    } else {
+      CHECK(p.source == PredictionSource::analytical_bound);
+      CHECK(p.efficiency == 1.0);
+      CHECK(p.latency_us == p.lower_bound_us);
+    }
+  }
+}
+
+TEST_CASE("Predictor: a later model for the same family replaces an earlier one", "[predictor]") {
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  std::vector<Mlp> models;
+  models.push_back(constant_model(OpFamily::gemm, 0.3));
+  models.push_back(constant_model(OpFamily::rmsnorm, 0.5));
+  models.push_back(constant_model(OpFamily::gemm, 0.8));
+  const Predictor predictor(std::move(models));
+  CHECK(predictor.predict(make_gemm(1024, 1024, 1024), gpu).efficiency == Approx(0.8).epsilon(1e-6));
+  CHECK(predictor.predict(parse_kernel("rmsnorm:tokens=64,hidden=4096"), gpu).efficiency == Approx(0.5).epsilon(1e-6));
+  CHECK(predictor.predict(parse_kernel("silu_mul:tokens=64,dim=4096"), gpu).source == PredictionSource::analytical_bound);
+}
+
+TEST_CASE("Predictor: predict(span) equals one predict per kernel", "[predictor]") {
+  const std::vector<Kernel> kernels = mixed_kernels();
+  std::vector<Mlp> models;
+  models.push_back(varying_model(OpFamily::gemm));
+  models.push_back(varying_model(OpFamily::attention));
+  models.push_back(constant_model(OpFamily::collective, 0.7));
+  const Predictor predictor(std::move(models));
+  for (const char* name : {"H100-SXM", "L40S", "B200"}) {
+    INFO(name);
+    const GpuSpec& gpu = find_gpu(name);
+    const std::vector<Prediction> batch = predictor.predict(kernels, gpu);
+    REQUIRE(batch.size() == kernels.size());
+    std::vector<double> gemm_efficiencies;
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      INFO(to_string(kernels[i]));
+      const Prediction one = predictor.predict(kernels[i], gpu);
+      CHECK(batch[i].latency_us == Approx(one.latency_us).epsilon(1e-6));
+      CHECK(batch[i].efficiency == Approx(one.efficiency).epsilon(1e-6));
+      CHECK(batch[i].lower_bound_us == one.lower_bound_us);
+      CHECK(batch[i].bottleneck == one.bottleneck);
+      CHECK(batch[i].source == one.source);
+      CHECK(batch[i].config_defaulted == one.config_defaulted);
+      if (kernels[i].family() == OpFamily::gemm) gemm_efficiencies.push_back(one.efficiency);
+    }
+    // The varying model really does answer differently per kernel, so the batch is no trivial case.
+    REQUIRE(gemm_efficiencies.size() >= 3);
+    CHECK(gemm_efficiencies[0] != gemm_efficiencies[1]);
+  }
+  // An empty batch is an empty answer.
+  CHECK(predictor.predict(std::span<const Kernel>{}, find_gpu("H100-SXM")).empty());
+}
+
+TEST_CASE("Predictor: concurrent predictions on one const Predictor equal serial ones", "[predictor]") {
+  std::vector<Mlp> models;
+  models.push_back(varying_model(OpFamily::gemm));
+  models.push_back(varying_model(OpFamily::attention));
+  const Predictor predictor(std::move(models));
+  const std::vector<Kernel> kernels = mixed_kernels();
+  const std::vector<const GpuSpec*> gpus = {&find_gpu("H100-SXM"), &find_gpu("A100-SXM4-80GB"), &find_gpu("L4")};
+  const auto usable = [](const Kernel& kernel, const GpuSpec& gpu) {
+    // fp8 needs Ada or later.
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    return !(gemm && gemm->dtype == DType::fp8_e4m3 && gpu.tensor_flops_per_clk_per_sm.fp8 == 0);
+  };
+
+  // Serial reference.
+  std::vector<Prediction> serial;
+  std::vector<std::vector<Prediction>> serial_batches;
+  for (const GpuSpec* gpu : gpus) {
+    std::vector<Kernel> runnable;
+    for (const Kernel& kernel : kernels)
+      if (usable(kernel, *gpu)) serial.push_back(predictor.predict(kernel, *gpu)), runnable.push_back(kernel);
+    serial_batches.push_back(predictor.predict(runnable, *gpu));
+  }
+
+  constexpr int kThreads = 4, kRounds = 25;
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<int> computed(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        std::size_t next = 0;
+        for (std::size_t g = 0; g < gpus.size(); ++g) {
+          std::vector<Kernel> runnable;
+          for (const Kernel& kernel : kernels) {
+            if (!usable(kernel, *gpus[g])) continue;
+            runnable.push_back(kernel);
+            if (!same(predictor.predict(kernel, *gpus[g]), serial[next++])) ++mismatches[t];
+            ++computed[t];
+          }
+          const std::vector<Prediction> batch = predictor.predict(runnable, *gpus[g]);
+          for (std::size_t i = 0; i < batch.size(); ++i)
+            if (!same(batch[i], serial_batches[g][i])) ++mismatches[t];
+        }
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(mismatches[t] == 0);
+    CHECK(computed[t] == kRounds * static_cast<int>(serial.size()));
+  }
+}
+
+TEST_CASE("Predictor: an invalid GpuSpec is an Error naming the field", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  GpuSpec gpu = find_gpu("H100-SXM");
+  gpu.sm_count = 0;
+  const Kernel kernel = make_gemm(1024, 1024, 1024);
+  std::string message = error_of([&] { (void)predictor.predict(kernel, gpu); });
+  CHECK_THAT(message, Contains("gpu.sm_count"));
+  CHECK_THAT(message, Contains("0"));
+  const std::vector<Kernel> kernels = {kernel};
+  CHECK_THAT(error_of([&] { (void)predictor.predict(kernels, gpu); }), Contains("gpu.sm_count"));
+
+  gpu = find_gpu("H100-SXM");
+  gpu.dram_bandwidth_gb_s = -1;
+  message = error_of([&] { (void)predictor.predict(parse_kernel("elementwise:bytes=1e6"), gpu); });
+  CHECK_THAT(message, Contains("gpu.dram_bandwidth_gb_s"));
+  CHECK_THAT(message, Contains("-1"));
+}
+
+TEST_CASE("Predictor: a kernel the GPU cannot run is an Error", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");
+  for (const char* text : {"gemm:m=4096,n=4096,k=4096,dtype=fp8", "gemm:m=64,n=64,k=64,dtype=fp8_e5m2",
+                           "attention:batch=1,q_len=512,heads=8,head_dim=128,dtype=fp8",
+                           "fused_moe:tokens=64,experts=8,top_k=2,hidden=1024,intermediate=1024,dtype=fp8"}) {
+    INFO(text);
+    const std::string message = error_of([&] { (void)predictor.predict(parse_kernel(text), a100); });
+    CHECK_THAT(message, Contains("fp8"));
+    CHECK_THAT(message, Contains("A100-SXM4-80GB"));
+  }
+  // The same kernels run where there is an fp8 path, and bf16 runs on the A100.
+  CHECK_NOTHROW(predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096,dtype=fp8"), find_gpu("H100-SXM")));
+  CHECK_NOTHROW(predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096,dtype=fp8"), find_gpu("L4")));
+  CHECK_NOTHROW(predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096,dtype=bf16"), a100));
+
+  // A tile whose pipeline does not fit in shared memory cannot launch.
+  const std::string message = error_of([&] {
+    (void)predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096,tile_m=512,tile_n=512,tile_k=256,stages=8"), a100);
+  });
+  CHECK_THAT(message, Contains("shared memory"));
+}
+
+TEST_CASE("Predictor: config_defaulted says whether the kernel came with its config", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  CHECK(predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096"), gpu).config_defaulted);
+  CHECK_FALSE(
+      predictor.predict(parse_kernel("gemm:m=4096,n=4096,k=4096,tile_m=128,tile_n=128,tile_k=64"), gpu).config_defaulted);
+  CHECK(predictor.predict(parse_kernel("attention:q_len=1024,heads=8,head_dim=128"), gpu).config_defaulted);
+  CHECK_FALSE(predictor.predict(parse_kernel("attention:q_len=1024,heads=8,head_dim=128,tile_q=128,tile_kv=128"), gpu)
+                  .config_defaulted);
+  CHECK(predictor.predict(parse_kernel("fused_moe:tokens=64,experts=8,top_k=2,hidden=1024,intermediate=1024"), gpu)
+            .config_defaulted);
+  CHECK_FALSE(predictor.predict(parse_kernel("rmsnorm:tokens=64,hidden=4096"), gpu).config_defaulted);
+}
+
+TEST_CASE("Predictor: a GPU read back from JSON predicts exactly as the catalog entry", "[predictor]") {
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("L40S");
+  const GpuSpec loaded = gpu_spec_from_json(to_json(gpu));
+  for (const Kernel& kernel : mixed_kernels()) {
+    INFO(to_string(kernel));
+    CHECK(same(predictor.predict(kernel, loaded), predictor.predict(kernel, gpu)));
+  }
+}
+
+TEST_CASE("Predictor: the default Predictor needs no files", "[predictor]") {
+  const Predictor predictor;
+  const GpuSpec& gpu = default_gpu();
+  for (const Kernel& kernel : mixed_kernels()) {
+    INFO(to_string(kernel));
+    const Prediction p = predictor.predict(kernel, gpu);
+    // Bundled models may or may not exist for a family; the answer must say which it is.
+    if (predictor.model(kernel.family()) == nullptr) {
+      CHECK(p.source == PredictionSource::analytical_bound);
+      CHECK(p.latency_us == p.lower_bound_us);
+    } else {
+      CHECK(p.source == PredictionSource::trained_model);
+      CHECK(p.efficiency > 0);
+      CHECK(p.efficiency <= 1);
+    }
+    CHECK(p.lower_bound_us > 0);
+    CHECK(p.latency_us >= p.lower_bound_us);
+    CHECK(std::isfinite(p.latency_us));
+  }
+  // Copies share the bundled models.
+  const Predictor other;
+  for (OpFamily family : kAllOpFamilies) CHECK(other.model(family) == predictor.model(family));
+}
