@@ -1,12 +1,15 @@
 #pragma once
 // Mapping CTAs of unequal cost onto SMs. The hardware (and FlashAttention-3's persistent
-// scheduler) hands each next CTA to whichever SM frees first: list scheduling, modelled
-// with a min-heap of per-SM load. CTAs come in classes of identical work; a class of
-// `count` CTAs first gives every SM count / SMs of them in whole rounds (which leaves the
-// heap order unchanged, so it is a uniform offset), then deals the remainder one by one.
+// scheduler) hands each next CTA to whichever SM frees first: list scheduling by per-SM
+// load. CTAs come in classes of identical work; a class of `count` CTAs first gives every
+// SM count / SMs of them in whole rounds (a uniform offset that changes no SM's rank),
+// then its remainder r goes to the r least-loaded SMs, one each. That is exactly what
+// dealing them one by one to the least-loaded SM does whenever the load spread is under
+// one CTA's cost (always so for longest-first order), at O(SMs) per class instead of
+// O(r log SMs): SMs stay sorted by load, the remainder takes the front r, and the two
+// sorted runs are merged back, with no comparison sort per class.
 
 #include <algorithm>
-#include <functional>
 #include <utility>
 #include <vector>
 
@@ -32,41 +35,51 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
                             double resident_ctas_per_sm) {
   const PipeArray rate = per_sm_rates(gpu, tensor_rate);
   const std::size_t sms = static_cast<std::size_t>(gpu.sm_count);
-  // Heap of (load, sm); every SM also carries the work dealt to it one CTA at a time.
-  std::vector<std::pair<double, std::size_t>> heap(sms);
-  for (std::size_t i = 0; i < sms; ++i) heap[i] = {0.0, i};
-  std::vector<PipeWork> dealt(sms, PipeWork{});
-  std::vector<double> dealt_ctas(sms, 0.0);
+  // (load, sm) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
+  std::vector<std::pair<double, std::size_t>> by_load(sms), merged(sms);
+  for (std::size_t i = 0; i < sms; ++i) by_load[i] = {0.0, i};
+  // Which SMs each class's remainder went to, so the busiest SM's work is summed once at the end.
+  std::vector<std::size_t> dealt_to;
+  std::vector<std::size_t> dealt_end(classes.size(), 0);
   PipeWork every_sm{}, total{};
   double every_sm_ctas = 0, ctas = 0;
 
-  for (const CtaClass& cta_class : classes) {
-    if (cta_class.count <= 0) continue;
-    const double cost = cta_cycles(cta_class.work, rate);
-    const double rounds = std::floor(cta_class.count / static_cast<double>(sms));
-    const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sms));
-    for (std::size_t i = 0; i < kPipeCount; ++i) {
-      every_sm[i] += rounds * cta_class.work[i];
-      total[i] += cta_class.count * cta_class.work[i];
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const CtaClass& cta_class = classes[c];
+    if (cta_class.count > 0) {
+      const double cost = cta_cycles(cta_class.work, rate);
+      const double rounds = std::floor(cta_class.count / static_cast<double>(sms));
+      const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sms));
+      for (std::size_t i = 0; i < kPipeCount; ++i) {
+        every_sm[i] += rounds * cta_class.work[i];
+        total[i] += cta_class.count * cta_class.work[i];
+      }
+      every_sm_ctas += rounds;
+      ctas += cta_class.count;
+      for (std::size_t r = 0; r < remainder; ++r) {
+        by_load[r].first += cost;
+        dealt_to.push_back(by_load[r].second);
+      }
+      const auto split = by_load.begin() + static_cast<std::ptrdiff_t>(remainder);
+      std::merge(split, by_load.end(), by_load.begin(), split, merged.begin(),
+                 [](const auto& a, const auto& b) { return a.first < b.first; });
+      by_load.swap(merged);
     }
-    every_sm_ctas += rounds;
-    ctas += cta_class.count;
-    for (std::size_t r = 0; r < remainder; ++r) {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-      auto& [load, sm] = heap.back();
-      load += cost;
-      for (std::size_t i = 0; i < kPipeCount; ++i) dealt[sm][i] += cta_class.work[i];
-      dealt_ctas[sm] += 1;
-      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
-    }
+    dealt_end[c] = dealt_to.size();
   }
-  const auto busiest = std::max_element(heap.begin(), heap.end())->second;
-  PipeWork busiest_work{};
-  for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] = every_sm[i] + dealt[busiest][i];
+  const std::size_t busiest = by_load.back().second;
+  PipeWork busiest_work = every_sm;
+  double busiest_ctas = every_sm_ctas;
+  for (std::size_t c = 0, begin = 0; c < classes.size(); begin = dealt_end[c++])
+    for (std::size_t d = begin; d < dealt_end[c]; ++d)
+      if (dealt_to[d] == busiest) {
+        for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += classes[c].work[i];
+        busiest_ctas += 1;
+      }
 
   Demand demand;
   demand.ctas = ctas;
-  demand.busiest_sm_ctas = every_sm_ctas + dealt_ctas[busiest];
+  demand.busiest_sm_ctas = busiest_ctas;
   demand.resident_ctas_per_sm = resident_ctas_per_sm;
   fill_cycles(demand, total, busiest_work, gpu, tensor_rate);
   return demand;
