@@ -35,9 +35,9 @@ pw::Mlp random_mlp(pw::OpFamily family, const std::vector<int>& hidden) {
   return pw::Mlp(std::move(description));
 }
 
-pw::Predictor trained_predictor() {
+pw::Predictor trained_predictor(const std::vector<int>& hidden = {256, 128, 64}) {
   std::vector<pw::Mlp> models;
-  for (pw::OpFamily family : pw::kAllOpFamilies) models.push_back(random_mlp(family, {256, 128, 64}));
+  for (pw::OpFamily family : pw::kAllOpFamilies) models.push_back(random_mlp(family, hidden));
   return pw::Predictor(std::move(models));
 }
 
@@ -72,6 +72,14 @@ void set_label(benchmark::State& state) {
   state.SetLabel(std::string(pw::to_string(static_cast<pw::OpFamily>(state.range(0)))));
 }
 
+// Batch benchmarks take the batch size as range(0) and report time per kernel.
+void set_ns_per_kernel(benchmark::State& state) {
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  // Inverted rate of (kernels / 1e9): elapsed seconds * 1e9 / kernels, i.e. ns per kernel.
+  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)) * 1e-9,
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_Demand(benchmark::State& state) {
   const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));
   const pw::GpuSpec& gpu = pw::default_gpu();
@@ -103,12 +111,27 @@ void BM_PredictTrainedGemmBatch(benchmark::State& state) {
   const std::vector<pw::Kernel> kernels = gemm_batch(static_cast<std::size_t>(state.range(0)));
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
-  state.SetItemsProcessed(state.iterations() * state.range(0));
-  // Inverted rate of (kernels / 1e9): elapsed seconds * 1e9 / kernels, i.e. ns per kernel.
-  state.counters["ns_per_kernel"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)) * 1e-9,
-                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  set_ns_per_kernel(state);
 }
 BENCHMARK(BM_PredictTrainedGemmBatch)->Arg(16)->Arg(256)->Arg(4096);
+
+// The same single GEMM prediction with a smaller network (64-64-32), for the size/speed trade-off.
+void BM_PredictTrainedSmallGemm(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor({64, 64, 32});
+  const pw::Kernel kernel = sample(pw::OpFamily::gemm);
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+}
+BENCHMARK(BM_PredictTrainedSmallGemm);
+
+void BM_PredictTrainedSmallGemmBatch(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor({64, 64, 32});
+  const std::vector<pw::Kernel> kernels = gemm_batch(static_cast<std::size_t>(state.range(0)));
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
+  set_ns_per_kernel(state);
+}
+BENCHMARK(BM_PredictTrainedSmallGemmBatch)->Arg(256);
 
 void BM_MlpSingle(benchmark::State& state) {
   const pw::Mlp mlp = random_mlp(pw::OpFamily::gemm, {256, 128, 64});
