@@ -446,3 +446,26 @@ TEST_CASE("compute_demand dispatches to each family's model", "[demand]") {
   CHECK_NOTHROW(synthetic_gpu(4).validate());
   CHECK_NOTHROW(synthetic_gpu_cc80(5).validate());
 }
+
+TEST_CASE("demand: silu_mul keeps min(dim, 1024) threads at any token count", "[demand]") {
+  // vLLM's act_and_mul launches min(d, 1024) threads whatever the token count (unlike the
+  // norms, which drop to 256 threads from 256 tokens on): 2048 threads an SM hold 2 such CTAs.
+  pipeweave::SiluMul many;
+  many.tokens = 300;
+  many.dim = 2048;
+  CHECK(pipeweave::demand(many, synthetic_gpu(4)).resident_ctas_per_sm == 2);
+  pipeweave::SiluMul narrow;
+  narrow.tokens = 300;
+  narrow.dim = 512;  // 512 threads -> floor(2048 / 512) = 4 resident
+  CHECK(pipeweave::demand(narrow, synthetic_gpu(4)).resident_ctas_per_sm == 4);
+}
+
+TEST_CASE("demand: rmsnorm's reduction counts whole warps", "[demand]") {
+  // hidden 100 -> 100 threads = 4 warps (the last one partial): one float per warp written
+  // and read, 2*4*4 = 32 B a CTA; busiest SM ceil(10/4) = 3 CTAs -> 96 B at 128 B/clk.
+  pipeweave::RmsNorm norm;
+  norm.tokens = 10;
+  norm.hidden = 100;
+  const auto d = pipeweave::demand(norm, synthetic_gpu(4));
+  CHECK(at(d.sm_cycles, Pipe::smem) == Approx(3 * 32.0 / 128).epsilon(1e-9));
+}

@@ -88,7 +88,7 @@ inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const Gpu
 //  - tile_k: 128 bytes of K per step (64 for 16-bit types, 128 for fp8, 32 for tf32/fp32);
 //  - tile_m 64 when m <= 64 (decode-shaped), else 128; tile_n 128, or 256 when both m
 //    and n are >= 4096 on Hopper and later;
-//  - split-K when the output tiles fill under half the SMs and K is long enough for
+//  - split-K when the output tiles fill at most half the SMs and K is long enough for
 //    every slice to keep at least four K steps: as many slices as bring the tiles up to
 //    the SM count, at most 16;
 //  - stages: as many as fit in shared memory (at most 8); cluster 2x1 on Hopper and later

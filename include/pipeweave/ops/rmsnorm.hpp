@@ -6,6 +6,7 @@
 // residual and writes the sum back, and the second pass reads that sum again.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "pipeweave/error.hpp"
@@ -48,7 +49,7 @@ inline Demand demand(const RmsNorm& norm, const GpuSpec& gpu) {
   // L2 traffic per token: plain reads x, reads the weight, writes y; fused reads x and the
   // residual, writes the sum, reads the sum again, reads the weight, writes y.
   at(per_cta, Pipe::l2) = row_bytes * (norm.fused_residual ? 6.0 : 3.0);
-  at(per_cta, Pipe::smem) = 2 * 4 * (threads / 32);  // one float per warp, written and read in the reduction
+  at(per_cta, Pipe::smem) = 2 * 4 * std::ceil(threads / 32);  // one float per warp, written and read in the reduction
   // DRAM: activations once each way; the weight is read from DRAM once and then hits L2.
   const double dram_total = norm.tokens * row_bytes * (norm.fused_residual ? 4.0 : 2.0) + row_bytes;
   at(per_cta, Pipe::dram) = dram_total / static_cast<double>(norm.tokens);

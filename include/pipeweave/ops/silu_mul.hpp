@@ -1,11 +1,11 @@
 #pragma once
 // SiLU-and-mul as vLLM's act_and_mul_kernel runs it: out[t, i] = silu(x[t, i]) * x[t, dim + i]
-// for an input of [tokens, 2*dim]; one CTA per token, block size as for RMSNorm.
+// for an input of [tokens, 2*dim]; one CTA of min(dim, 1024) threads per token.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "pipeweave/error.hpp"
-#include "pipeweave/ops/rmsnorm.hpp"
 #include "pipeweave/pipes.hpp"
 #include "pipeweave/types.hpp"
 
@@ -32,7 +32,7 @@ inline Demand demand(const SiluMul& op, const GpuSpec& gpu) {
   at(per_cta, Pipe::xu) = dim * 2;   // ex2 and rcp per element
   at(per_cta, Pipe::l2) = 3 * dim * element_bytes;
   at(per_cta, Pipe::dram) = 3 * dim * element_bytes;
-  const double threads = detail::row_kernel_threads(op.tokens, op.dim);
+  const double threads = std::min<double>(static_cast<double>(op.dim), 1024);
   const double resident = detail::resident_ctas(gpu, threads, 0, 0, "silu_mul CTA");
   return detail::uniform_grid(per_cta, static_cast<double>(op.tokens), resident, gpu);
 }
