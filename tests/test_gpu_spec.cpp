@@ -1,6 +1,8 @@
 // The GPU catalog (names, lookup, spec-sheet sanity) and GpuSpec as JSON (round trip,
 // files, and every way a spec file is refused).
 #include <catch2/catch.hpp>
+
+#include "test_support.hpp"
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,15 +27,7 @@ const std::vector<std::string> kCanonicalNames = {
     "L20",            "L40",  "L40S",     "L4",        "RTX-6000-Ada", "RTX-A6000", "RTX-PRO-6000-Blackwell-Server",
     "B200",           "A10",  "RTX-4090"};
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  FAIL("expected pipeweave::Error, nothing was thrown");
-  return {};
-}
+using pipeweave_test::error_of;
 
 // Dense fp16/bf16 tensor throughput of the whole chip, in TFLOPS.
 double dense_bf16_tflops(const GpuSpec& gpu) {

@@ -1,6 +1,8 @@
 // Kernel construction (validation on every op family) and the `op:key=value,...` text form:
 // parse_kernel, to_string, describe_config.
 #include <catch2/catch.hpp>
+
+#include "test_support.hpp"
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -86,17 +88,7 @@ Collective make_collective(CollectiveKind kind, double bytes, int ranks, DType d
   return op;
 }
 
-// Runs `make`, which must throw pipeweave::Error, and returns the message.
-template <typename Make>
-std::string error_of(Make&& make) {
-  try {
-    make();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  FAIL("expected pipeweave::Error, nothing was thrown");
-  return {};
-}
+using pipeweave_test::error_of;
 
 // Building a Kernel from `op` must throw an Error naming `field` and `value`.
 template <typename Op>

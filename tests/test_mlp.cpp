@@ -2,6 +2,8 @@
 // the batch overload, the weights file round trip, and every way a weights file is refused.
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "test_support.hpp"
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -109,15 +111,7 @@ std::vector<Features> sample_features() {
   return out;
 }
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  FAIL("expected pipeweave::Error, nothing was thrown");
-  return {};
-}
+using pipeweave_test::error_of;
 
 // A valid weights document, to be broken one field at a time.
 json valid_document() { return json::parse(to_json(Mlp(tiny_description()))); }

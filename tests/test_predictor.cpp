@@ -1,6 +1,8 @@
 // Predictor: analytical answers, answers through a hand-made model, batches, threads,
 // and the errors a prediction can raise.
 #include <catch2/catch.hpp>
+
+#include "test_support.hpp"
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -22,15 +24,7 @@ namespace {
 
 constexpr int kInputs = static_cast<int>(kFeatureCount);
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  FAIL("expected pipeweave::Error, nothing was thrown");
-  return {};
-}
+using pipeweave_test::error_of;
 
 MlpDescription empty_description(OpFamily family) {
   MlpDescription d;
