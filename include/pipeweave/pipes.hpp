@@ -168,12 +168,13 @@ inline void fill_cycles(Demand& demand, const PipeWork& total, const PipeWork& b
 }
 
 // A plain grid of identical CTAs: the hardware hands the next CTA to whichever SM frees
-// a slot, so the busiest SM runs ceil(ctas / SMs) of them.
+// a slot, so the busiest SM runs ceil(ctas / SMs) of them. `usable_sms` (0: all) is fewer
+// when CTAs are placed in clusters and SMs beyond the last whole cluster stay idle.
 inline Demand uniform_grid(const PipeWork& per_cta, double ctas, double resident_ctas_per_sm, const GpuSpec& gpu,
-                           double tensor_rate = 0) {
+                           double tensor_rate = 0, double usable_sms = 0) {
   Demand demand;
   demand.ctas = ctas;
-  demand.busiest_sm_ctas = ceil_div(ctas, gpu.sm_count);
+  demand.busiest_sm_ctas = ceil_div(ctas, usable_sms > 0 ? usable_sms : gpu.sm_count);
   demand.resident_ctas_per_sm = resident_ctas_per_sm;
   PipeWork total{}, busiest{};
   for (std::size_t i = 0; i < kPipeCount; ++i) {

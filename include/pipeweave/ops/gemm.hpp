@@ -154,17 +154,8 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   const double smem_per_cta = config.stages * detail::gemm_stage_bytes(config, gemm.dtype);
   const double resident = detail::resident_ctas(gpu, detail::gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
 
-  Demand result;
-  result.ctas = ctas;
-  result.busiest_sm_ctas = ceil_div(ctas, usable_sms);
-  result.resident_ctas_per_sm = resident;
+  Demand result = detail::uniform_grid(per_cta, ctas, resident, gpu, tensor_rate, usable_sms);
   result.config_defaulted = !gemm.config.has_value();
-  detail::PipeWork total{}, busiest{};
-  for (std::size_t i = 0; i < kPipeCount; ++i) {
-    total[i] = per_cta[i] * ctas;
-    busiest[i] = per_cta[i] * result.busiest_sm_ctas;
-  }
-  detail::fill_cycles(result, total, busiest, gpu, tensor_rate);
   return result;
 }
 
