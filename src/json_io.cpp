@@ -9,92 +9,16 @@
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/io.hpp"
+#include "json_support.hpp"
 
 namespace pipeweave {
 namespace {
 
 using nlohmann::json;
-
-json parse_json(std::string_view text, std::string_view what) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400
-    throw Error(std::string(what) + " is not valid JSON: " + error.what());
-  }
-}
-
-std::string read_file(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + std::string(what) + " file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Typed access to one object's fields, with messages that name the field.
-class Fields {
- public:
-  Fields(const json& object, std::string prefix) : object_(object), prefix_(std::move(prefix)) {
-    if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + object_.dump());
-  }
-  Fields(json&&, std::string) = delete;  // it keeps a reference: a temporary would dangle
-  const json& get(const std::string& key) const {
-    const auto found = object_.find(key);
-    if (found == object_.end()) throw Error(prefix_ + key + " is missing");
-    return *found;
-  }
-  double number(const std::string& key) const {
-    const json& value = get(key);
-    if (!value.is_number()) detail::fail_field(prefix_ + key, value.dump(), "must be a number");
-    return value.get<double>();
-  }
-  int integer(const std::string& key) const {
-    const json& value = get(key);
-    if (!value.is_number_integer()) detail::fail_field(prefix_ + key, value.dump(), "must be an integer");
-    return value.get<int>();
-  }
-  std::string text(const std::string& key) const {
-    const json& value = get(key);
-    if (!value.is_string()) detail::fail_field(prefix_ + key, value.dump(), "must be a string");
-    return value.get<std::string>();
-  }
-  std::vector<std::string> texts(const std::string& key) const {
-    const json& value = get(key);
-    if (!value.is_array()) detail::fail_field(prefix_ + key, value.dump(), "must be an array of strings");
-    std::vector<std::string> out;
-    for (const json& item : value) {
-      if (!item.is_string()) detail::fail_field(prefix_ + key, item.dump(), "must hold only strings");
-      out.push_back(item.get<std::string>());
-    }
-    return out;
-  }
-  std::vector<float> floats(const std::string& key) const {
-    const json& value = get(key);
-    if (!value.is_array()) detail::fail_field(prefix_ + key, value.dump().substr(0, 80), "must be an array of numbers");
-    std::vector<float> out;
-    out.reserve(value.size());
-    for (const json& item : value) {
-      if (!item.is_number()) detail::fail_field(prefix_ + key, item.dump(), "must hold only numbers");
-      // Narrowing a double outside float's range is undefined behaviour: refuse it here.
-      if (!(std::abs(item.get<double>()) <= std::numeric_limits<float>::max()))
-        detail::fail_field(prefix_ + key, item.dump(), "must hold only numbers that fit in a float");
-      out.push_back(item.get<float>());
-    }
-    return out;
-  }
-  // Typos must not pass silently: every key present must be one the format knows.
-  void only(const std::vector<std::string_view>& known) const {
-    for (const auto& [key, value] : object_.items()) {
-      bool ok = false;
-      for (std::string_view name : known) ok = ok || key == name;
-      if (!ok) throw Error(prefix_ + key + " is not a known field");
-    }
-  }
-
- private:
-  const json& object_;
-  std::string prefix_;
-};
+using detail::check_format;
+using detail::Fields;
+using detail::parse_json;
+using detail::read_file;
 
 // GpuSpec's numeric fields, named as in the struct and the file.
 struct NumberField {
@@ -129,12 +53,6 @@ constexpr std::pair<std::string_view, double TensorRates::*> kTensorFields[] = {
 
 constexpr std::string_view kGpuFormat = "pipeweave-gpu";
 constexpr std::string_view kMlpFormat = "pipeweave-mlp";
-
-void check_format(const Fields& fields, std::string_view format, std::string_view prefix) {
-  if (fields.text("format") != format)
-    detail::fail_field(std::string(prefix) + "format", fields.text("format"), "must be \"" + std::string(format) + "\"");
-  if (fields.integer("version") != 1) detail::fail_field(std::string(prefix) + "version", fields.integer("version"), "must be 1");
-}
 
 }  // namespace
 
