@@ -73,3 +73,56 @@ pipeweave_cli_failure(bad_spec_field "cli_bad_sm_count\\.json: gpu\\.sm_count mu
                       predict --gpu "${CMAKE_CURRENT_BINARY_DIR}/cli_bad_sm_count.json" ${gemm_text})
 pipeweave_cli_failure(bad_spec_json "cli_not_json\\.json: GPU spec is not valid JSON"
                       predict --gpu "${CMAKE_CURRENT_BINARY_DIR}/cli_not_json.json" ${gemm_text})
+
+# ---- Calibrating -------------------------------------------------------------------------
+# tests/data/microbench_synthetic.json: a hand-made log of an H100 whose runs take 10.1, 10 and
+# 9.9 ms; bf16 moves 8.8e12 flop per run at 1650 MHz: 880 TFLOP/s, 8.8e14 / (132 x 1.65e9) =
+# 4040.4 flop/clk/SM, 4040.4 / 4096 = 98.6% of the peak at that clock; DRAM read 3.0e10 bytes:
+# 3000 GB/s, 89.6% of 3350; 1e4 launches: 1.00 us each.
+set(synthetic_log "${cli_data}/microbench_synthetic.json")
+pipeweave_cli_test(calibrate_from_log
+  "catalog entry H100-SXM\n.*\ntensor bf16 +880 TFLOP/s +2\\.0% +1650 +892 +98\\.6% +989 .*\nDRAM read +3000 GB/s .* 89\\.6% .*\nkernel launch +1\\.00 us .*\nspec H100-SXM: 1650 MHz; per SM per clock: tensor bf16 4040,"
+  calibrate --from-log "${synthetic_log}")
+pipeweave_cli_test(calibrate_two_logs_show_run_to_run "2 log\\(s\\).*run-to-run.*\ntensor bf16 +880 TFLOP/s +2\\.0% +0\\.0% +1650 "
+  calibrate --from-log "${synthetic_log}" --from-log "${synthetic_log}")
+# (keys in alphabetical order, as the JSON writer sorts them)
+pipeweave_cli_test(calibrate_json "^\\{.*\"calibration\": \\{.*\"catalog_entry\": \"H100-SXM\".*\"format\": \"pipeweave-gpu\".*\"sm_clock_mhz\": 1650\\.0"
+  calibrate --from-log "${synthetic_log}" --json)
+# The spec it writes is one predict reads: the clock line shows the calibrated 1650 MHz.
+set(calibrated_spec "${CMAKE_CURRENT_BINARY_DIR}/calibrated_synthetic.json")
+set(calibration_report "${CMAKE_CURRENT_BINARY_DIR}/calibration_report")
+pipeweave_cli_test(calibrate_writes_spec "wrote [^\n]*calibrated_synthetic\\.json\nwrote [^\n]*calibration\\.csv and [^\n]*calibration\\.svg"
+  calibrate --from-log "${synthetic_log}" --out "${calibrated_spec}" --report "${calibration_report}")
+set_tests_properties(cli.calibrate_writes_spec PROPERTIES FIXTURES_SETUP calibrated_spec)
+pipeweave_cli_test(predict_with_calibrated_spec "^GPU H100-SXM \\(132 SMs at 1650 MHz\\)\n.*${row_regex}"
+  predict --gpu "${calibrated_spec}" ${gemm_text})
+set_tests_properties(cli.predict_with_calibrated_spec PROPERTIES FIXTURES_REQUIRED calibrated_spec)
+add_test(NAME cli.calibrate_report_files
+         COMMAND ${CMAKE_COMMAND} -DREPORT=${calibration_report} -P "${CMAKE_CURRENT_SOURCE_DIR}/check_calibration_report.cmake")
+set_tests_properties(cli.calibrate_report_files PROPERTIES FIXTURES_REQUIRED calibrated_spec LABELS cli)
+
+pipeweave_cli_failure(calibrate_missing_log "cannot open microbenchmark log file .*no_such_log\\.json"
+                      calibrate --from-log "${CMAKE_CURRENT_BINARY_DIR}/no_such_log.json")
+file(READ "${synthetic_log}" synthetic_text)
+string(REPLACE "\"dram_write\"" "\"dram_sideways\"" unknown_bench_text "${synthetic_text}")
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/cli_unknown_benchmark.json" "${unknown_bench_text}")
+pipeweave_cli_failure(calibrate_unknown_benchmark "cli_unknown_benchmark\\.json: microbench\\.benchmarks\\[8\\]\\.name .*\"dram_sideways\""
+                      calibrate --from-log "${CMAKE_CURRENT_BINARY_DIR}/cli_unknown_benchmark.json")
+pipeweave_cli_failure(calibrate_from_log_with_quick "--from-log re-reads saved logs"
+                      calibrate --from-log "${synthetic_log}" --quick)
+pipeweave_cli_failure(calibrate_bad_runs "--runs must be a whole number from 1 to 100, got 0" calibrate --runs 0)
+pipeweave_cli_failure(calibrate_unknown_option "unknown option --fast for calibrate" calibrate --fast)
+add_test(NAME cli.calibrate_microbench_missing
+         COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_MICROBENCH=${CMAKE_CURRENT_BINARY_DIR}/no-such-microbench
+                 ${CMAKE_COMMAND} "-DERROR_REGEX=PIPEWEAVE_MICROBENCH names .*no-such-microbench, which does not exist"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} calibrate)
+set_tests_properties(cli.calibrate_microbench_missing PROPERTIES LABELS cli)
+# With the microbenchmarks built but no GPU visible (CI has none; on a GPU machine
+# CUDA_VISIBLE_DEVICES hides it), calibrate fails with one line saying so.
+if(TARGET pipeweave_microbench)
+  add_test(NAME cli.calibrate_without_gpu
+           COMMAND ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES= PIPEWEAVE_MICROBENCH=$<TARGET_FILE:pipeweave_microbench>
+                   ${CMAKE_COMMAND} "-DERROR_REGEX=the microbenchmarks could not run: no CUDA GPU is visible"
+                   -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} calibrate --quick)
+  set_tests_properties(cli.calibrate_without_gpu PROPERTIES LABELS cli)
+endif()

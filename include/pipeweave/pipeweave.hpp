@@ -5,6 +5,7 @@
 //   auto p = predictor.predict(pipeweave::Gemm{.m = 4096, .n = 4096, .k = 4096}, pipeweave::find_gpu("H100-SXM"));
 //   p.latency_us, p.lower_bound_us, p.bottleneck, p.source
 
+#include "pipeweave/calibration.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 
 namespace {
@@ -17,6 +18,8 @@ namespace pw = pipeweave;
 constexpr const char* kUsage = R"(usage:
   pipeweave gpus [--json]
   pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
+  pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
+  pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -29,6 +32,12 @@ KERNEL is op:key=value,...; for example
   elementwise:bytes=1e9,flops=2.5e8
   all_reduce:bytes=16777216,ranks=8
 --kernels FILE reads one KERNEL per line ('#' starts a comment).
+
+calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by
+PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints each figure
+against the spec sheet, and writes a GPU spec that predict --gpu accepts. --log-dir keeps the
+raw logs; --from-log re-derives the spec from saved logs without a GPU; --report writes
+calibration.csv and calibration.svg.
 )";
 
 struct Arguments {
@@ -150,6 +159,7 @@ int main(int argc, char** argv) {
       fmt::print("pipeweave {}\n", pw::kVersion);
       return 0;
     }
+    if (command == "calibrate") return pw::cli::calibrate_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

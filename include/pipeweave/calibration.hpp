@@ -1,0 +1,116 @@
+#pragma once
+// Calibration: from the raw timings of the CUDA microbenchmarks (`pipeweave-microbench`,
+// cuda_kernels/) to a GpuSpec whose figures are what kernels sustain on the GPU in hand.
+// Spec sheets give peaks at a boost clock; under a tensor-core load the clock drops and the
+// memory system delivers less than its pin rate, and the analytical bound should say so.
+//
+// Everything here is plain C++ (no CUDA): `pipeweave calibrate` runs the microbenchmarks
+// and calls calibrate(); the same code re-derives a spec from saved logs on any machine.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/gpu_spec.hpp"
+
+namespace pipeweave {
+
+// ---- The microbenchmarks' log (format "pipeweave-microbench", version 1) ---------------------
+
+struct MicrobenchRun {
+  double seconds = 0;    // one timed launch (CUDA events)
+  double clock_mhz = 0;  // SM clock sustained during it (median over CTAs); 0 where not read
+};
+
+struct MicrobenchResult {
+  std::string name;         // "tensor_bf16", "dram_read", ...: see microbench_figures()
+  std::string instruction;  // what was measured, for the record
+  std::string unit;         // what `work` counts: "flop", "op", "byte" or "launch"
+  double work = 0;          // units of work one run performs
+  std::vector<MicrobenchRun> runs;
+};
+
+// What the CUDA runtime reports about the device the log was taken on.
+struct MeasuredDevice {
+  std::string name;  // CUDA device name, e.g. "NVIDIA H100 80GB HBM3"
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int sm_count = 0;
+  double max_clock_mhz = 0;
+  double dram_peak_gb_s = 0;  // memory clock x bus width
+  double l2_bytes = 0;
+  double memory_bytes = 0;
+  double smem_bytes_per_sm = 0;
+  int registers_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int max_ctas_per_sm = 0;
+  std::string driver;    // kernel driver version, e.g. "580.159.04"
+  int cuda_runtime = 0;  // e.g. 13000
+};
+
+struct MicrobenchLog {
+  MeasuredDevice device;
+  bool quick = false;
+  std::vector<MicrobenchResult> benchmarks;
+};
+
+// Reads a log; every malformed or missing field is an error naming it.
+MicrobenchLog microbench_log_from_json(std::string_view json_text);
+MicrobenchLog load_microbench_log(const std::string& path);
+
+// ---- What the logs mean ----------------------------------------------------------------------
+
+// How one benchmark's figure is read and which GpuSpec field it sets.
+struct MicrobenchFigure {
+  std::string_view benchmark;   // name in the log
+  std::string_view label;       // for tables
+  std::string_view display_unit;  // "TFLOP/s", "TOP/s", "Gop/s", "GB/s", "us"
+  std::string_view spec_field;  // GpuSpec field it calibrates; empty for figures kept for the record
+};
+// Every benchmark the logs may hold, in table order. A log naming any other is refused.
+std::span<const MicrobenchFigure> microbench_figures();
+
+struct CalibratedFigure {
+  MicrobenchFigure figure;
+  double measured = 0;           // median over every run of every log, in figure.display_unit
+  double spread = 0;             // (max - min) / median over those runs
+  double run_to_run_spread = 0;  // (max - min) / median of each log's median; 0 with one log
+  int runs = 0;
+  int logs = 0;
+  double clock_mhz = 0;          // median SM clock over the runs; 0 where the kernel does not read it
+  // The spec sheet's figure at the measured clock (per-clock peak x clock x SMs; DRAM: the
+  // catalog's bandwidth), in display_unit; 0 where there is none (L2, launch, unknown GPUs).
+  double peak_at_clock = 0;
+  double catalog = 0;  // the catalog entry's figure at its own clock, in display_unit; 0: none
+  double fraction_of_peak() const { return peak_at_clock > 0 ? measured / peak_at_clock : 0; }
+};
+
+struct Calibration {
+  MeasuredDevice device;
+  std::optional<GpuSpec> catalog;  // the catalog entry the device name finds, if any
+  GpuSpec spec;                    // the calibrated spec, validated
+  std::vector<CalibratedFigure> figures;
+  int logs = 0;
+};
+
+// Pools the runs of one or more logs taken on the same GPU (several invocations give the
+// run-to-run spread) and derives the spec:
+// - throughputs per SM per clock (tensor per dtype, FP32, XU, shared memory) = median rate /
+//   (SM count x the clock measured during that benchmark): what one SM sustains per cycle;
+// - sm_clock_mhz = the clock sustained under the bf16 tensor load, the clock GEMMs see;
+// - DRAM bandwidth = the read figure; L2 bandwidth = the L2 read figure;
+// - SM count, compute capability, L2, memory, shared memory, registers, thread and CTA limits
+//   from the device query; name, aliases, architecture and link figures from the catalog entry
+//   (a GPU not in the catalog is named as CUDA names it and gets PCIe 4 x16 link figures, and
+//   its `source` says so). A figure the logs lack keeps the catalog's value and `source` says so.
+// Throws pipeweave::Error when there is no log, the logs are of different GPUs, a benchmark is
+// unknown, or a GPU not in the catalog lacks a figure the spec needs.
+Calibration calibrate(std::span<const MicrobenchLog> logs);
+
+// The spec file `pipeweave calibrate --out` writes: the GpuSpec (format "pipeweave-gpu") plus a
+// free-form `calibration` record of every figure, its spread and clock, and the device.
+std::string to_json(const Calibration& calibration);
+
+}  // namespace pipeweave

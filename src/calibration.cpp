@@ -1,0 +1,360 @@
+// Calibration: microbenchmark logs -> GpuSpec. See pipeweave/calibration.hpp.
+#include "pipeweave/calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "json_support.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/io.hpp"
+
+namespace pipeweave {
+namespace {
+
+using detail::check_format;
+using detail::Fields;
+using detail::json;
+
+// How a benchmark's rate (log units per second) becomes a displayed figure and a spec field.
+struct FigureRule {
+  MicrobenchFigure figure;
+  std::string_view log_unit;
+  double display_per_unit;              // displayed = rate x this (launch: 1e6 / rate)
+  double (*per_clock)(const GpuSpec&);  // the spec's per-SM-per-clock figure, in log units; null: not per clock
+  void (*set)(GpuSpec&, double);        // stores per-clock units, or GB/s for bandwidths; null: record only
+};
+
+constexpr double kTera = 1e-12, kGiga = 1e-9;
+
+const FigureRule kRules[] = {
+    {{"tensor_bf16", "tensor bf16", "TFLOP/s", "tensor_flops_per_clk_per_sm.fp16_bf16"}, "flop", kTera,
+     [](const GpuSpec& g) { return g.tensor_flops_per_clk_per_sm.fp16_bf16; },
+     [](GpuSpec& g, double v) { g.tensor_flops_per_clk_per_sm.fp16_bf16 = v; }},
+    {{"tensor_fp8", "tensor fp8", "TFLOP/s", "tensor_flops_per_clk_per_sm.fp8"}, "flop", kTera,
+     [](const GpuSpec& g) { return g.tensor_flops_per_clk_per_sm.fp8; },
+     [](GpuSpec& g, double v) { g.tensor_flops_per_clk_per_sm.fp8 = v; }},
+    {{"tensor_tf32", "tensor tf32", "TFLOP/s", "tensor_flops_per_clk_per_sm.tf32"}, "flop", kTera,
+     [](const GpuSpec& g) { return g.tensor_flops_per_clk_per_sm.tf32; },
+     [](GpuSpec& g, double v) { g.tensor_flops_per_clk_per_sm.tf32 = v; }},
+    {{"tensor_int8", "tensor int8", "TOP/s", "tensor_flops_per_clk_per_sm.int8"}, "op", kTera,
+     [](const GpuSpec& g) { return g.tensor_flops_per_clk_per_sm.int8; },
+     [](GpuSpec& g, double v) { g.tensor_flops_per_clk_per_sm.int8 = v; }},
+    // Hopper's FlashAttention-2 path: the same tensor cores through the older instruction.
+    {{"tensor_bf16_mma_sync", "tensor bf16 (mma.sync)", "TFLOP/s", ""}, "flop", kTera,
+     [](const GpuSpec& g) { return g.tensor_flops_per_clk_per_sm.fp16_bf16; }, nullptr},
+    // Displayed as FLOP/s (an FMA is two); the spec counts lane operations.
+    {{"fp32_fma", "FP32 FMA", "TFLOP/s", "fp32_lanes_per_clk_per_sm"}, "op", 2 * kTera,
+     [](const GpuSpec& g) { return g.fp32_lanes_per_clk_per_sm; },
+     [](GpuSpec& g, double v) { g.fp32_lanes_per_clk_per_sm = v; }},
+    {{"xu_ex2", "XU (ex2)", "Gop/s", "xu_ops_per_clk_per_sm"}, "op", kGiga,
+     [](const GpuSpec& g) { return g.xu_ops_per_clk_per_sm; }, [](GpuSpec& g, double v) { g.xu_ops_per_clk_per_sm = v; }},
+    {{"smem_read", "shared memory read", "GB/s", "smem_bytes_per_clk_per_sm"}, "byte", kGiga,
+     [](const GpuSpec& g) { return g.smem_bytes_per_clk_per_sm; },
+     [](GpuSpec& g, double v) { g.smem_bytes_per_clk_per_sm = v; }},
+    {{"dram_read", "DRAM read", "GB/s", "dram_bandwidth_gb_s"}, "byte", kGiga, nullptr,
+     [](GpuSpec& g, double v) { g.dram_bandwidth_gb_s = v; }},
+    {{"dram_write", "DRAM write", "GB/s", ""}, "byte", kGiga, nullptr, nullptr},
+    {{"dram_copy", "DRAM copy (read + write)", "GB/s", ""}, "byte", kGiga, nullptr, nullptr},
+    {{"l2_read", "L2 read", "GB/s", "l2_bandwidth_gb_s"}, "byte", kGiga, nullptr,
+     [](GpuSpec& g, double v) { g.l2_bandwidth_gb_s = v; }},
+    {{"launch_overhead", "kernel launch", "us", ""}, "launch", 0, nullptr, nullptr},
+};
+
+const FigureRule& rule_for(const std::string& benchmark, const std::string& where) {
+  for (const FigureRule& rule : kRules)
+    if (rule.figure.benchmark == benchmark) return rule;
+  std::string known;
+  for (const FigureRule& rule : kRules) known += (known.empty() ? "" : ", ") + std::string(rule.figure.benchmark);
+  detail::fail_field(where, "\"" + benchmark + "\"", "must name a known benchmark (" + known + ")");
+}
+
+bool is_dram(const FigureRule& rule) { return rule.figure.benchmark.starts_with("dram_"); }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double relative_spread(const std::vector<double>& values) {
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  const double middle = median(values);
+  return middle > 0 ? (*high - *low) / middle : 0;
+}
+
+double displayed(const FigureRule& rule, double units_per_second) {
+  return rule.log_unit == "launch" ? 1e6 / units_per_second : units_per_second * rule.display_per_unit;
+}
+
+std::string architecture_of(int major, int minor) {
+  if (major == 8) return minor == 9 ? "ada" : "ampere";
+  if (major == 9) return "hopper";
+  if (major >= 10) return "blackwell";
+  return "unknown";
+}
+
+MeasuredDevice read_device(const json& object) {
+  const Fields fields(object, "microbench.device.");
+  fields.only({"name", "compute_capability", "sm_count", "max_clock_mhz", "memory_clock_mhz", "memory_bus_bits",
+               "dram_peak_gb_s", "l2_bytes", "memory_bytes", "smem_bytes_per_sm", "registers_per_sm",
+               "max_threads_per_sm", "max_ctas_per_sm", "driver", "cuda_driver_api", "cuda_runtime"});
+  MeasuredDevice device;
+  device.name = fields.text("name");
+  if (device.name.empty()) detail::fail_field("microbench.device.name", "\"\"", "must not be empty");
+  const std::string cc = fields.text("compute_capability");
+  const auto dot = cc.find('.');
+  try {
+    if (dot == std::string::npos) throw std::invalid_argument(cc);
+    std::size_t used_major = 0, used_minor = 0;
+    device.compute_capability_major = std::stoi(cc.substr(0, dot), &used_major);
+    device.compute_capability_minor = std::stoi(cc.substr(dot + 1), &used_minor);
+    if (used_major != dot || used_minor != cc.size() - dot - 1) throw std::invalid_argument(cc);
+  } catch (const std::exception&) {
+    detail::fail_field("microbench.device.compute_capability", "\"" + cc + "\"", "must be MAJOR.MINOR, e.g. \"9.0\"");
+  }
+  device.sm_count = fields.integer("sm_count");
+  device.max_clock_mhz = fields.number("max_clock_mhz");
+  device.dram_peak_gb_s = fields.number("dram_peak_gb_s");
+  device.l2_bytes = fields.number("l2_bytes");
+  device.memory_bytes = fields.number("memory_bytes");
+  device.smem_bytes_per_sm = fields.number("smem_bytes_per_sm");
+  device.registers_per_sm = fields.integer("registers_per_sm");
+  device.max_threads_per_sm = fields.integer("max_threads_per_sm");
+  device.max_ctas_per_sm = fields.integer("max_ctas_per_sm");
+  device.driver = fields.text("driver");
+  device.cuda_runtime = fields.integer("cuda_runtime");
+  detail::require_positive("microbench.device.sm_count", device.sm_count);
+  detail::require_positive("microbench.device.max_clock_mhz", device.max_clock_mhz);
+  detail::require_positive("microbench.device.dram_peak_gb_s", device.dram_peak_gb_s);
+  detail::require_positive("microbench.device.l2_bytes", device.l2_bytes);
+  detail::require_positive("microbench.device.memory_bytes", device.memory_bytes);
+  detail::require_positive("microbench.device.smem_bytes_per_sm", device.smem_bytes_per_sm);
+  detail::require_positive("microbench.device.registers_per_sm", device.registers_per_sm);
+  detail::require_positive("microbench.device.max_threads_per_sm", device.max_threads_per_sm);
+  detail::require_positive("microbench.device.max_ctas_per_sm", device.max_ctas_per_sm);
+  return device;
+}
+
+MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
+  const Fields fields(object, prefix);
+  fields.only({"name", "instruction", "unit", "iterations", "work", "runs"});
+  MicrobenchResult result;
+  result.name = fields.text("name");
+  const FigureRule& rule = rule_for(result.name, prefix + "name");
+  result.instruction = fields.text("instruction");
+  result.unit = fields.text("unit");
+  if (result.unit != rule.log_unit)
+    detail::fail_field(prefix + "unit", "\"" + result.unit + "\"", "must be \"" + std::string(rule.log_unit) + "\" for " + result.name);
+  result.work = fields.number("work");
+  detail::require_positive(prefix + "work", result.work);
+  const json& runs = fields.get("runs");
+  if (!runs.is_array() || runs.empty()) detail::fail_field(prefix + "runs", runs.dump().substr(0, 80), "must be a non-empty array");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string run_prefix = prefix + "runs[" + std::to_string(i) + "].";
+    const Fields run(runs[i], run_prefix);
+    run.only({"seconds", "clock_mhz"});
+    MicrobenchRun parsed{run.number("seconds"), run.number("clock_mhz")};
+    detail::require_positive(run_prefix + "seconds", parsed.seconds);
+    detail::require_non_negative(run_prefix + "clock_mhz", parsed.clock_mhz);
+    result.runs.push_back(parsed);
+  }
+  return result;
+}
+
+}  // namespace
+
+std::span<const MicrobenchFigure> microbench_figures() {
+  static const std::vector<MicrobenchFigure> figures = [] {
+    std::vector<MicrobenchFigure> out;
+    for (const FigureRule& rule : kRules) out.push_back(rule.figure);
+    return out;
+  }();
+  return figures;
+}
+
+MicrobenchLog microbench_log_from_json(std::string_view json_text) {
+  const json document = detail::parse_json(json_text, "microbenchmark log");
+  const Fields fields(document, "microbench.");
+  fields.only({"format", "version", "quick", "device", "benchmarks"});
+  check_format(fields, "pipeweave-microbench", "microbench.");
+  MicrobenchLog log;
+  const json& quick = fields.get("quick");
+  if (!quick.is_boolean()) detail::fail_field("microbench.quick", quick.dump(), "must be true or false");
+  log.quick = quick.get<bool>();
+  log.device = read_device(fields.get("device"));
+  const json& benchmarks = fields.get("benchmarks");
+  if (!benchmarks.is_array()) detail::fail_field("microbench.benchmarks", benchmarks.dump().substr(0, 80), "must be an array");
+  for (std::size_t i = 0; i < benchmarks.size(); ++i) {
+    MicrobenchResult result = read_benchmark(benchmarks[i], "microbench.benchmarks[" + std::to_string(i) + "].");
+    for (const MicrobenchResult& earlier : log.benchmarks)
+      if (earlier.name == result.name)
+        detail::fail_field("microbench.benchmarks[" + std::to_string(i) + "].name", "\"" + result.name + "\"", "must not repeat");
+    log.benchmarks.push_back(std::move(result));
+  }
+  return log;
+}
+
+MicrobenchLog load_microbench_log(const std::string& path) {
+  try {
+    return microbench_log_from_json(detail::read_file(path, "microbenchmark log"));
+  } catch (const Error& error) {
+    throw Error(path + ": " + error.what());
+  }
+}
+
+Calibration calibrate(std::span<const MicrobenchLog> logs) {
+  if (logs.empty()) throw Error("calibration needs at least one microbenchmark log");
+  Calibration out;
+  out.device = logs.front().device;
+  out.logs = static_cast<int>(logs.size());
+  for (std::size_t i = 1; i < logs.size(); ++i)
+    if (logs[i].device.name != out.device.name || logs[i].device.sm_count != out.device.sm_count)
+      detail::fail_field("log " + std::to_string(i + 1) + " device", "\"" + logs[i].device.name + "\"",
+                         "must be the first log's GPU (\"" + out.device.name + "\"): calibrate one GPU at a time");
+  const MeasuredDevice& device = out.device;
+
+  try {
+    out.catalog = find_gpu(device.name);
+  } catch (const Error&) {
+    out.catalog.reset();
+  }
+
+  // Pool the runs, per figure.
+  for (const FigureRule& rule : kRules) {
+    std::vector<double> rates, clocks, log_medians;
+    for (const MicrobenchLog& log : logs)
+      for (const MicrobenchResult& result : log.benchmarks) {
+        if (result.name != rule.figure.benchmark) continue;
+        std::vector<double> this_log;
+        for (const MicrobenchRun& run : result.runs) {
+          rates.push_back(result.work / run.seconds);
+          this_log.push_back(rates.back());
+          if (run.clock_mhz > 0) clocks.push_back(run.clock_mhz);
+        }
+        log_medians.push_back(median(this_log));
+      }
+    if (rates.empty()) continue;
+    CalibratedFigure figure;
+    figure.figure = rule.figure;
+    std::vector<double> shown;
+    for (double rate : rates) shown.push_back(displayed(rule, rate));
+    figure.measured = displayed(rule, median(rates));
+    figure.spread = relative_spread(shown);
+    figure.runs = static_cast<int>(rates.size());
+    figure.logs = static_cast<int>(log_medians.size());
+    if (log_medians.size() > 1) figure.run_to_run_spread = relative_spread(log_medians);
+    if (!clocks.empty()) figure.clock_mhz = median(clocks);
+    if (out.catalog) {
+      const GpuSpec& catalog = *out.catalog;
+      if (rule.per_clock) {
+        const double per_sm_clock = rule.per_clock(catalog) * catalog.sm_count;
+        figure.catalog = displayed(rule, per_sm_clock * catalog.clock_hz());
+        if (figure.clock_mhz > 0) figure.peak_at_clock = displayed(rule, per_sm_clock * figure.clock_mhz * 1e6);
+      } else if (is_dram(rule)) {
+        figure.catalog = figure.peak_at_clock = catalog.dram_bandwidth_gb_s;
+      } else if (rule.figure.benchmark == "l2_read") {
+        figure.catalog = catalog.l2_bandwidth_gb_s;  // an estimate, not a spec-sheet peak
+      }
+    } else if (is_dram(rule)) {
+      figure.peak_at_clock = device.dram_peak_gb_s;  // from the memory clock and bus width
+    }
+    out.figures.push_back(figure);
+  }
+
+  auto find_figure = [&](std::string_view benchmark) -> const CalibratedFigure* {
+    for (const CalibratedFigure& figure : out.figures)
+      if (figure.figure.benchmark == benchmark) return &figure;
+    return nullptr;
+  };
+
+  // The spec: the catalog entry (or a bare one), then everything measured.
+  GpuSpec& spec = out.spec;
+  std::string kept;  // figures the logs lack, kept from the catalog
+  if (out.catalog) {
+    spec = *out.catalog;
+  } else {
+    spec.name = device.name;
+    spec.architecture = architecture_of(device.compute_capability_major, device.compute_capability_minor);
+    spec.link_bandwidth_gb_s = 32;  // PCIe 4.0 x16, per direction
+    spec.link_latency_us = 5;
+  }
+  spec.compute_capability_major = device.compute_capability_major;
+  spec.compute_capability_minor = device.compute_capability_minor;
+  spec.sm_count = device.sm_count;
+  spec.l2_bytes = device.l2_bytes;
+  spec.memory_gb = device.memory_bytes / 1e9;
+  spec.smem_bytes_per_sm = device.smem_bytes_per_sm;
+  spec.registers_per_sm = device.registers_per_sm;
+  spec.max_threads_per_sm = device.max_threads_per_sm;
+  spec.max_ctas_per_sm = device.max_ctas_per_sm;
+
+  const CalibratedFigure* bf16 = find_figure("tensor_bf16");
+  if (bf16 && bf16->clock_mhz > 0) spec.sm_clock_mhz = bf16->clock_mhz;
+  else if (out.catalog) kept += ", SM clock";
+  else throw Error("calibrating " + device.name + ", which is not in the catalog, needs the tensor_bf16 benchmark and its clock");
+
+  for (const FigureRule& rule : kRules) {
+    if (!rule.set) continue;
+    const CalibratedFigure* figure = find_figure(rule.figure.benchmark);
+    if (!figure || (rule.per_clock && figure->clock_mhz <= 0)) {
+      // fp8 before Ada has no tensor path at all: nothing to keep or miss.
+      const bool absent_on_this_architecture = rule.figure.benchmark == "tensor_fp8" && device.compute_capability_major * 10 + device.compute_capability_minor < 89;
+      if (absent_on_this_architecture) continue;
+      if (!out.catalog)
+        throw Error("calibrating " + device.name + ", which is not in the catalog, needs the " +
+                    std::string(rule.figure.benchmark) + " benchmark" + (figure ? " with its clock" : ""));
+      kept += ", " + std::string(rule.figure.label);
+      continue;
+    }
+    // Back from the displayed unit to log units per second.
+    const double units_per_second = figure->measured / rule.display_per_unit;
+    if (rule.per_clock) rule.set(spec, units_per_second / (device.sm_count * figure->clock_mhz * 1e6));
+    else rule.set(spec, figure->measured);  // GB/s
+  }
+
+  const MicrobenchLog& first = logs.front();
+  spec.source = "pipeweave calibrate: " + std::to_string(logs.size()) + " run(s) of pipeweave-microbench" +
+                (first.quick ? " --quick" : "") + " on " + device.name + ", driver " + device.driver + ", CUDA runtime " +
+                std::to_string(device.cuda_runtime / 1000) + "." + std::to_string(device.cuda_runtime % 1000 / 10) +
+                "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load";
+  if (!kept.empty()) spec.source += "; not measured, kept from the catalog: " + kept.substr(2);
+  spec.source += out.catalog ? "; link figures from the catalog (" + out.catalog->name + ")"
+                             : "; not in the catalog: link figures assume PCIe 4.0 x16";
+  spec.validate();
+  return out;
+}
+
+std::string to_json(const Calibration& calibration) {
+  json document = json::parse(to_json(calibration.spec));
+  json figures = json::array();
+  for (const CalibratedFigure& figure : calibration.figures) {
+    json row{{"benchmark", figure.figure.benchmark},
+             {"unit", figure.figure.display_unit},
+             {"measured", figure.measured},
+             {"spread", figure.spread},
+             {"runs", figure.runs},
+             {"logs", figure.logs}};
+    if (figure.logs > 1) row["run_to_run_spread"] = figure.run_to_run_spread;
+    if (figure.clock_mhz > 0) row["clock_mhz"] = figure.clock_mhz;
+    if (figure.peak_at_clock > 0) row["peak_at_clock"] = figure.peak_at_clock, row["fraction_of_peak"] = figure.fraction_of_peak();
+    if (figure.catalog > 0) row["catalog"] = figure.catalog;
+    if (!figure.figure.spec_field.empty()) row["sets"] = figure.figure.spec_field;
+    figures.push_back(row);
+  }
+  const MeasuredDevice& device = calibration.device;
+  document["calibration"] = {
+      {"device", {{"name", device.name},
+                  {"compute_capability", std::to_string(device.compute_capability_major) + "." +
+                                             std::to_string(device.compute_capability_minor)},
+                  {"max_clock_mhz", device.max_clock_mhz},
+                  {"dram_peak_gb_s", device.dram_peak_gb_s},
+                  {"driver", device.driver},
+                  {"cuda_runtime", device.cuda_runtime}}},
+      {"catalog_entry", calibration.catalog ? json(calibration.catalog->name) : json(nullptr)},
+      {"logs", calibration.logs},
+      {"figures", figures}};
+  return document.dump(2) + "\n";
+}
+
+}  // namespace pipeweave

@@ -1,0 +1,217 @@
+// `pipeweave calibrate`: runs the CUDA microbenchmarks (a separate program, so that this tool
+// needs no CUDA), turns their timings into a GpuSpec through pipeweave::calibrate, prints the
+// table and writes the spec, the raw logs and a report.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "commands.hpp"
+#include "pipeweave/pipeweave.hpp"
+#include "svg.hpp"
+
+namespace pipeweave::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMicrobench = "pipeweave-microbench";
+
+struct CalibrateArguments {
+  bool quick = false;
+  bool json = false;
+  int runs = 1;
+  std::string out;
+  std::string log_dir;
+  std::string report_dir;
+  std::vector<std::string> from_logs;
+};
+
+CalibrateArguments parse(int argc, char** argv, int first) {
+  CalibrateArguments arguments;
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw Error(argument + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (argument == "--quick") arguments.quick = true;
+    else if (argument == "--json") arguments.json = true;
+    else if (argument == "--out") arguments.out = value();
+    else if (argument == "--log-dir") arguments.log_dir = value();
+    else if (argument == "--report") arguments.report_dir = value();
+    else if (argument == "--from-log") arguments.from_logs.push_back(value());
+    else if (argument == "--runs") {
+      const std::string text = value();
+      std::size_t used = 0;
+      int runs = 0;
+      try {
+        runs = std::stoi(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || runs < 1 || runs > 100) detail::fail_field("--runs", text, "must be a whole number from 1 to 100");
+      arguments.runs = runs;
+    } else if (argument.starts_with("--")) {
+      throw Error("unknown option " + argument + " for calibrate");
+    } else {
+      throw Error("calibrate takes no positional arguments, got " + argument);
+    }
+  }
+  if (!arguments.from_logs.empty() && (arguments.quick || arguments.runs != 1 || !arguments.log_dir.empty()))
+    throw Error("--from-log re-reads saved logs: it does not combine with --quick, --runs or --log-dir");
+  return arguments;
+}
+
+// The microbenchmark program: PIPEWEAVE_MICROBENCH, else the one installed beside this tool.
+fs::path find_microbench() {
+  if (const char* named = std::getenv("PIPEWEAVE_MICROBENCH"); named && *named) {
+    if (!fs::exists(named)) throw Error(fmt::format("PIPEWEAVE_MICROBENCH names {}, which does not exist", named));
+    return named;
+  }
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  const fs::path beside = error ? fs::path(kMicrobench) : self.parent_path() / kMicrobench;
+  if (!fs::exists(beside))
+    throw Error(fmt::format("calibrate needs {}, the CUDA microbenchmarks, beside this program ({}) or named by "
+                            "PIPEWEAVE_MICROBENCH; it is built when CMake finds nvcc (-DPIPEWEAVE_BUILD_CUDA=ON)",
+                            kMicrobench, beside.string()));
+  return beside;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs the microbenchmarks once: their progress is echoed to stderr as it comes, their error
+// (if any) becomes this tool's one error line, and the log is returned as text.
+std::string run_microbench(const fs::path& program, bool quick, int run, int runs) {
+  const fs::path log_path = fs::temp_directory_path() / fmt::format("pipeweave-microbench-{}-{}.json", ::getpid(), run);
+  const std::string command = fmt::format("{}{} --out {} 2>&1", shell_quote(program.string()), quick ? " --quick" : "",
+                                          shell_quote(log_path.string()));
+  if (runs > 1) fmt::print(stderr, "pipeweave: microbenchmark run {} of {}\n", run, runs);
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw Error("cannot start " + program.string());
+  std::string error_line;
+  constexpr std::string_view kErrorPrefix = "pipeweave-microbench: error: ";
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) {
+    std::string line(buffer);
+    if (line.starts_with(kErrorPrefix)) {
+      error_line = line.substr(kErrorPrefix.size());
+      while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
+    } else {
+      std::fputs(line.c_str(), stderr);
+    }
+  }
+  const int status = ::pclose(pipe);
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(log_path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  fs::remove(log_path);
+  if (exit_code != 0)
+    throw Error(error_line.empty() ? fmt::format("the microbenchmarks failed ({} exited with status {})", kMicrobench, exit_code)
+                                   : "the microbenchmarks could not run: " + error_line);
+  return text;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !(out << text)) throw Error("cannot write " + path.string());
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+std::string number(double value) {
+  if (value == 0) return "-";
+  return std::abs(value) >= 100 ? fmt::format("{:.0f}", value) : fmt::format("{:.2f}", value);
+}
+
+void print_table(const Calibration& calibration) {
+  const MeasuredDevice& device = calibration.device;
+  fmt::print("{} (compute capability {}.{}, {} SMs, driver {}): {} log(s); catalog entry {}\n", device.name,
+             device.compute_capability_major, device.compute_capability_minor, device.sm_count, device.driver,
+             calibration.logs, calibration.catalog ? calibration.catalog->name : "none");
+  const bool several = calibration.logs > 1;
+  fmt::print("{:<24} {:>10} {:<8} {:>7}{} {:>9} {:>10} {:>8} {:>9} {:>7}\n", "figure", "measured", "unit", "spread",
+             several ? fmt::format(" {:>10}", "run-to-run") : "", "clock MHz", "peak@clock", "of peak", "catalog",
+             "ratio");
+  for (const CalibratedFigure& f : calibration.figures) {
+    fmt::print("{:<24} {:>10} {:<8} {:>7}{} {:>9} {:>10} {:>8} {:>9} {:>7}\n", f.figure.label, number(f.measured),
+               f.figure.display_unit, percent(f.spread), several ? fmt::format(" {:>10}", percent(f.run_to_run_spread)) : "",
+               f.clock_mhz > 0 ? fmt::format("{:.0f}", f.clock_mhz) : "-", number(f.peak_at_clock),
+               f.peak_at_clock > 0 ? percent(f.fraction_of_peak()) : "-", number(f.catalog),
+               f.catalog > 0 ? fmt::format("{:.3f}", f.measured / f.catalog) : "-");
+  }
+  const GpuSpec& spec = calibration.spec;
+  const TensorRates& t = spec.tensor_flops_per_clk_per_sm;
+  fmt::print("spec {}: {:.0f} MHz; per SM per clock: tensor bf16 {:.0f}, fp8 {:.0f}, tf32 {:.0f}, int8 {:.0f}; FP32 {:.1f} lanes, "
+             "XU {:.2f}, shared memory {:.1f} B; DRAM {:.0f} GB/s, L2 {:.0f} GB/s\n",
+             spec.name, spec.sm_clock_mhz, t.fp16_bf16, t.fp8, t.tf32, t.int8, spec.fp32_lanes_per_clk_per_sm,
+             spec.xu_ops_per_clk_per_sm, spec.smem_bytes_per_clk_per_sm, spec.dram_bandwidth_gb_s, spec.l2_bandwidth_gb_s);
+}
+
+std::string csv(const Calibration& calibration) {
+  std::string text = "benchmark,label,unit,measured,spread,run_to_run_spread,runs,logs,clock_mhz,peak_at_clock,"
+                     "fraction_of_peak,catalog,sets\n";
+  for (const CalibratedFigure& f : calibration.figures)
+    text += fmt::format("{},\"{}\",{},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", f.figure.benchmark,
+                        f.figure.label, f.figure.display_unit, f.measured, f.spread, f.run_to_run_spread, f.runs, f.logs,
+                        f.clock_mhz, f.peak_at_clock, f.fraction_of_peak(), f.catalog, f.figure.spec_field);
+  return text;
+}
+
+std::string chart(const Calibration& calibration) {
+  std::vector<svg::Bar> bars;
+  for (const CalibratedFigure& f : calibration.figures)
+    if (f.peak_at_clock > 0)
+      bars.push_back({std::string(f.figure.label), f.fraction_of_peak(),
+                      fmt::format("{} {} of {} ({})", number(f.measured), f.figure.display_unit, number(f.peak_at_clock),
+                                  percent(f.fraction_of_peak()))});
+  return svg::bar_chart(fmt::format("{}: measured / spec-sheet peak at the measured clock", calibration.device.name), bars,
+                        1.0);
+}
+
+}  // namespace
+
+int calibrate_command(int argc, char** argv, int first) {
+  const CalibrateArguments arguments = parse(argc, argv, first);
+  std::vector<MicrobenchLog> logs;
+  if (!arguments.from_logs.empty()) {
+    for (const std::string& path : arguments.from_logs) logs.push_back(load_microbench_log(path));
+  } else {
+    const fs::path program = find_microbench();
+    for (int run = 1; run <= arguments.runs; ++run) {
+      const std::string text = run_microbench(program, arguments.quick, run, arguments.runs);
+      logs.push_back(microbench_log_from_json(text));
+      if (!arguments.log_dir.empty()) write_text(fs::path(arguments.log_dir) / fmt::format("microbench-{}.json", run), text);
+    }
+  }
+  const Calibration calibration = calibrate(logs);
+  const std::string spec_json = to_json(calibration);
+  if (arguments.json) fmt::print("{}", spec_json);
+  else print_table(calibration);
+  if (!arguments.out.empty()) {
+    write_text(arguments.out, spec_json);
+    if (!arguments.json) fmt::print("wrote {}\n", arguments.out);
+  }
+  if (!arguments.report_dir.empty()) {
+    const fs::path dir(arguments.report_dir);
+    write_text(dir / "calibration.csv", csv(calibration));
+    write_text(dir / "calibration.svg", chart(calibration));
+    if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "calibration.csv").string(), (dir / "calibration.svg").string());
+  }
+  return 0;
+}
+
+}  // namespace pipeweave::cli

@@ -1,0 +1,9 @@
+#pragma once
+// The CLI's commands that live in their own files; main.cpp dispatches to them.
+
+namespace pipeweave::cli {
+
+// pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--from-log FILE]... [--out spec.json] [--json] [--report DIR]
+int calibrate_command(int argc, char** argv, int first);
+
+}  // namespace pipeweave::cli

@@ -1,0 +1,346 @@
+// Calibration: reading microbenchmark logs, pooling their runs, and the GpuSpec derived from
+// them. Every expected figure below is worked out by hand from the synthetic log's numbers.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeweave/calibration.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/io.hpp"
+#include "test_support.hpp"
+
+using namespace pipeweave;
+using Catch::Detail::Approx;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using pipeweave_test::error_of;
+
+namespace {
+
+constexpr int kSms = 132;
+
+MeasuredDevice h100_device() {
+  MeasuredDevice device;
+  device.name = "NVIDIA H100 80GB HBM3";
+  device.compute_capability_major = 9;
+  device.compute_capability_minor = 0;
+  device.sm_count = kSms;
+  device.max_clock_mhz = 1980;
+  device.dram_peak_gb_s = 3352.3;
+  device.l2_bytes = 52428800;
+  device.memory_bytes = 85017493504;
+  device.smem_bytes_per_sm = 233472;
+  device.registers_per_sm = 65536;
+  device.max_threads_per_sm = 2048;
+  device.max_ctas_per_sm = 32;
+  device.driver = "580.159.04";
+  device.cuda_runtime = 13000;
+  return device;
+}
+
+// A benchmark whose runs move `work` units in each of `seconds`, at `clock_mhz`.
+MicrobenchResult bench(const std::string& name, const std::string& unit, double work, std::vector<double> seconds,
+                       double clock_mhz = 0) {
+  MicrobenchResult result{name, "synthetic", unit, work, {}};
+  for (double s : seconds) result.runs.push_back({s, clock_mhz});
+  return result;
+}
+
+// Every figure, at round rates: 10 ms runs, so rate = work / 0.01.
+MicrobenchLog full_log() {
+  MicrobenchLog log;
+  log.device = h100_device();
+  // bf16: 4000 flop/clk/SM at 1500 MHz = 4000 * 132 * 1.5e9 = 7.92e14 flop/s.
+  log.benchmarks.push_back(bench("tensor_bf16", "flop", 7.92e12, {0.01}, 1500));
+  // fp8: 8000 flop/clk/SM at 1600 MHz = 1.6896e15 flop/s.
+  log.benchmarks.push_back(bench("tensor_fp8", "flop", 1.6896e13, {0.01}, 1600));
+  // tf32: 2000 at 1700 MHz = 4.488e14; int8: 8100 ops at 1750 MHz = 1.87110e15.
+  log.benchmarks.push_back(bench("tensor_tf32", "flop", 4.488e12, {0.01}, 1700));
+  log.benchmarks.push_back(bench("tensor_int8", "op", 1.8711e13, {0.01}, 1750));
+  log.benchmarks.push_back(bench("tensor_bf16_mma_sync", "flop", 5e12, {0.01}, 1800));
+  // FP32: 125 lanes at 1980 MHz = 3.267e13 ops/s (65.34 TFLOP/s); XU: 16 at 1980 = 4.18176e12.
+  log.benchmarks.push_back(bench("fp32_fma", "op", 3.267e11, {0.01}, 1980));
+  log.benchmarks.push_back(bench("xu_ex2", "op", 4.18176e10, {0.01}, 1980));
+  // Shared memory: 120 B/clk at 2000 MHz = 3.168e13 B/s.
+  log.benchmarks.push_back(bench("smem_read", "byte", 3.168e11, {0.01}, 2000));
+  log.benchmarks.push_back(bench("dram_read", "byte", 3.0e10, {0.01}));   // 3000 GB/s
+  log.benchmarks.push_back(bench("dram_write", "byte", 3.1e10, {0.01}));  // 3100 GB/s
+  log.benchmarks.push_back(bench("dram_copy", "byte", 2.8e10, {0.01}));   // 2800 GB/s
+  log.benchmarks.push_back(bench("l2_read", "byte", 7.5e10, {0.01}));     // 7500 GB/s
+  log.benchmarks.push_back(bench("launch_overhead", "launch", 4000, {0.01}));  // 2.5 us
+  return log;
+}
+
+const CalibratedFigure& figure(const Calibration& calibration, std::string_view name) {
+  for (const CalibratedFigure& f : calibration.figures)
+    if (f.figure.benchmark == name) return f;
+  FAIL("no figure " << name);
+  throw;  // unreachable
+}
+
+std::string log_json(const MicrobenchLog& log) {
+  json benchmarks = json::array();
+  for (const MicrobenchResult& b : log.benchmarks) {
+    json runs = json::array();
+    for (const MicrobenchRun& r : b.runs) runs.push_back({{"seconds", r.seconds}, {"clock_mhz", r.clock_mhz}});
+    benchmarks.push_back(
+        {{"name", b.name}, {"instruction", b.instruction}, {"unit", b.unit}, {"iterations", 1}, {"work", b.work}, {"runs", runs}});
+  }
+  const MeasuredDevice& d = log.device;
+  json device{{"name", d.name},
+              {"compute_capability", std::to_string(d.compute_capability_major) + "." + std::to_string(d.compute_capability_minor)},
+              {"sm_count", d.sm_count},
+              {"max_clock_mhz", d.max_clock_mhz},
+              {"memory_clock_mhz", 2619},
+              {"memory_bus_bits", 5120},
+              {"dram_peak_gb_s", d.dram_peak_gb_s},
+              {"l2_bytes", d.l2_bytes},
+              {"memory_bytes", d.memory_bytes},
+              {"smem_bytes_per_sm", d.smem_bytes_per_sm},
+              {"registers_per_sm", d.registers_per_sm},
+              {"max_threads_per_sm", d.max_threads_per_sm},
+              {"max_ctas_per_sm", d.max_ctas_per_sm},
+              {"driver", d.driver},
+              {"cuda_driver_api", 13000},
+              {"cuda_runtime", d.cuda_runtime}};
+  return json{{"format", "pipeweave-microbench"}, {"version", 1}, {"quick", log.quick}, {"device", device}, {"benchmarks", benchmarks}}
+      .dump();
+}
+
+}  // namespace
+
+TEST_CASE("calibration turns rates into per-SM-per-clock figures at each benchmark's clock") {
+  const std::vector<MicrobenchLog> logs{full_log()};
+  const Calibration calibration = calibrate(logs);
+  const GpuSpec& spec = calibration.spec;
+  REQUIRE(calibration.catalog);
+  CHECK(calibration.catalog->name == "H100-SXM");
+  CHECK(spec.name == "H100-SXM");
+  CHECK(spec.sm_clock_mhz == Approx(1500));  // the clock under the bf16 tensor load
+  CHECK(spec.tensor_flops_per_clk_per_sm.fp16_bf16 == Approx(4000));
+  CHECK(spec.tensor_flops_per_clk_per_sm.fp8 == Approx(8000));
+  CHECK(spec.tensor_flops_per_clk_per_sm.tf32 == Approx(2000));
+  CHECK(spec.tensor_flops_per_clk_per_sm.int8 == Approx(8100));
+  CHECK(spec.fp32_lanes_per_clk_per_sm == Approx(125));
+  CHECK(spec.xu_ops_per_clk_per_sm == Approx(16));
+  CHECK(spec.smem_bytes_per_clk_per_sm == Approx(120));
+  CHECK(spec.dram_bandwidth_gb_s == Approx(3000));  // the read figure
+  CHECK(spec.l2_bandwidth_gb_s == Approx(7500));
+  // From the device query, not the catalog.
+  CHECK(spec.memory_gb == Approx(85.017493504));
+  CHECK(spec.l2_bytes == 52428800);
+  // From the catalog: what a single GPU cannot measure.
+  CHECK(spec.link_bandwidth_gb_s == find_gpu("H100-SXM").link_bandwidth_gb_s);
+  CHECK(spec.aliases == find_gpu("H100-SXM").aliases);
+  CHECK_THAT(spec.source, Contains("580.159.04") && Contains("CUDA runtime 13.0") && Contains("link figures from the catalog"));
+  CHECK_NOTHROW(spec.validate());
+}
+
+TEST_CASE("calibration shows each figure in its unit against the spec sheet at the measured clock") {
+  const std::vector<MicrobenchLog> logs{full_log()};
+  const Calibration calibration = calibrate(logs);
+  REQUIRE(calibration.figures.size() == microbench_figures().size());
+
+  const CalibratedFigure& bf16 = figure(calibration, "tensor_bf16");
+  CHECK(bf16.measured == Approx(792));  // TFLOP/s
+  CHECK(bf16.clock_mhz == Approx(1500));
+  CHECK(bf16.peak_at_clock == Approx(4096.0 * kSms * 1.5e9 / 1e12));  // 811.0 TFLOP/s
+  CHECK(bf16.fraction_of_peak() == Approx(4000.0 / 4096));
+  CHECK(bf16.catalog == Approx(4096.0 * kSms * 1.83e9 / 1e12));  // 989.4 at the datasheet's clock
+  CHECK(bf16.figure.spec_field == "tensor_flops_per_clk_per_sm.fp16_bf16");
+
+  const CalibratedFigure& fma = figure(calibration, "fp32_fma");
+  CHECK(fma.measured == Approx(65.34));  // TFLOP/s: two flops per FMA
+  CHECK(fma.fraction_of_peak() == Approx(125.0 / 128));
+
+  const CalibratedFigure& mma = figure(calibration, "tensor_bf16_mma_sync");
+  CHECK(mma.measured == Approx(500));
+  CHECK(mma.figure.spec_field.empty());  // for the record only
+  CHECK(mma.fraction_of_peak() == Approx(500 / (4096.0 * kSms * 1.8e9 / 1e12)));
+
+  const CalibratedFigure& dram = figure(calibration, "dram_read");
+  CHECK(dram.measured == Approx(3000));
+  CHECK(dram.clock_mhz == 0);
+  CHECK(dram.peak_at_clock == Approx(3350));  // the catalog's datasheet figure
+  CHECK(dram.fraction_of_peak() == Approx(3000.0 / 3350));
+
+  const CalibratedFigure& l2 = figure(calibration, "l2_read");
+  CHECK(l2.peak_at_clock == 0);  // no spec sheet gives one
+  CHECK(l2.catalog == Approx(find_gpu("H100-SXM").l2_bandwidth_gb_s));
+
+  const CalibratedFigure& launch = figure(calibration, "launch_overhead");
+  CHECK(launch.measured == Approx(2.5));  // us per launch
+  CHECK(launch.figure.display_unit == "us");
+}
+
+TEST_CASE("calibration pools runs: median, spread within, spread between logs") {
+  MicrobenchLog first = full_log(), second = full_log();
+  // Three runs at 10, 11 and 9 ms: rates r/1, r/1.1, r/0.9 with r = 3000 GB/s.
+  first.benchmarks[8] = bench("dram_read", "byte", 3.0e10, {0.010, 0.011, 0.009});
+  // The second log 2% slower: 3.0e10 / 0.0102 = 2941.2 GB/s.
+  second.benchmarks[8] = bench("dram_read", "byte", 3.0e10, {0.0102, 0.0102, 0.0102});
+  SECTION("one log") {
+    const std::vector<MicrobenchLog> logs{first};
+    const CalibratedFigure& dram = figure(calibrate(logs), "dram_read");
+    CHECK(dram.measured == Approx(3000));
+    CHECK(dram.spread == Approx((3000 / 0.9 - 3000 / 1.1) / 3000));
+    CHECK(dram.run_to_run_spread == 0);
+    CHECK(dram.runs == 3);
+    CHECK(dram.logs == 1);
+  }
+  SECTION("two logs") {
+    const std::vector<MicrobenchLog> logs{first, second};
+    const Calibration calibration = calibrate(logs);
+    const CalibratedFigure& dram = figure(calibration, "dram_read");
+    // Six rates, sorted: 2727.3, 2941.2, 2941.2, 2941.2, 3000, 3333.3: the middle two are 2941.2.
+    CHECK(dram.measured == Approx(3e10 / 0.0102 / 1e9));
+    CHECK(dram.runs == 6);
+    CHECK(dram.logs == 2);
+    // Log medians 3000 and 2941.2; their median is their mean.
+    const double low = 3e10 / 0.0102 / 1e9;
+    CHECK(dram.run_to_run_spread == Approx((3000 - low) / (0.5 * (3000 + low))));
+    CHECK(calibration.logs == 2);
+  }
+}
+
+TEST_CASE("calibration keeps the catalog's figure for a benchmark the logs lack, and says so") {
+  MicrobenchLog log = full_log();
+  std::erase_if(log.benchmarks, [](const MicrobenchResult& b) { return b.name == "tensor_fp8" || b.name == "l2_read"; });
+  const std::vector<MicrobenchLog> logs{log};
+  const Calibration calibration = calibrate(logs);
+  CHECK(calibration.spec.tensor_flops_per_clk_per_sm.fp8 == find_gpu("H100-SXM").tensor_flops_per_clk_per_sm.fp8);
+  CHECK(calibration.spec.l2_bandwidth_gb_s == find_gpu("H100-SXM").l2_bandwidth_gb_s);
+  CHECK_THAT(calibration.spec.source, Contains("kept from the catalog: tensor fp8, L2 read"));
+  CHECK(calibration.figures.size() == microbench_figures().size() - 2);
+}
+
+TEST_CASE("calibration of a GPU the catalog does not know") {
+  MicrobenchLog log = full_log();
+  log.device.name = "NVIDIA Future GPU";
+  log.device.compute_capability_major = 12;
+  SECTION("every figure measured: a complete spec named as CUDA names it") {
+    const std::vector<MicrobenchLog> logs{log};
+    const Calibration calibration = calibrate(logs);
+    CHECK_FALSE(calibration.catalog);
+    CHECK(calibration.spec.name == "NVIDIA Future GPU");
+    CHECK(calibration.spec.architecture == "blackwell");
+    CHECK(calibration.spec.compute_capability_major == 12);
+    CHECK(calibration.spec.tensor_flops_per_clk_per_sm.fp16_bf16 == Approx(4000));
+    CHECK(calibration.spec.link_bandwidth_gb_s == 32);
+    CHECK_THAT(calibration.spec.source, Contains("not in the catalog") && Contains("PCIe 4.0"));
+    const CalibratedFigure& dram = figure(calibration, "dram_read");
+    CHECK(dram.peak_at_clock == Approx(3352.3));  // from the device's memory clock and bus
+    CHECK(figure(calibration, "tensor_bf16").peak_at_clock == 0);  // no spec sheet to compare with
+  }
+  SECTION("a missing figure is an error naming it") {
+    std::erase_if(log.benchmarks, [](const MicrobenchResult& b) { return b.name == "smem_read"; });
+    const std::vector<MicrobenchLog> logs{log};
+    CHECK_THAT(error_of([&] { calibrate(logs); }), Contains("NVIDIA Future GPU") && Contains("smem_read"));
+  }
+  SECTION("an Ampere GPU has no fp8 path, and needs no fp8 figure") {
+    log.device.compute_capability_major = 8;
+    std::erase_if(log.benchmarks, [](const MicrobenchResult& b) { return b.name == "tensor_fp8"; });
+    const std::vector<MicrobenchLog> logs{log};
+    const Calibration calibration = calibrate(logs);
+    CHECK(calibration.spec.architecture == "ampere");
+    CHECK(calibration.spec.tensor_flops_per_clk_per_sm.fp8 == 0);
+  }
+}
+
+TEST_CASE("calibration refuses what it cannot use") {
+  CHECK_THAT(error_of([] { calibrate(std::span<const MicrobenchLog>{}); }), Contains("at least one"));
+  MicrobenchLog other = full_log();
+  other.device.name = "NVIDIA H200";
+  const std::vector<MicrobenchLog> mixed{full_log(), other};
+  CHECK_THAT(error_of([&] { calibrate(mixed); }), Contains("log 2 device") && Contains("NVIDIA H200") && Contains("one GPU at a time"));
+}
+
+TEST_CASE("calibrated spec JSON: a GPU spec that predict accepts, with the calibration record") {
+  const std::vector<MicrobenchLog> logs{full_log()};
+  const Calibration calibration = calibrate(logs);
+  const std::string text = to_json(calibration);
+  CHECK(gpu_spec_from_json(text) == calibration.spec);
+  const json document = json::parse(text);
+  CHECK(document["calibration"]["catalog_entry"] == "H100-SXM");
+  CHECK(document["calibration"]["device"]["driver"] == "580.159.04");
+  REQUIRE(document["calibration"]["figures"].size() == microbench_figures().size());
+  const json& bf16 = document["calibration"]["figures"][0];
+  CHECK(bf16["benchmark"] == "tensor_bf16");
+  CHECK(bf16["measured"].get<double>() == Approx(792));
+  CHECK(bf16["fraction_of_peak"].get<double>() == Approx(4000.0 / 4096));
+  CHECK(bf16["sets"] == "tensor_flops_per_clk_per_sm.fp16_bf16");
+}
+
+TEST_CASE("microbenchmark log JSON: read back as written") {
+  MicrobenchLog log = full_log();
+  log.quick = true;
+  log.benchmarks[0].runs = {{0.0101, 1490.5}, {0.0099, 1510.5}};
+  const MicrobenchLog read = microbench_log_from_json(log_json(log));
+  CHECK(read.quick);
+  CHECK(read.device.name == log.device.name);
+  CHECK(read.device.compute_capability_major == 9);
+  CHECK(read.device.compute_capability_minor == 0);
+  CHECK(read.device.l2_bytes == log.device.l2_bytes);
+  CHECK(read.device.driver == "580.159.04");
+  REQUIRE(read.benchmarks.size() == log.benchmarks.size());
+  CHECK(read.benchmarks[0].name == "tensor_bf16");
+  REQUIRE(read.benchmarks[0].runs.size() == 2);
+  CHECK(read.benchmarks[0].runs[1].seconds == 0.0099);
+  CHECK(read.benchmarks[0].runs[1].clock_mhz == 1510.5);
+}
+
+TEST_CASE("microbenchmark log JSON: every malformed field is named") {
+  const json good = json::parse(log_json(full_log()));
+  auto error_with = [&](const std::function<void(json&)>& edit) {
+    json broken = good;
+    edit(broken);
+    return error_of([&] { microbench_log_from_json(broken.dump()); });
+  };
+  CHECK_THAT(error_of([] { microbench_log_from_json("{\"format\": "); }), Contains("microbenchmark log is not valid JSON"));
+  CHECK_THAT(error_with([](json& j) { j["format"] = "pipeweave-gpu"; }), Contains("microbench.format"));
+  CHECK_THAT(error_with([](json& j) { j["version"] = 2; }), Contains("microbench.version must be 1"));
+  CHECK_THAT(error_with([](json& j) { j["quick"] = "yes"; }), Contains("microbench.quick"));
+  CHECK_THAT(error_with([](json& j) { j["extra"] = 1; }), Contains("microbench.extra is not a known field"));
+  CHECK_THAT(error_with([](json& j) { j["device"].erase("sm_count"); }), Contains("microbench.device.sm_count is missing"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["sm_count"] = -4; }), Contains("microbench.device.sm_count") && Contains("-4"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["compute_capability"] = "nine"; }),
+             Contains("microbench.device.compute_capability") && Contains("\"nine\""));
+  CHECK_THAT(error_with([](json& j) { j["device"]["compute_capability"] = "9.0x"; }),
+             Contains("microbench.device.compute_capability"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][2]["name"] = "tensor_fp4"; }),
+             Contains("microbench.benchmarks[2].name") && Contains("\"tensor_fp4\"") && Contains("tensor_bf16"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][1]["name"] = "tensor_bf16"; }),
+             Contains("microbench.benchmarks[1].name") && Contains("must not repeat"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["unit"] = "byte"; }),
+             Contains("microbench.benchmarks[0].unit") && Contains("\"flop\""));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["work"] = 0; }), Contains("microbench.benchmarks[0].work must be positive"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["runs"] = json::array(); }),
+             Contains("microbench.benchmarks[0].runs must be a non-empty array"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][3]["runs"][0]["seconds"] = -0.5; }),
+             Contains("microbench.benchmarks[3].runs[0].seconds must be positive") && Contains("-0.5"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][3]["runs"][0]["clock_mhz"] = -1; }),
+             Contains("microbench.benchmarks[3].runs[0].clock_mhz"));
+  CHECK_THAT(error_of([] { load_microbench_log("/no/such/log.json"); }),
+             Contains("cannot open microbenchmark log file /no/such/log.json"));
+}
+
+TEST_CASE("the committed calibration logs reproduce the committed specs") {
+  // data/gpus/<gpu>.calibrated.json was written by `pipeweave calibrate --runs 3` on the GPU;
+  // re-deriving it from the three raw logs beside it must give the same spec.
+  for (const std::string gpu : {"H100-SXM", "H200-SXM"}) {
+    const std::string dir = std::string(PIPEWEAVE_SOURCE_DIR) + "/data/gpus/";
+    std::vector<MicrobenchLog> logs;
+    for (int run = 1; run <= 3; ++run)
+      logs.push_back(load_microbench_log(dir + gpu + ".calibration/microbench-" + std::to_string(run) + ".json"));
+    const Calibration calibration = calibrate(logs);
+    const GpuSpec committed = load_gpu_spec(dir + gpu + ".calibrated.json");
+    CHECK(calibration.spec == committed);
+    CHECK(committed.name == gpu);
+    // Measured, not copied from the catalog: the sustained clock is below the datasheet's.
+    CHECK(committed.sm_clock_mhz < find_gpu(gpu).sm_clock_mhz);
+  }
+}
