@@ -185,7 +185,8 @@ TEST_CASE("calibration pools runs: median, spread within, spread between logs") 
   second.benchmarks[8] = bench("dram_read", "byte", 3.0e10, {0.0102, 0.0102, 0.0102});
   SECTION("one log") {
     const std::vector<MicrobenchLog> logs{first};
-    const CalibratedFigure& dram = figure(calibrate(logs), "dram_read");
+    const Calibration calibration = calibrate(logs);
+    const CalibratedFigure& dram = figure(calibration, "dram_read");
     CHECK(dram.measured == Approx(3000));
     CHECK(dram.spread == Approx((3000 / 0.9 - 3000 / 1.1) / 3000));
     CHECK(dram.run_to_run_spread == 0);
