@@ -20,6 +20,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
+  pipeweave shapes --op gemm|rmsnorm|silu_mul [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "calibrate") return pw::cli::calibrate_command(argc, argv, 2);
+    if (command == "shapes") return pw::cli::shapes_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

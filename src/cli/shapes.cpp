@@ -1,0 +1,179 @@
+// `pipeweave shapes`: the shape lists `pipeweave collect` measures. Most shapes are the layers of
+// real models at tensor-parallel splits 1/2/4/8 and token counts from 1 to 32k; the rest are
+// random. The generator is its own (splitmix64 and integer arithmetic), so the same seed gives
+// the same list with any compiler and standard library.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "commands.hpp"
+#include "pipeweave/error.hpp"
+
+namespace pipeweave::cli {
+namespace {
+
+struct ModelShape {
+  const char* name;
+  int hidden, intermediate, heads, kv_heads, head_dim, vocab;
+};
+
+// From each model's Hugging Face config.json.
+constexpr ModelShape kModels[] = {
+    {"Llama-3.1-8B", 4096, 14336, 32, 8, 128, 128256},   {"Llama-3.1-70B", 8192, 28672, 64, 8, 128, 128256},
+    {"Qwen2.5-7B", 3584, 18944, 28, 4, 128, 152064},     {"Qwen2.5-14B", 5120, 13824, 40, 8, 128, 152064},
+    {"Qwen2.5-32B", 5120, 27648, 40, 8, 128, 152064},    {"Qwen3-8B", 4096, 12288, 32, 8, 128, 151936},
+    {"Qwen3-32B", 5120, 25600, 64, 8, 128, 151936},      {"Mistral-7B", 4096, 14336, 32, 8, 128, 32768},
+    {"Mixtral-8x7B (experts)", 4096, 14336, 32, 8, 128, 32000},
+};
+constexpr int kTensorParallel[] = {1, 2, 4, 8};
+
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {  // splitmix64
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
+  // Log-uniform integer in [low, high], rounded to a multiple of `step` (at least `step`).
+  std::int64_t log_uniform(std::int64_t low, std::int64_t high, std::int64_t step = 1) {
+    const double value = std::exp(std::log(static_cast<double>(low)) + unit() * std::log(static_cast<double>(high) / low));
+    return std::max<std::int64_t>(step, static_cast<std::int64_t>(std::llround(value / step)) * step);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Token counts a serving engine batches: decode batches, chunked-prefill chunks, whole prompts.
+std::int64_t tokens(Random& random) {
+  constexpr std::int64_t kCommon[] = {1,   2,   4,    8,    16,   24,   32,   48,   64,    96,    128,   192,   256,  384,
+                                      512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+  if (random.unit() < 0.5) return kCommon[random.below(std::size(kCommon))];
+  return random.log_uniform(1, 32768);
+}
+
+constexpr double kMaxOperandBytes = 1024.0 * 1024 * 1024;  // what pipeweave-collect allocates
+constexpr double kMaxGemmFlops = 2e12;                     // about 2 ms of bf16 on an H100: keeps collection short
+
+std::vector<std::string> gemm_shapes(Random& random, int count, const std::vector<std::string>& dtypes) {
+  std::set<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> seen;
+  std::vector<std::string> rows;
+  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+    std::int64_t m = tokens(random), n = 0, k = 0;
+    if (random.unit() < 0.7) {
+      const ModelShape& model = kModels[random.below(std::size(kModels))];
+      const int tp = kTensorParallel[random.below(std::size(kTensorParallel))];
+      switch (random.below(5)) {
+        case 0: n = std::int64_t{model.heads + 2 * model.kv_heads} * model.head_dim / tp, k = model.hidden; break;  // QKV
+        case 1: n = model.hidden, k = std::int64_t{model.heads} * model.head_dim / tp; break;                    // O
+        case 2: n = 2 * std::int64_t{model.intermediate} / tp, k = model.hidden; break;                          // gate-up
+        case 3: n = model.hidden, k = model.intermediate / tp; break;                                             // down
+        default: n = model.vocab / tp, k = model.hidden, m = std::min<std::int64_t>(m, 512); break;               // LM head (decode)
+      }
+    } else {
+      n = random.log_uniform(256, 65536, 64), k = random.log_uniform(256, 32768, 64);
+    }
+    const double in_bytes = dtype == "bf16" || dtype == "fp16" ? 2 : 1;
+    if (n % 16 || k % 16) continue;  // cuBLASLt's fp8 kernels need 16-element alignment; keep all types alike
+    if (m * k * in_bytes > kMaxOperandBytes || n * k * in_bytes > kMaxOperandBytes || m * n * 2.0 > kMaxOperandBytes) continue;
+    if (2.0 * m * n * k > kMaxGemmFlops) continue;
+    if (!seen.emplace(dtype, m, n, k).second) continue;
+    rows.push_back(fmt::format("{},{},{},{}", dtype, m, n, k));
+  }
+  return rows;
+}
+
+// RMSNorm over the hidden size, SiLU-and-mul over the (tensor-parallel) intermediate size.
+std::vector<std::string> row_shapes(Random& random, int count, bool norm, const std::vector<std::string>& dtypes) {
+  std::set<std::string> seen;
+  std::vector<std::string> rows;
+  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+    const std::int64_t t = tokens(random);
+    std::int64_t width = 0;
+    if (random.unit() < 0.6) {
+      const ModelShape& model = kModels[random.below(std::size(kModels))];
+      width = norm ? model.hidden : model.intermediate / kTensorParallel[random.below(std::size(kTensorParallel))];
+    } else {
+      width = norm ? random.log_uniform(1024, 16384, 128) : random.log_uniform(1024, 32768, 128);
+    }
+    if (static_cast<double>(t) * width * 2 * (norm ? 1 : 2) > kMaxOperandBytes) continue;
+    const std::string row = norm ? fmt::format("{},{},{},{}", dtype, t, width, random.below(2))
+                                 : fmt::format("{},{},{}", dtype, t, width);
+    if (seen.insert(row).second) rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+int whole_number(const std::string& flag, const std::string& text, long long low, long long high) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < low || value > high)
+    detail::fail_field(flag, text, fmt::format("must be a whole number from {} to {}", low, high));
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+int shapes_command(int argc, char** argv, int first) {
+  std::string op;
+  int count = 0;
+  int seed = 1;
+  std::string dtype_text;
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw Error(argument + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (argument == "--op") op = value();
+    else if (argument == "--count") count = whole_number("--count", value(), 1, 1000000);
+    else if (argument == "--seed") seed = whole_number("--seed", value(), 0, 2147483647);
+    else if (argument == "--dtypes") dtype_text = value();
+    else throw Error("unknown argument " + argument + " for shapes");
+  }
+  const bool gemm = op == "gemm", norm = op == "rmsnorm";
+  if (!gemm && !norm && op != "silu_mul") detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm or silu_mul");
+  const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
+  for (const std::string& dtype : dtypes)
+    if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
+      detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
+  if (count == 0) count = gemm ? 2600 : 3200;
+
+  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull + (gemm ? 1 : norm ? 2 : 3));
+  const std::vector<std::string> rows = gemm ? gemm_shapes(random, count, dtypes) : row_shapes(random, count, norm, dtypes);
+  fmt::print("{}\n", gemm ? "dtype,m,n,k" : norm ? "dtype,tokens,hidden,fused_residual" : "dtype,tokens,dim");
+  for (const std::string& row : rows) fmt::print("{}\n", row);
+  return 0;
+}
+
+}  // namespace pipeweave::cli
