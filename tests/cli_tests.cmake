@@ -126,3 +126,43 @@ if(TARGET pipeweave_microbench)
                    -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} calibrate --quick)
   set_tests_properties(cli.calibrate_without_gpu PROPERTIES LABELS cli)
 endif()
+
+# ---- Shape lists and measurements ---------------------------------------------------------
+pipeweave_cli_test(shapes_gemm "^dtype,m,n,k\n(bf16|fp8_e4m3),[0-9]+,[0-9]+,[0-9]+\n" shapes --op gemm --count 20)
+pipeweave_cli_test(shapes_rmsnorm "^dtype,tokens,hidden,fused_residual\nbf16,[0-9]+,[0-9]+,[01]\n" shapes --op rmsnorm --count 5)
+pipeweave_cli_test(shapes_silu_fp16 "^dtype,tokens,dim\nfp16,[0-9]+,[0-9]+\n" shapes --op silu_mul --count 5 --dtypes fp16)
+add_test(NAME cli.shapes_seeded
+         COMMAND ${CMAKE_COMMAND} -DCLI=${cli} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/shapes_seeded
+                 -DCOMMITTED=${PROJECT_SOURCE_DIR}/data/shapes -P "${CMAKE_CURRENT_SOURCE_DIR}/check_shapes.cmake")
+set_tests_properties(cli.shapes_seeded PROPERTIES LABELS cli)
+pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm or silu_mul, got \"conv\"" shapes --op conv)
+pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)
+pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got -3" shapes --op gemm --count -3)
+
+set(raw_gemm "${cli_data}/collect_raw_gemm.jsonl")
+set(collected_csv "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm.csv")
+pipeweave_cli_test(collect_from_raw "^wrote 2 rows to [^\n]*collected_gemm\\.csv\n$" collect --from-raw "${raw_gemm}" --out "${collected_csv}")
+pipeweave_cli_failure(collect_needs_out "collect needs --out" collect --from-raw "${raw_gemm}")
+pipeweave_cli_failure(collect_missing_raw "cannot open raw measurements file .*no_such\\.jsonl"
+                      collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/no_such.jsonl" --out "${collected_csv}")
+pipeweave_cli_failure(collect_bad_op "--op must be gemm, rmsnorm or silu_mul, got \"attention\""
+                      collect --op attention --shapes "${raw_gemm}" --out "${collected_csv}")
+pipeweave_cli_failure(collect_missing_shapes "cannot open shape list .*no_such_shapes\\.csv"
+                      collect --op gemm --shapes "${CMAKE_CURRENT_BINARY_DIR}/no_such_shapes.csv" --out "${collected_csv}")
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/cli_raw_bad.jsonl" "{\"op\": \"gemm\"}\n")
+pipeweave_cli_failure(collect_bad_raw "cli_raw_bad\\.jsonl: line 1: op .*\"device\""
+                      collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/cli_raw_bad.jsonl" --out "${collected_csv}")
+add_test(NAME cli.collect_tool_missing
+         COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_COLLECT=${CMAKE_CURRENT_BINARY_DIR}/no-such-collect
+                 ${CMAKE_COMMAND} "-DERROR_REGEX=PIPEWEAVE_COLLECT names .*no-such-collect, which does not exist"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} collect --op gemm --shapes ${raw_gemm} --out ${collected_csv})
+set_tests_properties(cli.collect_tool_missing PROPERTIES LABELS cli)
+if(TARGET pipeweave_collect)
+  file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/cli_shapes.csv" "dtype,m,n,k\nbf16,16,4096,4096\n")
+  add_test(NAME cli.collect_without_gpu
+           COMMAND ${CMAKE_COMMAND} -E env CUDA_VISIBLE_DEVICES= PIPEWEAVE_COLLECT=$<TARGET_FILE:pipeweave_collect>
+                   ${CMAKE_COMMAND} "-DERROR_REGEX=the measurements could not run: no CUDA GPU is visible"
+                   -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} collect --op gemm
+                   --shapes ${CMAKE_CURRENT_BINARY_DIR}/cli_shapes.csv --out ${collected_csv})
+  set_tests_properties(cli.collect_without_gpu PROPERTIES LABELS cli)
+endif()

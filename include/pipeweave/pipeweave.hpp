@@ -11,6 +11,8 @@
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/io.hpp"
 #include "pipeweave/kernel.hpp"
+#include "pipeweave/measurements.hpp"
+#include "pipeweave/measurements.hpp"
 #include "pipeweave/mlp.hpp"
 #include "pipeweave/pipes.hpp"
 #include "pipeweave/predictor.hpp"

@@ -9,13 +9,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
+#include "tools.hpp"
 
 namespace pipeweave::cli {
 namespace {
@@ -70,65 +70,20 @@ CalibrateArguments parse(int argc, char** argv, int first) {
   return arguments;
 }
 
-// The microbenchmark program: PIPEWEAVE_MICROBENCH, else the one installed beside this tool.
-fs::path find_microbench() {
-  if (const char* named = std::getenv("PIPEWEAVE_MICROBENCH"); named && *named) {
-    if (!fs::exists(named)) throw Error(fmt::format("PIPEWEAVE_MICROBENCH names {}, which does not exist", named));
-    return named;
-  }
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  const fs::path beside = error ? fs::path(kMicrobench) : self.parent_path() / kMicrobench;
-  if (!fs::exists(beside))
-    throw Error(fmt::format("calibrate needs {}, the CUDA microbenchmarks, beside this program ({}) or named by "
-                            "PIPEWEAVE_MICROBENCH; it is built when CMake finds nvcc (-DPIPEWEAVE_BUILD_CUDA=ON)",
-                            kMicrobench, beside.string()));
-  return beside;
-}
-
-std::string shell_quote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// Runs the microbenchmarks once: their progress is echoed to stderr as it comes, their error
-// (if any) becomes this tool's one error line, and the log is returned as text.
+// Runs the microbenchmarks once and returns their log.
 std::string run_microbench(const fs::path& program, bool quick, int run, int runs) {
   const fs::path log_path = fs::temp_directory_path() / fmt::format("pipeweave-microbench-{}-{}.json", ::getpid(), run);
-  const std::string command = fmt::format("{}{} --out {} 2>&1", shell_quote(program.string()), quick ? " --quick" : "",
-                                          shell_quote(log_path.string()));
   if (runs > 1) fmt::print(stderr, "pipeweave: microbenchmark run {} of {}\n", run, runs);
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw Error("cannot start " + program.string());
-  std::string error_line;
-  constexpr std::string_view kErrorPrefix = "pipeweave-microbench: error: ";
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) {
-    std::string line(buffer);
-    if (line.starts_with(kErrorPrefix)) {
-      error_line = line.substr(kErrorPrefix.size());
-      while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
-    } else {
-      std::fputs(line.c_str(), stderr);
-    }
+  try {
+    run_tool(program, fmt::format("{}--out {}", quick ? "--quick " : "", shell_quote(log_path.string())),
+             "the microbenchmarks could not run");
+  } catch (const Error&) {
+    fs::remove(log_path);
+    throw;
   }
-  const int status = ::pclose(pipe);
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log_path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
+  std::string text = read_text(log_path, "microbenchmark log");
   fs::remove(log_path);
-  if (exit_code != 0)
-    throw Error(error_line.empty() ? fmt::format("the microbenchmarks failed ({} exited with status {})", kMicrobench, exit_code)
-                                   : "the microbenchmarks could not run: " + error_line);
   return text;
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << text)) throw Error("cannot write " + path.string());
 }
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
@@ -190,7 +145,7 @@ int calibrate_command(int argc, char** argv, int first) {
   if (!arguments.from_logs.empty()) {
     for (const std::string& path : arguments.from_logs) logs.push_back(load_microbench_log(path));
   } else {
-    const fs::path program = find_microbench();
+    const fs::path program = find_tool(kMicrobench, "PIPEWEAVE_MICROBENCH");
     for (int run = 1; run <= arguments.runs; ++run) {
       const std::string text = run_microbench(program, arguments.quick, run, arguments.runs);
       logs.push_back(microbench_log_from_json(text));

@@ -9,4 +9,12 @@ int calibrate_command(int argc, char** argv, int first);
 // pipeweave shapes --op gemm|rmsnorm|silu_mul [--count N] [--seed S] [--dtypes LIST]
 int shapes_command(int argc, char** argv, int first);
 
+// pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]
+// pipeweave collect --from-raw FILE --out FILE.csv
+int collect_command(int argc, char** argv, int first);
+
+// pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]
+// pipeweave collect --from-raw FILE --out FILE.csv
+int collect_command(int argc, char** argv, int first);
+
 }  // namespace pipeweave::cli

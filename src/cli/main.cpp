@@ -21,6 +21,10 @@ constexpr const char* kUsage = R"(usage:
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
   pipeweave shapes --op gemm|rmsnorm|silu_mul [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
+  pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
+  pipeweave collect --from-raw FILE --out FILE.csv
+  pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
+  pipeweave collect --from-raw FILE --out FILE.csv
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -39,6 +43,10 @@ PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints e
 against the spec sheet, and writes a GPU spec that predict --gpu accepts. --log-dir keeps the
 raw logs; --from-log re-derives the spec from saved logs without a GPU; --report writes
 calibration.csv and calibration.svg.
+
+shapes prints a shape list (real models' layers at TP 1/2/4/8 and 1 to 32k tokens, plus random
+shapes; --seed fixes it); collect measures each shape on the GPU with pipeweave-collect (every
+cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md.
 )";
 
 struct Arguments {
@@ -162,6 +170,8 @@ int main(int argc, char** argv) {
     }
     if (command == "calibrate") return pw::cli::calibrate_command(argc, argv, 2);
     if (command == "shapes") return pw::cli::shapes_command(argc, argv, 2);
+    if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
+    if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

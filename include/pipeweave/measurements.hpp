@@ -1,0 +1,35 @@
+#pragma once
+// Measured kernels: from the raw records of `pipeweave-collect` (cuda_kernels/) to the
+// measurement CSV files that training and evaluation read (format in data/README.md).
+//
+// Plain C++, so that the conversion is tested without a GPU and can be re-run on saved raw
+// files anywhere.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pipeweave {
+
+// The configuration cuBLAS's Hopper kernels carry in their names, e.g.
+// `nvjet_sm90_tst_128x144_64x6_2x1_v_bz_splitK_TNT`: a 128x144 tile, 64 elements of K per
+// stage, 6 stages, a 2x1 cluster, raster order v, split-K. Dimensions are cuBLAS's
+// column-major ones (M along the weights' rows when a linear layer is computed as W x X^T).
+struct CublasKernelName {
+  int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, cluster_m = 0, cluster_n = 0;
+  std::string raster;  // "v" or "h"
+  bool split_k = false;
+  bool operator==(const CublasKernelName&) const = default;
+};
+
+// The name's configuration, or nothing when the name is not of that form.
+std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name);
+
+// Converts the raw output of pipeweave-collect (JSON lines: a "device" line, then one line per
+// measured configuration of a single op) into that op's measurement CSV, with a header row.
+// Durations are the median of the repetitions. GEMM rows are in the library's convention
+// (m = tokens, row-major): cuBLAS's tile and cluster dimensions are swapped into it.
+// Throws pipeweave::Error naming the line and field of anything malformed.
+std::string measurements_csv_from_raw(std::string_view raw_jsonl);
+
+}  // namespace pipeweave

@@ -1,0 +1,75 @@
+// See tools.hpp.
+#include "tools.hpp"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "pipeweave/error.hpp"
+
+namespace pipeweave::cli {
+
+namespace fs = std::filesystem;
+
+fs::path find_tool(const std::string& name, const std::string& env_var) {
+  if (const char* named = std::getenv(env_var.c_str()); named && *named) {
+    if (!fs::exists(named)) throw Error(fmt::format("{} names {}, which does not exist", env_var, named));
+    return named;
+  }
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  const fs::path beside = error ? fs::path(name) : self.parent_path() / name;
+  if (!fs::exists(beside))
+    throw Error(fmt::format("this needs {}, one of the CUDA tools, beside this program ({}) or named by {}; it is built "
+                            "when CMake finds nvcc (-DPIPEWEAVE_BUILD_CUDA=ON)",
+                            name, beside.string(), env_var));
+  return beside;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+void run_tool(const fs::path& program, const std::string& arguments, const std::string& what_fails) {
+  const std::string name = program.filename().string();
+  const std::string command = shell_quote(program.string()) + " " + arguments + " 2>&1";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw Error("cannot start " + program.string());
+  const std::string error_prefix = name + ": error: ";
+  std::string error_line;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) {
+    std::string line(buffer);
+    if (line.starts_with(error_prefix)) {
+      error_line = line.substr(error_prefix.size());
+      while (!error_line.empty() && (error_line.back() == '\n' || error_line.back() == '\r')) error_line.pop_back();
+    } else {
+      std::fputs(line.c_str(), stderr);
+    }
+  }
+  const int status = ::pclose(pipe);
+  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (exit_code != 0)
+    throw Error(error_line.empty() ? fmt::format("{} ({} exited with status {})", what_fails, name, exit_code)
+                                   : what_fails + ": " + error_line);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !(out << text)) throw Error("cannot write " + path.string());
+}
+
+std::string read_text(const fs::path& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot open {} file {}", what, path.string()));
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace pipeweave::cli

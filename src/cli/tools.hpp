@@ -1,0 +1,24 @@
+#pragma once
+// Running the CUDA tools (cuda_kernels/) from the CLI: they are separate programs, so that this
+// tool itself needs no CUDA, and they are found beside it (or through an environment variable).
+#include <filesystem>
+#include <string>
+
+namespace pipeweave::cli {
+
+// `name` as the environment variable `env_var` names it, else beside this program. Throws
+// pipeweave::Error saying how to get it when it is missing.
+std::filesystem::path find_tool(const std::string& name, const std::string& env_var);
+
+// Runs `program arguments` (arguments already shell-quoted), echoing what it prints to stderr
+// as it comes. Its own error line ("<name>: error: ...") becomes the message of the
+// pipeweave::Error thrown when it fails, so that a failure is one line.
+void run_tool(const std::filesystem::path& program, const std::string& arguments, const std::string& what_fails);
+
+std::string shell_quote(const std::string& text);
+
+// Writes a file (making its folder), or throws pipeweave::Error naming it.
+void write_text(const std::filesystem::path& path, const std::string& text);
+std::string read_text(const std::filesystem::path& path, const std::string& what);
+
+}  // namespace pipeweave::cli

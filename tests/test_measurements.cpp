@@ -1,0 +1,134 @@
+// Measured kernels: cuBLAS kernel names, and raw pipeweave-collect records to measurement CSV.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/measurements.hpp"
+#include "test_support.hpp"
+
+using namespace pipeweave;
+using Catch::Matchers::Contains;
+using pipeweave_test::error_of;
+
+namespace {
+
+const std::string kDevice =
+    R"({"op": "device", "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132, )"
+    R"("driver": "580.159.04", "cuda_runtime": 13000, "cublaslt": 130100, "reps": 3, "warmup": 1, "l2": "cold"})";
+
+// A GEMM record of m=16 tokens, n=4096, k=4096 whose cuBLAS tile is 64 (along n) x 8 (along m).
+std::string gemm_record(const std::string& kernel, const std::string& durations = "[10.0, 12.0, 11.0]",
+                        int candidate = 0, const std::string& extra_kernel = "") {
+  std::ostringstream out;
+  out << R"({"op": "gemm", "dtype": "fp8_e4m3", "m": 16, "n": 4096, "k": 4096, "candidate": )" << candidate
+      << R"(, "candidates": 7, "algo_id": 66, "tile_id": 10, "tile_m": 64, "tile_n": 8, "stages_id": 36, "tile_k": 128, )"
+      << R"("stages": 0, "split_k": 1, "reduction_scheme": 0, "swizzle": 0, "custom_option": 3, "inner_shape_id": 0, )"
+      << R"("cluster_id": 5, "cluster_m": 1, "cluster_n": 2, "workspace_bytes": 0, "waves": 0.9697, "l2": "cold", )"
+      << R"("kernels": [)" << (extra_kernel.empty() ? "" : "\"" + extra_kernel + "\", ") << "\"" << kernel
+      << R"("], "durations_us": )" << durations << "}";
+  return out.str();
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuBLAS kernel names carry tile, K step, stages, cluster and raster") {
+  const auto name = parse_cublas_kernel_name("nvjet_sm90_tst_128x144_64x6_2x1_v_bz_TNT");
+  REQUIRE(name);
+  CHECK(*name == CublasKernelName{128, 144, 64, 6, 2, 1, "v", false});
+  const auto fp8 = parse_cublas_kernel_name("nvjet_sm90_qqtst_112x128_128x7_2x1_v_bz_coopA_algo2_TNN");
+  REQUIRE(fp8);
+  CHECK(*fp8 == CublasKernelName{112, 128, 128, 7, 2, 1, "v", false});
+  const auto split = parse_cublas_kernel_name("nvjet_sm90_tst_96x128_64x7_2x1_v_bz_splitK_TNN");
+  REQUIRE(split);
+  CHECK(split->split_k);
+  const auto horizontal = parse_cublas_kernel_name("nvjet_sm90_tst_192x64_64x6_1x2_h_bz_splitK_TNT");
+  REQUIRE(horizontal);
+  CHECK(horizontal->raster == "h");
+  CHECK(horizontal->cluster_n == 2);
+  CHECK_FALSE(parse_cublas_kernel_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"));
+  CHECK_FALSE(parse_cublas_kernel_name("nvjet_sm90_tst_0x144_64x6_2x1_v_bz_TNT"));
+  CHECK_FALSE(parse_cublas_kernel_name("memset"));
+  CHECK_FALSE(parse_cublas_kernel_name(""));
+}
+
+TEST_CASE("raw GEMM records become CSV rows in the library's orientation") {
+  const std::string raw = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT") + "\n" +
+                          gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[20.0, 21.0]", 1, "memset") + "\n";
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(raw));
+  REQUIRE(csv.size() == 3);
+  CHECK(csv[0] ==
+        "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,"
+        "candidates,kernels,config_source,config_agrees,reduction_scheme,raster,workspace_bytes,spread,reps,l2,kernel");
+  // cuBLAS's 64x8 tile (M along n) is tile_m 8 along the 16 tokens, tile_n 64 along n; its 1x2
+  // cluster is 2 along m, 1 along n. Median of 10, 12, 11 = 11; spread (12 - 10) / 11.
+  CHECK(csv[1] ==
+        "H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,16,2,1,11,0,1,7,1,kernel_name,1,0,h,0,0.181818,3,cold,"
+        "nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT");
+  // A memset launched beside the GEMM counts as a kernel; the row names the GEMM.
+  CHECK_THAT(csv[2], Contains(",20.5,1,0,7,2,kernel_name,1,") && Contains(",nvjet_sm90_qqtst_64x8"));
+}
+
+TEST_CASE("raw GEMM records: the name and the algo attributes are cross-checked") {
+  // The name says 128x8; the attributes say 64x8.
+  const std::string raw = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_128x8_128x16_1x2_h_bz_algo2_TNT") + "\n";
+  CHECK_THAT(lines(measurements_csv_from_raw(raw))[1], Contains(",kernel_name,0,"));
+  // A kernel whose name carries no config: the attributes give it.
+  const std::string unnamed = kDevice + "\n" + gemm_record("sm90_xmma_gemm_something") + "\n";
+  CHECK_THAT(lines(measurements_csv_from_raw(unnamed))[1],
+             Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,"));
+}
+
+TEST_CASE("raw RMSNorm and SiLU-mul records become CSV rows") {
+  const std::string norm =
+      kDevice + "\n" +
+      R"({"op": "rmsnorm", "dtype": "bf16", "tokens": 174, "hidden": 14208, "fused_residual": 1, "threads": 1024, "l2": "cold", "kernels": ["rms"], "durations_us": [6.0, 8.0, 7.0, 6.5]})";
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(norm));
+  REQUIRE(csv.size() == 2);
+  CHECK(csv[0] == "gpu,dtype,tokens,hidden,fused_residual,threads,duration_us,spread,reps,l2,kernel");
+  CHECK(csv[1] == "H100-SXM,bf16,174,14208,1,1024,6.75,0.296296,4,cold,rms");
+  const std::string silu = kDevice + "\n" +
+                           R"({"op": "silu_mul", "dtype": "bf16", "tokens": 3, "dim": 2048, "threads": 1024, "l2": "cold", "kernels": ["silu"], "durations_us": [2.5]})";
+  const std::vector<std::string> silu_csv = lines(measurements_csv_from_raw(silu));
+  REQUIRE(silu_csv.size() == 2);
+  CHECK(silu_csv[0] == "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,l2,kernel");
+  CHECK(silu_csv[1] == "H100-SXM,bf16,3,2048,1024,2.5,0,1,cold,silu");
+}
+
+TEST_CASE("raw records of a GPU the catalog does not know keep its CUDA name") {
+  std::string device = kDevice;
+  device.replace(device.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA Future GPU");
+  const std::string raw = device + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT") + "\n";
+  CHECK(lines(measurements_csv_from_raw(raw))[1].starts_with("NVIDIA Future GPU,fp8_e4m3,16,"));
+}
+
+TEST_CASE("raw records: every malformed line is named") {
+  const std::string gemm = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT");
+  CHECK_THAT(error_of([] { measurements_csv_from_raw(""); }), Contains("empty"));
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n"); }), Contains("no measured kernel"));
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(gemm + "\n"); }), Contains("line 1: op") && Contains("\"device\""));
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n{\"op\": \n"); }), Contains("line 2: the record is not valid JSON"));
+  std::string negative = gemm;
+  negative.replace(negative.find("[10.0, 12.0, 11.0]"), 18, "[10.0, -1.0]");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + negative + "\n"); }),
+             Contains("line 2: durations_us must hold only positive numbers") && Contains("-1.0"));
+  std::string no_m = gemm;
+  no_m.replace(no_m.find("\"m\": 16, "), 9, "");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + no_m + "\n"); }), Contains("line 2: m is missing"));
+  const std::string silu = R"({"op": "silu_mul", "dtype": "bf16", "tokens": 3, "dim": 2048, "threads": 1024, "l2": "cold", "kernels": ["s"], "durations_us": [2.5]})";
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + gemm + "\n" + silu + "\n"); }),
+             Contains("line 3: op") && Contains("one op per file"));
+  std::string conv = silu;
+  conv.replace(conv.find("silu_mul"), 8, "conv2d");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + conv + "\n"); }),
+             Contains("line 2: op") && Contains("\"conv2d\""));
+}
