@@ -122,6 +122,47 @@ std::string row_op_row(const Fields& f, const std::string& prefix, const std::st
   return row.str();
 }
 
+constexpr const char* kAttentionHeader =
+    "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
+    "spread,reps,l2,kernels,kernel\n";
+
+std::string join_lengths(const json& values, const std::string& field) {
+  if (!values.is_array() || values.empty()) detail::fail_field(field, values.dump().substr(0, 60), "must be a non-empty array");
+  std::string text;
+  for (const json& v : values) {
+    if (!v.is_number_integer() || v.get<long long>() <= 0) detail::fail_field(field, v.dump(), "must hold positive integers");
+    if (!text.empty()) text += '/';
+    text += std::to_string(v.get<long long>());
+  }
+  return text;
+}
+
+// FlashAttention-2's kernels carry their traits: Flash_fwd_kernel_traits<kHeadDim, kBlockM,
+// kBlockN, kNWarps, ...>; the split-KV kernel's launch grid is (m blocks, splits, batch x heads).
+std::string attention_row(const Fields& f, const std::string& prefix, const std::string& gpu) {
+  const Timing timing = read_timing(f, prefix);
+  static const std::regex traits(R"(Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
+  const std::string& kernel = timing.kernels.front();
+  std::smatch match;
+  if (!std::regex_search(kernel, match, traits))
+    detail::fail_field(prefix + "kernels[0]", kernel.substr(0, 80), "must be a FlashAttention kernel whose name carries its traits");
+  const json& grids = f.get("grids");
+  int splits = 1;
+  for (std::size_t i = 0; i < timing.kernels.size() && grids.is_array() && i < grids.size(); ++i)
+    if (timing.kernels[i].find("splitkv_kernel") != std::string::npos && grids[i].is_array() && grids[i].size() == 3 &&
+        grids[i][1].is_number_integer())
+      splits = grids[i][1].get<int>();
+  const json& q_lens = f.get("q_lens");
+  std::ostringstream row;
+  row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << (q_lens.is_array() ? q_lens.size() : 0) << ','
+      << join_lengths(q_lens, prefix + "q_lens") << ',' << join_lengths(f.get("kv_lens"), prefix + "kv_lens") << ','
+      << f.integer("heads") << ',' << f.integer("kv_heads") << ',' << f.integer("head_dim") << ',' << f.integer("causal") << ','
+      << f.text("implementation") << ',' << match[2] << ',' << match[3] << ',' << match[4] << ',' << splits << ','
+      << number(timing.median_us) << ',' << number(timing.spread) << ',' << timing.reps << ',' << f.text("l2") << ','
+      << timing.kernels.size() << ',' << csv_cell(kernel) << '\n';
+  return row.str();
+}
+
 }  // namespace
 
 std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name) {
@@ -168,14 +209,16 @@ std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
       continue;
     }
     if (op == "?") {
-      if (kind != "gemm" && kind != "rmsnorm" && kind != "silu_mul")
-        detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be gemm, rmsnorm or silu_mul");
+      if (kind != "gemm" && kind != "rmsnorm" && kind != "silu_mul" && kind != "attention")
+        detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be gemm, rmsnorm, silu_mul or attention");
       op = kind;
-      csv = kind == "gemm" ? kGemmHeader : kind == "rmsnorm" ? kRmsNormHeader : kSiluMulHeader;
+      csv = kind == "gemm" ? kGemmHeader : kind == "rmsnorm" ? kRmsNormHeader : kind == "attention" ? kAttentionHeader : kSiluMulHeader;
     } else if (kind != op) {
       detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be the file's op (\"" + op + "\"): one op per file");
     }
-    csv += op == "gemm" ? gemm_row(f, prefix, gpu) : row_op_row(f, prefix, gpu, op == "rmsnorm");
+    csv += op == "gemm"        ? gemm_row(f, prefix, gpu)
+           : op == "attention" ? attention_row(f, prefix, gpu)
+                               : row_op_row(f, prefix, gpu, op == "rmsnorm");
   }
   if (op.empty()) throw Error("the raw measurements are empty: no device line");
   if (op == "?") throw Error("the raw measurements hold no measured kernel");

@@ -135,7 +135,9 @@ add_test(NAME cli.shapes_seeded
          COMMAND ${CMAKE_COMMAND} -DCLI=${cli} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/shapes_seeded
                  -DCOMMITTED=${PROJECT_SOURCE_DIR}/data/shapes -P "${CMAKE_CURRENT_SOURCE_DIR}/check_shapes.cmake")
 set_tests_properties(cli.shapes_seeded PROPERTIES LABELS cli)
-pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm or silu_mul, got \"conv\"" shapes --op conv)
+pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm, silu_mul or attention, got \"conv\"" shapes --op conv)
+pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\nbf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,128,1\n"
+                   shapes --op attention --count 4)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)
 pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got -3" shapes --op gemm --count -3)
 
@@ -145,7 +147,9 @@ pipeweave_cli_test(collect_from_raw "^wrote 2 rows to [^\n]*collected_gemm\\.csv
 pipeweave_cli_failure(collect_needs_out "collect needs --out" collect --from-raw "${raw_gemm}")
 pipeweave_cli_failure(collect_missing_raw "cannot open raw measurements file .*no_such\\.jsonl"
                       collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/no_such.jsonl" --out "${collected_csv}")
-pipeweave_cli_failure(collect_bad_op "--op must be gemm, rmsnorm or silu_mul, got \"attention\""
+pipeweave_cli_failure(collect_bad_op "--op must be gemm, rmsnorm or silu_mul, got \"conv2d\""
+                      collect --op conv2d --shapes "${raw_gemm}" --out "${collected_csv}")
+pipeweave_cli_failure(collect_attention_points_to_script "collect_attention\\.py"
                       collect --op attention --shapes "${raw_gemm}" --out "${collected_csv}")
 pipeweave_cli_failure(collect_missing_shapes "cannot open shape list .*no_such_shapes\\.csv"
                       collect --op gemm --shapes "${CMAKE_CURRENT_BINARY_DIR}/no_such_shapes.csv" --out "${collected_csv}")

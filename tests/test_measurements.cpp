@@ -132,3 +132,27 @@ TEST_CASE("raw records: every malformed line is named") {
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + conv + "\n"); }),
              Contains("line 2: op") && Contains("\"conv2d\""));
 }
+
+TEST_CASE("raw attention records: FlashAttention-2's traits and split count from its kernels") {
+  const std::string split =
+      kDevice + "\n" +
+      R"x({"op": "attention", "dtype": "bf16", "q_lens": [1, 1], "kv_lens": [4000, 9000], "heads": 32, "kv_heads": 8, )x"
+      R"x("head_dim": 128, "causal": 1, "implementation": "flash2", "l2": "cold", "kernels": [)x"
+      R"x("void pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false>(pytorch_flash::Flash_fwd_params)", )x"
+      R"x("void pytorch_flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, 4>(pytorch_flash::Flash_fwd_params)"], )x"
+      R"x("grids": [[1, 5, 16], [16, 1, 1]], "durations_us": [30.0, 31.0, 29.0]})x";
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(split));
+  REQUIRE(csv.size() == 2);
+  CHECK(csv[0] ==
+        "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
+        "spread,reps,l2,kernels,kernel");
+  // kBlockM 64, kBlockN 128, 4 warps; 5 splits from the grid's y; median 30, spread 2/30.
+  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,30,0.0666667,3,cold,2,"));
+  std::string plain = split;
+  plain.replace(plain.find("[[1, 5, 16], [16, 1, 1]]"), 24, "[[20, 2, 8]]");
+  plain.replace(plain.find("flash_fwd_splitkv_kernel"), 24, "flash_fwd_kernel");
+  CHECK_THAT(lines(measurements_csv_from_raw(plain))[1], Contains(",flash2,64,128,4,1,"));
+  std::string unknown = split;
+  unknown.replace(unknown.find("Flash_fwd_kernel_traits<128, 64"), 31, "some_other_kernel<1");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(unknown); }), Contains("line 2: kernels[0]") && Contains("traits"));
+}

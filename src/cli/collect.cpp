@@ -40,6 +40,9 @@ int collect_command(int argc, char** argv, int first) {
       throw Error("--from-raw converts saved records: it takes only --out");
     raw = read_text(from_raw, "raw measurements");
   } else {
+    if (op == "attention")
+      throw Error("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
+                  "convert its output with pipeweave collect --from-raw FILE --out FILE.csv");
     if (op != "gemm" && op != "rmsnorm" && op != "silu_mul")
       detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm or silu_mul");
     if (shapes.empty()) throw Error("collect needs --shapes FILE (make one with pipeweave shapes)");

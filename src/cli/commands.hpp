@@ -6,7 +6,7 @@ namespace pipeweave::cli {
 // pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--from-log FILE]... [--out spec.json] [--json] [--report DIR]
 int calibrate_command(int argc, char** argv, int first);
 
-// pipeweave shapes --op gemm|rmsnorm|silu_mul [--count N] [--seed S] [--dtypes LIST]
+// pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes LIST]
 int shapes_command(int argc, char** argv, int first);
 
 // pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]

@@ -20,7 +20,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
-  pipeweave shapes --op gemm|rmsnorm|silu_mul [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
+  pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]

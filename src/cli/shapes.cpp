@@ -116,6 +116,54 @@ std::vector<std::string> row_shapes(Random& random, int count, bool norm, const 
   return rows;
 }
 
+// Attention batches: causal prefill (ragged, some with a cached prefix, as chunked prefill
+// makes them) and decode (one new token per sequence over ragged contexts), with the head
+// counts of the models above split over 1/2/4/8 GPUs.
+std::vector<std::string> attention_shapes(Random& random, int count, const std::vector<std::string>& dtypes) {
+  constexpr double kMaxKvBytes = 8.0 * 1024 * 1024 * 1024;  // K and V of the whole batch
+  std::set<std::string> seen;
+  std::vector<std::string> rows;
+  auto join = [](const std::vector<std::int64_t>& values) {
+    std::string text;
+    for (std::int64_t v : values) {
+      if (!text.empty()) text += '/';
+      text += std::to_string(v);
+    }
+    return text;
+  };
+  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+    const ModelShape& model = kModels[random.below(std::size(kModels))];
+    const int tp = kTensorParallel[random.below(std::size(kTensorParallel))];
+    const std::int64_t heads = std::max(1, model.heads / tp), kv_heads = std::max(1, model.kv_heads / tp);
+    if (heads % kv_heads) continue;
+    std::vector<std::int64_t> q_lens, kv_lens;
+    const bool decode = random.unit() < 0.5;
+    if (decode) {
+      const std::int64_t batch = random.log_uniform(1, 256);
+      const std::int64_t typical = random.log_uniform(64, 32768);
+      for (std::int64_t b = 0; b < batch; ++b) {
+        q_lens.push_back(1);
+        kv_lens.push_back(std::max<std::int64_t>(1, random.unit() < 0.5 ? typical : random.log_uniform(16, 32768)));
+      }
+    } else {
+      const std::int64_t batch = random.log_uniform(1, 16);
+      std::int64_t total = 0;
+      for (std::int64_t b = 0; b < batch && total < 32768; ++b) {
+        const std::int64_t q = std::min<std::int64_t>(random.log_uniform(16, 16384), 32768 - total);
+        const std::int64_t prefix = random.unit() < 0.3 ? random.log_uniform(16, 16384) : 0;
+        q_lens.push_back(q), kv_lens.push_back(q + prefix), total += q;
+      }
+    }
+    double kv_tokens = 0;
+    for (std::int64_t kv : kv_lens) kv_tokens += static_cast<double>(kv);
+    if (kv_tokens * kv_heads * model.head_dim * 2 * 2 > kMaxKvBytes) continue;
+    const std::string row = fmt::format("{},{},{},{},{},{},1", dtype, join(q_lens), join(kv_lens), heads, kv_heads, model.head_dim);
+    if (seen.insert(row).second) rows.push_back(row);
+  }
+  return rows;
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
   std::size_t start = 0;
@@ -161,17 +209,23 @@ int shapes_command(int argc, char** argv, int first) {
     else if (argument == "--dtypes") dtype_text = value();
     else throw Error("unknown argument " + argument + " for shapes");
   }
-  const bool gemm = op == "gemm", norm = op == "rmsnorm";
-  if (!gemm && !norm && op != "silu_mul") detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm or silu_mul");
+  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention";
+  if (!gemm && !norm && !attention && op != "silu_mul")
+    detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm, silu_mul or attention");
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
   if (count == 0) count = gemm ? 2600 : 3200;
 
-  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull + (gemm ? 1 : norm ? 2 : 3));
-  const std::vector<std::string> rows = gemm ? gemm_shapes(random, count, dtypes) : row_shapes(random, count, norm, dtypes);
-  fmt::print("{}\n", gemm ? "dtype,m,n,k" : norm ? "dtype,tokens,hidden,fused_residual" : "dtype,tokens,dim");
+  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull + (gemm ? 1 : norm ? 2 : attention ? 4 : 3));
+  const std::vector<std::string> rows = gemm        ? gemm_shapes(random, count, dtypes)
+                                        : attention ? attention_shapes(random, count, dtypes)
+                                                    : row_shapes(random, count, norm, dtypes);
+  fmt::print("{}\n", gemm        ? "dtype,m,n,k"
+                    : norm      ? "dtype,tokens,hidden,fused_residual"
+                    : attention ? "dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal"
+                                : "dtype,tokens,dim");
   for (const std::string& row : rows) fmt::print("{}\n", row);
   return 0;
 }
