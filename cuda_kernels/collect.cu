@@ -28,6 +28,8 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include "tool_support.cuh"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -42,12 +44,14 @@
 
 namespace {
 
+constexpr const char* kToolName = "pipeweave-collect";
+[[noreturn]] void fail(const std::string& message) { pipeweave_tool::fail(kToolName, message); }
+using pipeweave_tool::driver_version;
+using pipeweave_tool::json_string;
+using pipeweave_tool::mix;
+
 #include "cublaslt_enums.inc"
 
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "pipeweave-collect: error: %s\n", message.c_str());
-  std::exit(2);
-}
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
 }
@@ -161,16 +165,6 @@ Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_by
 
 // ---- Output -----------------------------------------------------------------------------------
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-    else out += c;
-  }
-  return out + "\"";
-}
-
 std::string timing_json(const Timing& timing) {
   std::ostringstream out;
   out << "\"kernels\": [";
@@ -186,11 +180,6 @@ std::string timing_json(const Timing& timing) {
 }
 
 // ---- Data ---------------------------------------------------------------------------------------
-
-__device__ __forceinline__ uint32_t mix(uint32_t x) {
-  x ^= x >> 16, x *= 0x7feb352du, x ^= x >> 15, x *= 0x846ca68bu, x ^= x >> 16;
-  return x;
-}
 
 // Random finite values of magnitude below 2 in every dtype used here: bf16/fp16 pairs built
 // from floats in [-1, 1), e4m3 bytes with the exponent's top bit clear.
@@ -564,16 +553,6 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
     progress(row + 1, rows.size(), options.op + " " + std::to_string(tokens) + "x" + std::to_string(width));
   }
   cudaFree(a), cudaFree(b), cudaFree(c);
-}
-
-std::string driver_version() {
-  std::ifstream in("/proc/driver/nvidia/version");
-  std::string line;
-  if (!std::getline(in, line)) return "unknown";
-  std::istringstream words(line);
-  for (std::string word; words >> word;)
-    if (word.find('.') != std::string::npos && std::isdigit(static_cast<unsigned char>(word[0]))) return word;
-  return "unknown";
 }
 
 constexpr const char* kUsage =

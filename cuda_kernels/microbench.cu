@@ -44,14 +44,16 @@
 #include <string>
 #include <vector>
 
+#include "tool_support.cuh"
 #include "wgmma_operands.cuh"
 
 namespace {
 
-[[noreturn]] void fail(const std::string& message) {
-  std::fprintf(stderr, "pipeweave-microbench: error: %s\n", message.c_str());
-  std::exit(2);
-}
+constexpr const char* kToolName = "pipeweave-microbench";
+[[noreturn]] void fail(const std::string& message) { pipeweave_tool::fail(kToolName, message); }
+using pipeweave_tool::driver_version;
+using pipeweave_tool::json_string;
+using pipeweave_tool::mix;
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
@@ -88,10 +90,6 @@ struct ClockProbe {
   }
 };
 
-__device__ __forceinline__ uint32_t mix(uint32_t x) {
-  x ^= x >> 16, x *= 0x7feb352du, x ^= x >> 15, x *= 0x846ca68bu, x ^= x >> 16;
-  return x;
-}
 __device__ __forceinline__ float random_unit(uint32_t seed) {  // in [-1, 1)
   return static_cast<float>(mix(seed) >> 8) * (2.0f / 16777216.0f) - 1.0f;
 }
@@ -410,16 +408,6 @@ struct Device {
   int cc() const { return prop.major * 10 + prop.minor; }
 };
 
-std::string driver_version() {  // the kernel module's version, as nvidia-smi shows it
-  std::ifstream in("/proc/driver/nvidia/version");
-  std::string line;
-  if (!std::getline(in, line)) return "unknown";
-  std::istringstream words(line);
-  for (std::string word; words >> word;)
-    if (word.find('.') != std::string::npos && std::isdigit(static_cast<unsigned char>(word[0]))) return word;
-  return "unknown";
-}
-
 struct Run {
   double seconds;
   double clock_mhz;  // 0 where the kernel does not read the clock
@@ -497,16 +485,6 @@ void measure(Benchmark& bench, const Settings& settings, CtaClock* clocks_device
     }
     bench.runs.push_back(run);
   }
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-    else out += c;
-  }
-  return out + "\"";
 }
 
 std::string human_rate(double per_second, const std::string& unit) {
