@@ -170,3 +170,15 @@ if(TARGET pipeweave_collect)
                    --shapes ${CMAKE_CURRENT_BINARY_DIR}/cli_shapes.csv --out ${collected_csv})
   set_tests_properties(cli.collect_without_gpu PROPERTIES LABELS cli)
 endif()
+
+# ---- Evaluating ---------------------------------------------------------------------------
+set(eval_csv "${cli_data}/eval_silu_mul.csv")
+pipeweave_cli_test(eval_table "^gpu +rows +MAPE% .*\nH100-SXM +3 [^\n]* catalog\nH200-SXM +2 [^\n]*H200-SXM\\.calibrated\\.json\noverall +5 "
+                   eval --data "${eval_csv}" --spec "H200-SXM=${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibrated.json")
+pipeweave_cli_test(eval_json "\"overall\": \\{.*\"mape_pct\": [0-9.]+.*\"roofline_baseline\""
+                   eval --data "${eval_csv}" --json)
+pipeweave_cli_test(eval_report "wrote [^\n]*eval\\.csv and [^\n]*eval\\.svg"
+                   eval --data "${eval_csv}" --report "${CMAKE_CURRENT_BINARY_DIR}/eval_report")
+pipeweave_cli_failure(eval_needs_data "eval needs --data" eval --json)
+pipeweave_cli_failure(eval_bad_spec "--spec must be GPU=FILE" eval --data "${eval_csv}" --spec H100-SXM)
+pipeweave_cli_failure(eval_missing_data "cannot open measurements file .*nothing\\.csv" eval --data "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")

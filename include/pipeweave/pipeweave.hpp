@@ -6,6 +6,7 @@
 //   p.latency_us, p.lower_bound_us, p.bottleneck, p.source
 
 #include "pipeweave/calibration.hpp"
+#include "pipeweave/dataset.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"

@@ -23,8 +23,10 @@ constexpr const char* kUsage = R"(usage:
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
+  pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
+  pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -47,6 +49,11 @@ calibration.csv and calibration.svg.
 shapes prints a shape list (real models' layers at TP 1/2/4/8 and 1 to 32k tokens, plus random
 shapes; --seed fixes it); collect measures each shape on the GPU with pipeweave-collect (every
 cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md.
+
+eval predicts every measured row (with the GPU's spec from --spec, else DIR/<gpu>.calibrated.json
+from --specs, else the catalog) and prints MAPE, median and 90th-percentile error, the share
+within 10% and 20%, and Spearman's rank correlation, per GPU and overall, beside the roofline
+bound alone; --report writes eval.csv and a log-log scatter eval.svg.
 )";
 
 struct Arguments {
@@ -171,7 +178,9 @@ int main(int argc, char** argv) {
     if (command == "calibrate") return pw::cli::calibrate_command(argc, argv, 2);
     if (command == "shapes") return pw::cli::shapes_command(argc, argv, 2);
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
+    if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
+    if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,55 @@ inline std::string bar_chart(const std::string& title, const std::vector<Bar>& b
   out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#c03030\">{:g}</text>\n", x(reference),
                      bottom + 20, reference);
   out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", kLabelWidth, kTop - 4, bottom + 4);
+  return out + "</svg>\n";
+}
+
+}  // namespace pipeweave::cli::svg
+
+namespace pipeweave::cli::svg {
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y), both > 0
+};
+
+// Log-log scatter of y against x with the y = x diagonal, one colour per series.
+inline std::string scatter_log_log(const std::string& title, const std::string& x_label, const std::string& y_label,
+                                   const std::vector<Series>& series) {
+  constexpr int kSize = 520, kLeft = 70, kTop = 40, kLegend = 180;
+  constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+  double low = 1e300, high = 0;
+  for (const Series& s : series)
+    for (const auto& [x, y] : s.points) low = std::min({low, x, y}), high = std::max({high, x, y});
+  if (!(high > 0)) low = 1, high = 10;
+  const double log_low = std::floor(std::log10(low)), log_high = std::max(log_low + 1, std::ceil(std::log10(high)));
+  auto at = [&](double value) { return (std::log10(value) - log_low) / (log_high - log_low) * kSize; };
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">{}</text>\n",
+      kLeft + kSize + kLegend, kTop + kSize + 50, escape(title));
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", kLeft, kTop, kSize, kSize);
+  for (double decade = log_low; decade <= log_high; ++decade) {
+    const double p = (decade - log_low) / (log_high - log_low) * kSize;
+    out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", kLeft + p, kTop, kTop + kSize);
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", kLeft, kTop + kSize - p, kLeft + kSize);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">1e{:g}</text>\n", kLeft + p, kTop + kSize + 16, decade);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">1e{:g}</text>\n", kLeft - 4, kTop + kSize - p + 4, decade);
+  }
+  out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n", kLeft, kTop + kSize,
+                     kLeft + kSize, kTop);
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const char* colour = kColours[s % std::size(kColours)];
+    for (const auto& [x, y] : series[s].points)
+      out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"1.6\" fill=\"{}\" fill-opacity=\"0.5\"/>\n", kLeft + at(x),
+                         kTop + kSize - at(y), colour);
+    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{} ({} rows)</text>\n",
+                       kLeft + kSize + 20, kTop + 20 + 20 * s, colour, kLeft + kSize + 30, kTop + 24 + 20 * s,
+                       escape(series[s].name), series[s].points.size());
+  }
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", kLeft + kSize / 2, kTop + kSize + 36, escape(x_label));
+  out += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
+                     kTop + kSize / 2, kTop + kSize / 2, escape(y_label));
   return out + "</svg>\n";
 }
 

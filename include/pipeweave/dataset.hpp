@@ -1,0 +1,46 @@
+#pragma once
+// Measured kernels as the library sees them: rows of the measurement CSVs (format in
+// data/README.md) read back into Kernels with the configuration that ran, and the accuracy
+// figures an evaluation reports. Training and `pipeweave eval` both start here.
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/kernel.hpp"
+
+namespace pipeweave {
+
+struct MeasuredKernel {
+  std::string gpu;        // catalog name, or the CUDA name of a GPU the catalog lacks
+  Kernel kernel;          // with the configuration that ran
+  double duration_us = 0;
+  std::string shape;      // the kernel without its configuration: rows that share it are one shape
+  bool is_default = true; // GEMM: the candidate a plain cuBLAS call runs; other ops: always
+};
+
+// Reads one measurement CSV of any op family, finding columns by name (extra columns are
+// ignored). Throws pipeweave::Error naming the file, line and column of anything malformed.
+std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path);
+std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std::string_view source = "measurements");
+
+// One CSV line split into cells; quoted cells may hold commas and doubled quotes.
+std::vector<std::string> split_csv_line(std::string_view line);
+
+// Accuracy of predictions against measurements (both in the same unit, positive).
+struct Accuracy {
+  std::size_t rows = 0;
+  double mape_pct = 0;        // mean absolute percentage error
+  double median_ape_pct = 0;  // median absolute percentage error
+  double p90_ape_pct = 0;     // 90th percentile
+  double within_10_pct = 0;   // share of rows within 10%, in percent
+  double within_20_pct = 0;
+  double spearman = 0;        // rank correlation of predicted and measured (ties share ranks)
+};
+// Throws pipeweave::Error when the spans differ in length, are empty, or hold a value that is not positive.
+Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured);
+
+}  // namespace pipeweave

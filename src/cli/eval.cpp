@@ -1,0 +1,166 @@
+// `pipeweave eval`: the predictor's accuracy on measured kernels, per GPU and overall, beside
+// the analytical roofline bound alone as the baseline.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "pipeweave/pipeweave.hpp"
+#include "svg.hpp"
+#include "tools.hpp"
+
+namespace pipeweave::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct EvalArguments {
+  std::vector<std::string> data;
+  std::map<std::string, std::string> specs;  // gpu name -> spec file
+  std::string specs_dir;
+  std::string report_dir;
+  bool json = false;
+  bool default_only = false;
+};
+
+EvalArguments parse(int argc, char** argv, int first) {
+  EvalArguments arguments;
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw Error(argument + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (argument == "--data") arguments.data.push_back(value());
+    else if (argument == "--spec") {
+      const std::string text = value();
+      const auto equals = text.find('=');
+      if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+        detail::fail_field("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
+      arguments.specs[text.substr(0, equals)] = text.substr(equals + 1);
+    } else if (argument == "--specs") arguments.specs_dir = value();
+    else if (argument == "--report") arguments.report_dir = value();
+    else if (argument == "--json") arguments.json = true;
+    else if (argument == "--default-configs") arguments.default_only = true;
+    else throw Error("unknown argument " + argument + " for eval");
+  }
+  if (arguments.data.empty()) throw Error("eval needs --data FILE.csv (a measurement CSV; see data/README.md)");
+  return arguments;
+}
+
+// The spec a row's GPU is predicted with: --spec, else <specs dir>/<gpu>.calibrated.json, else the catalog.
+GpuSpec spec_for(const std::string& gpu, const EvalArguments& arguments, std::string& source) {
+  if (const auto named = arguments.specs.find(gpu); named != arguments.specs.end()) {
+    source = named->second;
+    return load_gpu_spec(named->second);
+  }
+  if (!arguments.specs_dir.empty()) {
+    const fs::path calibrated = fs::path(arguments.specs_dir) / (gpu + ".calibrated.json");
+    if (fs::exists(calibrated)) {
+      source = calibrated.string();
+      return load_gpu_spec(calibrated);
+    }
+  }
+  source = "catalog";
+  return find_gpu(gpu);
+}
+
+json accuracy_json(const Accuracy& a) {
+  return {{"rows", a.rows},          {"mape_pct", a.mape_pct},           {"median_ape_pct", a.median_ape_pct},
+          {"p90_ape_pct", a.p90_ape_pct}, {"within_10_pct", a.within_10_pct}, {"within_20_pct", a.within_20_pct},
+          {"spearman", a.spearman}};
+}
+
+struct Group {
+  std::string spec_source;
+  std::vector<double> measured, predicted, bound;
+};
+
+}  // namespace
+
+int eval_command(int argc, char** argv, int first) {
+  const EvalArguments arguments = parse(argc, argv, first);
+  std::vector<MeasuredKernel> rows;
+  for (const std::string& path : arguments.data)
+    for (MeasuredKernel& row : read_measurements(path))
+      if (!arguments.default_only || row.is_default) rows.push_back(std::move(row));
+  if (rows.empty()) throw Error("eval found no rows to evaluate");
+
+  // Predict per GPU, in batches.
+  const Predictor predictor;
+  const Predictor baseline = Predictor::analytical();
+  std::map<std::string, std::vector<std::size_t>> by_gpu;
+  for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);
+  std::vector<double> predicted(rows.size()), bound(rows.size());
+  std::map<std::string, Group> groups;
+  std::string sources;
+  for (const auto& [gpu, indices] : by_gpu) {
+    Group& group = groups[gpu];
+    const GpuSpec spec = spec_for(gpu, arguments, group.spec_source);
+    std::vector<Kernel> kernels;
+    for (std::size_t i : indices) kernels.push_back(rows[i].kernel);
+    const std::vector<Prediction> model = predictor.predict(kernels, spec);
+    const std::vector<Prediction> roofline = baseline.predict(kernels, spec);
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      predicted[indices[j]] = model[j].latency_us, bound[indices[j]] = roofline[j].latency_us;
+      group.measured.push_back(rows[indices[j]].duration_us);
+      group.predicted.push_back(model[j].latency_us);
+      group.bound.push_back(roofline[j].latency_us);
+    }
+  }
+  std::vector<double> measured;
+  for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
+  const Accuracy overall = accuracy(predicted, measured), overall_bound = accuracy(bound, measured);
+
+  if (arguments.json) {
+    json gpus = json::object();
+    for (const auto& [gpu, group] : groups)
+      gpus[gpu] = {{"spec", group.spec_source},
+                   {"prediction", accuracy_json(accuracy(group.predicted, group.measured))},
+                   {"roofline_baseline", accuracy_json(accuracy(group.bound, group.measured))}};
+    json overall_json = accuracy_json(overall);
+    overall_json["roofline_baseline"] = accuracy_json(overall_bound);
+    fmt::print("{}\n", json{{"overall", overall_json}, {"gpus", gpus}}.dump(2));
+  } else {
+    fmt::print("{:<16} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}   {:>13} {:>13}  spec\n", "gpu", "rows", "MAPE%", "median%",
+               "p90%", "<=10%", "<=20%", "spearman", "roofline MAPE", "roofline rho");
+    auto line = [](const std::string& name, const Accuracy& a, const Accuracy& b, const std::string& spec) {
+      fmt::print("{:<16} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.1f} {:>7.1f} {:>8.4f}   {:>13.2f} {:>13.4f}  {}\n", name, a.rows,
+                 a.mape_pct, a.median_ape_pct, a.p90_ape_pct, a.within_10_pct, a.within_20_pct, a.spearman, b.mape_pct,
+                 b.spearman, spec);
+    };
+    for (const auto& [gpu, group] : groups)
+      line(gpu, accuracy(group.predicted, group.measured), accuracy(group.bound, group.measured), group.spec_source);
+    line("overall", overall, overall_bound, "");
+    bool any_model = false;
+    for (const MeasuredKernel& row : rows) any_model = any_model || predictor.model(row.kernel.family()) != nullptr;
+    if (!any_model) fmt::print("(no trained model is bundled for these op families: the prediction is the roofline bound itself)\n");
+  }
+
+  if (!arguments.report_dir.empty()) {
+    const fs::path dir(arguments.report_dir);
+    std::string csv = "gpu,family,kernel,measured_us,predicted_us,roofline_us,ape_pct\n";
+    std::map<std::string, svg::Series> series;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      csv += fmt::format("{},{},\"{}\",{:.6g},{:.6g},{:.6g},{:.4g}\n", rows[i].gpu, to_string(rows[i].kernel.family()),
+                         to_string(rows[i].kernel), measured[i], predicted[i], bound[i],
+                         100 * std::abs(predicted[i] - measured[i]) / measured[i]);
+      series[rows[i].gpu].name = rows[i].gpu;
+      series[rows[i].gpu].points.emplace_back(measured[i], predicted[i]);
+    }
+    std::vector<svg::Series> all;
+    for (auto& [gpu, s] : series) all.push_back(std::move(s));
+    write_text(dir / "eval.csv", csv);
+    write_text(dir / "eval.svg", svg::scatter_log_log(fmt::format("predicted against measured latency, MAPE {:.2f}%", overall.mape_pct),
+                                                      "measured (us)", "predicted (us)", all));
+    if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "eval.csv").string(), (dir / "eval.svg").string());
+  }
+  return 0;
+}
+
+}  // namespace pipeweave::cli

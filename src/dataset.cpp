@@ -1,0 +1,243 @@
+// Measurement CSVs -> MeasuredKernels, and accuracy figures. See pipeweave/dataset.hpp.
+#include "pipeweave/dataset.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "pipeweave/error.hpp"
+
+namespace pipeweave {
+namespace {
+
+// One data row, with typed access by column name and errors that say where.
+class Row {
+ public:
+  Row(const std::map<std::string, std::size_t>& columns, std::vector<std::string> cells, std::string where)
+      : columns_(columns), cells_(std::move(cells)), where_(std::move(where)) {}
+  bool has(const std::string& column) const { return columns_.count(column) > 0; }
+  const std::string& text(const std::string& column) const {
+    const auto found = columns_.find(column);
+    if (found == columns_.end()) throw Error(where_ + ": the header has no column \"" + column + "\"");
+    return cells_[found->second];
+  }
+  std::int64_t integer(const std::string& column) const {
+    const std::string& cell = text(column);
+    std::int64_t value = 0;
+    const auto [end, status] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+    if (status != std::errc() || end != cell.data() + cell.size())
+      detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be an integer");
+    return value;
+  }
+  double number(const std::string& column) const {
+    const std::string& cell = text(column);
+    double value = 0;
+    std::istringstream in(cell);
+    in >> value;
+    if (!in || !in.eof() || !std::isfinite(value)) detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be a number");
+    return value;
+  }
+  DType dtype() const {
+    const std::string& cell = text("dtype");
+    const auto parsed = parse_dtype(cell);
+    if (!parsed) detail::fail_field(where_ + ": dtype", "\"" + cell + "\"", "must be a dtype (bf16, fp16, fp8_e4m3, ...)");
+    return *parsed;
+  }
+  std::vector<std::int64_t> lengths(const std::string& column) const {
+    std::vector<std::int64_t> values;
+    const std::string& cell = text(column);
+    std::size_t start = 0;
+    while (start <= cell.size()) {
+      const std::size_t slash = std::min(cell.find('/', start), cell.size());
+      std::int64_t value = 0;
+      const auto [end, status] = std::from_chars(cell.data() + start, cell.data() + slash, value);
+      if (status != std::errc() || end != cell.data() + slash)
+        detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be integers joined by '/'");
+      values.push_back(value);
+      start = slash + 1;
+    }
+    return values;
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  const std::map<std::string, std::size_t>& columns_;
+  std::vector<std::string> cells_;
+  std::string where_;
+};
+
+MeasuredKernel gemm_row(const Row& row) {
+  Gemm gemm{.m = row.integer("m"), .n = row.integer("n"), .k = row.integer("k"), .dtype = row.dtype()};
+  gemm.config = GemmConfig{.tile_m = static_cast<int>(row.integer("tile_m")),
+                           .tile_n = static_cast<int>(row.integer("tile_n")),
+                           .tile_k = static_cast<int>(row.integer("tile_k")),
+                           .split_k = static_cast<int>(row.integer("split_k")),
+                           .stages = static_cast<int>(row.integer("stages")),
+                           .cluster_m = static_cast<int>(row.integer("cluster_m")),
+                           .cluster_n = static_cast<int>(row.integer("cluster_n"))};
+  const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
+  return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
+                        !row.has("is_default") || row.text("is_default") == "1"};
+}
+
+MeasuredKernel rmsnorm_row(const Row& row) {
+  const RmsNorm norm{.tokens = row.integer("tokens"), .hidden = row.integer("hidden"), .dtype = row.dtype(),
+                     .fused_residual = row.integer("fused_residual") != 0};
+  const std::string shape = "rmsnorm:" + row.text("dtype") + "," + row.text("tokens") + "," + row.text("hidden") + "," +
+                            row.text("fused_residual");
+  return MeasuredKernel{row.text("gpu"), Kernel(norm), row.number("duration_us"), shape, true};
+}
+
+MeasuredKernel silu_row(const Row& row) {
+  const SiluMul silu{.tokens = row.integer("tokens"), .dim = row.integer("dim"), .dtype = row.dtype()};
+  const std::string shape = "silu_mul:" + row.text("dtype") + "," + row.text("tokens") + "," + row.text("dim");
+  return MeasuredKernel{row.text("gpu"), Kernel(silu), row.number("duration_us"), shape, true};
+}
+
+MeasuredKernel attention_row(const Row& row) {
+  Attention attention;
+  attention.q_lens = row.lengths("q_lens");
+  attention.kv_lens = row.lengths("kv_lens");
+  attention.heads = row.integer("heads");
+  attention.kv_heads = row.integer("kv_heads");
+  attention.head_dim = row.integer("head_dim");
+  attention.causal = row.integer("causal") != 0;
+  attention.dtype = row.dtype();
+  const std::string& impl = row.text("impl");
+  if (impl != "flash2" && impl != "flash3") detail::fail_field(row.where() + ": impl", "\"" + impl + "\"", "must be flash2 or flash3");
+  attention.config = AttentionConfig{.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3,
+                                     .tile_q = static_cast<int>(row.integer("tile_q")),
+                                     .tile_kv = static_cast<int>(row.integer("tile_kv")),
+                                     .num_splits = static_cast<int>(row.integer("num_splits"))};
+  const std::string shape = "attention:" + row.text("dtype") + "," + row.text("q_lens") + "," + row.text("kv_lens") + "," +
+                            row.text("heads") + "," + row.text("kv_heads") + "," + row.text("head_dim") + "," + row.text("causal");
+  return MeasuredKernel{row.text("gpu"), Kernel(attention), row.number("duration_us"), shape, true};
+}
+
+std::vector<double> ranks(std::span<const double> values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  std::vector<double> rank(values.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]]) ++j;
+    const double shared = 0.5 * static_cast<double>(i + j) + 1;  // ties share the mean of their ranks
+    for (std::size_t k = i; k <= j; ++k) rank[order[k]] = shared;
+    i = j + 1;
+  }
+  return rank;
+}
+
+}  // namespace
+
+std::vector<std::string> split_csv_line(std::string_view line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cells.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cells.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cells.emplace_back();
+    } else if (c != '\r') {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std::string_view source) {
+  std::vector<MeasuredKernel> rows;
+  std::map<std::string, std::size_t> columns;
+  std::size_t line_number = 0, start = 0, header_cells = 0;
+  MeasuredKernel (*parse)(const Row&) = nullptr;
+  while (start < csv_text.size()) {
+    std::size_t end = csv_text.find('\n', start);
+    if (end == std::string_view::npos) end = csv_text.size();
+    const std::string_view line = csv_text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    const std::string where = std::string(source) + ":" + std::to_string(line_number);
+    if (line.find_first_not_of(" \r") == std::string_view::npos) continue;
+    std::vector<std::string> cells = split_csv_line(line);
+    if (!parse) {
+      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
+      header_cells = cells.size();
+      auto has = [&](const char* name) { return columns.count(name) > 0; };
+      if (!has("gpu") || !has("duration_us"))
+        throw Error(where + ": the header must name the columns gpu and duration_us (see data/README.md)");
+      if (has("m") && has("n") && has("k")) parse = gemm_row;
+      else if (has("q_lens")) parse = attention_row;
+      else if (has("hidden")) parse = rmsnorm_row;
+      else if (has("dim")) parse = silu_row;
+      else throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens)");
+      continue;
+    }
+    if (cells.size() != header_cells)
+      detail::fail_field(where + ": the row's cell count", cells.size(), "must equal the header's " + std::to_string(header_cells));
+    const Row row(columns, std::move(cells), where);
+    try {
+      MeasuredKernel measured = parse(row);
+      detail::require_positive(where + ": duration_us", measured.duration_us);
+      rows.push_back(std::move(measured));
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      throw Error(message.starts_with(where) ? message : where + ": " + message);
+    }
+  }
+  if (!parse) throw Error(std::string(source) + ": no header row");
+  return rows;
+}
+
+std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path) {
+  std::ifstream in(csv_path, std::ios::binary);
+  if (!in) throw Error("cannot open measurements file " + csv_path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return measurements_from_csv(text.str(), csv_path.string());
+}
+
+Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured) {
+  if (predicted.size() != measured.size())
+    detail::fail_field("predictions", predicted.size(), "must be as many as the measurements (" + std::to_string(measured.size()) + ")");
+  if (measured.empty()) throw Error("accuracy needs at least one measurement");
+  std::vector<double> errors;
+  errors.reserve(measured.size());
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    detail::require_positive("measured[" + std::to_string(i) + "]", measured[i]);
+    detail::require_positive("predicted[" + std::to_string(i) + "]", predicted[i]);
+    errors.push_back(100 * std::abs(predicted[i] - measured[i]) / measured[i]);
+  }
+  Accuracy result;
+  result.rows = errors.size();
+  result.mape_pct = std::accumulate(errors.begin(), errors.end(), 0.0) / static_cast<double>(errors.size());
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  result.median_ape_pct = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  // Nearest-rank percentile.
+  result.p90_ape_pct = sorted[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
+  result.within_10_pct = 100.0 * static_cast<double>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 10; })) / n;
+  result.within_20_pct = 100.0 * static_cast<double>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 20; })) / n;
+  const std::vector<double> a = ranks(predicted), b = ranks(measured);
+  const double mean = (static_cast<double>(n) + 1) / 2;
+  double covariance = 0, var_a = 0, var_b = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    covariance += (a[i] - mean) * (b[i] - mean);
+    var_a += (a[i] - mean) * (a[i] - mean);
+    var_b += (b[i] - mean) * (b[i] - mean);
+  }
+  result.spearman = var_a > 0 && var_b > 0 ? covariance / std::sqrt(var_a * var_b) : 0;
+  return result;
+}
+
+}  // namespace pipeweave

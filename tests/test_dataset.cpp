@@ -1,0 +1,103 @@
+// Measurement CSVs read back as kernels, and the accuracy figures of an evaluation.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "pipeweave/dataset.hpp"
+#include "pipeweave/error.hpp"
+#include "test_support.hpp"
+
+using namespace pipeweave;
+using Catch::Detail::Approx;
+using Catch::Matchers::Contains;
+using pipeweave_test::error_of;
+
+TEST_CASE("CSV lines split on commas outside quotes") {
+  CHECK(split_csv_line("a,b,,c") == std::vector<std::string>{"a", "b", "", "c"});
+  CHECK(split_csv_line("x,\"void f<1, 2>(int)\",y\r") == std::vector<std::string>{"x", "void f<1, 2>(int)", "y"});
+  CHECK(split_csv_line("\"say \"\"hi\"\"\",2") == std::vector<std::string>{"say \"hi\"", "2"});
+}
+
+TEST_CASE("GEMM rows become Gemm kernels with the config that ran") {
+  const std::string csv =
+      "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,extra\n"
+      "H100-SXM,bf16,384,448,1472,40,64,64,1,16,4,2,5.696,0,1,ignored\n"
+      "H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,2,7,2,1,11.5,3,0,ignored\n";
+  const std::vector<MeasuredKernel> rows = measurements_from_csv(csv);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].gpu == "H100-SXM");
+  CHECK(rows[0].duration_us == 5.696);
+  CHECK(rows[0].is_default);
+  CHECK_FALSE(rows[1].is_default);
+  const Gemm& gemm = std::get<Gemm>(rows[1].kernel.op());
+  CHECK(gemm.m == 16);
+  CHECK(gemm.dtype == DType::fp8_e4m3);
+  REQUIRE(gemm.config);
+  CHECK(*gemm.config == GemmConfig{.tile_m = 8, .tile_n = 64, .tile_k = 128, .split_k = 2, .stages = 7, .cluster_m = 2, .cluster_n = 1});
+  CHECK(rows[0].shape == "gemm:bf16,384,448,1472");
+  CHECK(rows[0].shape != rows[1].shape);
+}
+
+TEST_CASE("RMSNorm, SiLU-mul and attention rows become their kernels") {
+  const auto norm = measurements_from_csv("gpu,dtype,tokens,hidden,fused_residual,threads,duration_us\nH200-SXM,bf16,174,14208,1,1024,6.75\n");
+  REQUIRE(norm.size() == 1);
+  CHECK(std::get<RmsNorm>(norm[0].kernel.op()) == RmsNorm{.tokens = 174, .hidden = 14208, .dtype = DType::bf16, .fused_residual = true});
+  const auto silu = measurements_from_csv("gpu,dtype,tokens,dim,threads,duration_us\nH100-SXM,bf16,3,2048,1024,2.5\n");
+  CHECK(std::get<SiluMul>(silu[0].kernel.op()) == SiluMul{.tokens = 3, .dim = 2048, .dtype = DType::bf16});
+  const auto attention = measurements_from_csv(
+      "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,kernel\n"
+      "H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,30,\"void k<128, 64>()\"\n");
+  REQUIRE(attention.size() == 1);
+  const Attention& a = std::get<Attention>(attention[0].kernel.op());
+  CHECK(a.q_lens == std::vector<std::int64_t>{1, 1});
+  CHECK(a.kv_lens == std::vector<std::int64_t>{4000, 9000});
+  CHECK(a.causal);
+  REQUIRE(a.config);
+  CHECK(*a.config == AttentionConfig{.impl = AttentionImpl::flash2, .tile_q = 64, .tile_kv = 128, .num_splits = 5});
+  CHECK(attention[0].shape == "attention:bf16,1/1,4000/9000,32,8,128,1");
+}
+
+TEST_CASE("measurement CSVs: errors name the line and the column") {
+  const std::string header = "gpu,dtype,tokens,dim,threads,duration_us\n";
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,3,two,1024,2.5\n", "f.csv"); }),
+             Contains("f.csv:2: dim") && Contains("\"two\""));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,3,2048,1024,-2.5\n", "f.csv"); }),
+             Contains("f.csv:2: duration_us must be positive") && Contains("-2.5"));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,3,2048\n", "f.csv"); }),
+             Contains("f.csv:2: the row's cell count") && Contains("4"));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf17,3,2048,1024,2.5\n", "f.csv"); }),
+             Contains("f.csv:2: dtype") && Contains("bf17"));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,-3,2048,1024,2.5\n", "f.csv"); }),
+             Contains("f.csv:2: silu_mul.tokens must be positive"));
+  CHECK_THAT(error_of([] { measurements_from_csv("gpu,dtype,foo,duration_us\nH100-SXM,bf16,1,2\n", "f.csv"); }),
+             Contains("f.csv:1: the header names no known op family"));
+  CHECK_THAT(error_of([] { measurements_from_csv("dtype,m,n,k\n", "f.csv"); }), Contains("gpu and duration_us"));
+  CHECK_THAT(error_of([] { measurements_from_csv("", "f.csv"); }), Contains("f.csv: no header row"));
+  CHECK_THAT(error_of([] { read_measurements("/no/such.csv"); }), Contains("cannot open measurements file /no/such.csv"));
+  const std::string attention_header = "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us\n";
+  CHECK_THAT(error_of([&] { measurements_from_csv(attention_header + "H100-SXM,bf16,2,1/x,4/5,32,8,128,1,flash2,64,128,4,1,30\n", "a.csv"); }),
+             Contains("a.csv:2: q_lens") && Contains("\"1/x\""));
+  CHECK_THAT(error_of([&] { measurements_from_csv(attention_header + "H100-SXM,bf16,1,1,4,32,8,128,1,flash9,64,128,4,1,30\n", "a.csv"); }),
+             Contains("a.csv:2: impl") && Contains("flash9"));
+}
+
+TEST_CASE("accuracy: percentage errors, their spread, and rank correlation") {
+  // Errors: 10%, 0%, 50%, 20% -> mean 20, median 15, nearest-rank p90 = the 4th of 4 = 50.
+  const std::vector<double> measured{10, 20, 40, 50};
+  const std::vector<double> predicted{11, 20, 60, 40};
+  const Accuracy a = accuracy(predicted, measured);
+  CHECK(a.rows == 4);
+  CHECK(a.mape_pct == Approx(20));
+  CHECK(a.median_ape_pct == Approx(15));
+  CHECK(a.p90_ape_pct == Approx(50));
+  CHECK(a.within_10_pct == Approx(50));  // 10% counts as within 10%
+  CHECK(a.within_20_pct == Approx(75));
+  // Ranks: measured 1,2,3,4; predicted 1,2,4,3 -> d^2 sum 2 -> rho = 1 - 6*2/(4*15) = 0.8.
+  CHECK(a.spearman == Approx(0.8));
+  // Ties share ranks: predicted 1,1,2,2 against 1,2,3,4 -> ranks 1.5,1.5,3.5,3.5 -> rho = 0.894427.
+  CHECK(accuracy(std::vector<double>{1, 1, 2, 2}, measured).spearman == Approx(0.894427).epsilon(1e-5));
+  CHECK_THAT(error_of([&] { accuracy(std::vector<double>{1, 2}, measured); }), Contains("predictions") && Contains("4"));
+  CHECK_THAT(error_of([] { accuracy(std::vector<double>{}, std::vector<double>{}); }), Contains("at least one"));
+  CHECK_THAT(error_of([&] { accuracy(std::vector<double>{1, 2, 0, 4}, measured); }), Contains("predicted[2]"));
+}
