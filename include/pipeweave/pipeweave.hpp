@@ -17,5 +17,6 @@
 #include "pipeweave/mlp.hpp"
 #include "pipeweave/pipes.hpp"
 #include "pipeweave/predictor.hpp"
+#include "pipeweave/training.hpp"
 #include "pipeweave/types.hpp"
 #include "pipeweave/version.hpp"

@@ -24,6 +24,8 @@ struct EvalArguments {
   std::map<std::string, std::string> specs;  // gpu name -> spec file
   std::string specs_dir;
   std::string report_dir;
+  std::string model;
+  bool held_out = false;
   bool json = false;
   bool default_only = false;
 };
@@ -37,37 +39,18 @@ EvalArguments parse(int argc, char** argv, int first) {
       return std::string(argv[++i]);
     };
     if (argument == "--data") arguments.data.push_back(value());
-    else if (argument == "--spec") {
-      const std::string text = value();
-      const auto equals = text.find('=');
-      if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
-        detail::fail_field("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
-      arguments.specs[text.substr(0, equals)] = text.substr(equals + 1);
-    } else if (argument == "--specs") arguments.specs_dir = value();
+    else if (argument == "--spec") add_named_spec(value(), arguments.specs);
+    else if (argument == "--specs") arguments.specs_dir = value();
     else if (argument == "--report") arguments.report_dir = value();
     else if (argument == "--json") arguments.json = true;
+    else if (argument == "--model") arguments.model = value();
+    else if (argument == "--held-out") arguments.held_out = true;
     else if (argument == "--default-configs") arguments.default_only = true;
     else throw Error("unknown argument " + argument + " for eval");
   }
   if (arguments.data.empty()) throw Error("eval needs --data FILE.csv (a measurement CSV; see data/README.md)");
+  if (arguments.held_out && arguments.model.empty()) throw Error("--held-out needs --model: the split is the model's");
   return arguments;
-}
-
-// The spec a row's GPU is predicted with: --spec, else <specs dir>/<gpu>.calibrated.json, else the catalog.
-GpuSpec spec_for(const std::string& gpu, const EvalArguments& arguments, std::string& source) {
-  if (const auto named = arguments.specs.find(gpu); named != arguments.specs.end()) {
-    source = named->second;
-    return load_gpu_spec(named->second);
-  }
-  if (!arguments.specs_dir.empty()) {
-    const fs::path calibrated = fs::path(arguments.specs_dir) / (gpu + ".calibrated.json");
-    if (fs::exists(calibrated)) {
-      source = calibrated.string();
-      return load_gpu_spec(calibrated);
-    }
-  }
-  source = "catalog";
-  return find_gpu(gpu);
 }
 
 json accuracy_json(const Accuracy& a) {
@@ -85,14 +68,33 @@ struct Group {
 
 int eval_command(int argc, char** argv, int first) {
   const EvalArguments arguments = parse(argc, argv, first);
+  std::optional<Mlp> model;
+  std::uint64_t split_seed = 0;
+  double test_fraction = 0;
+  std::string holdout_gpu;
+  if (!arguments.model.empty()) {
+    model = load_mlp(arguments.model);
+    for (const auto& [key, value] : model->description().provenance) {
+      if (key == "split_seed") split_seed = std::stoull(value);
+      if (key == "test_fraction") test_fraction = std::stod(value);
+      if (key == "holdout_gpu") holdout_gpu = value;
+    }
+    if (arguments.held_out && test_fraction <= 0)
+      throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
+  }
   std::vector<MeasuredKernel> rows;
   for (const std::string& path : arguments.data)
-    for (MeasuredKernel& row : read_measurements(path))
-      if (!arguments.default_only || row.is_default) rows.push_back(std::move(row));
+    for (MeasuredKernel& row : read_measurements(path)) {
+      if (arguments.default_only && !row.is_default) continue;
+      if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
+                                 (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
+        continue;
+      rows.push_back(std::move(row));
+    }
   if (rows.empty()) throw Error("eval found no rows to evaluate");
 
   // Predict per GPU, in batches.
-  const Predictor predictor;
+  const Predictor predictor = model ? Predictor(std::vector<Mlp>{*model}) : Predictor();
   const Predictor baseline = Predictor::analytical();
   std::map<std::string, std::vector<std::size_t>> by_gpu;
   for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);
@@ -101,7 +103,7 @@ int eval_command(int argc, char** argv, int first) {
   std::string sources;
   for (const auto& [gpu, indices] : by_gpu) {
     Group& group = groups[gpu];
-    const GpuSpec spec = spec_for(gpu, arguments, group.spec_source);
+    const GpuSpec spec = spec_for_gpu(gpu, arguments.specs, arguments.specs_dir, group.spec_source);
     std::vector<Kernel> kernels;
     for (std::size_t i : indices) kernels.push_back(rows[i].kernel);
     const std::vector<Prediction> model = predictor.predict(kernels, spec);

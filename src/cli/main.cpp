@@ -23,10 +23,18 @@ constexpr const char* kUsage = R"(usage:
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
-  pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
+  pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
+                 [--default-configs] [--json] [--report DIR]
+  pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
+                  [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
+                  [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
-  pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
+  pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
+                 [--default-configs] [--json] [--report DIR]
+  pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
+                  [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
+                  [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -53,7 +61,12 @@ cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/R
 eval predicts every measured row (with the GPU's spec from --spec, else DIR/<gpu>.calibrated.json
 from --specs, else the catalog) and prints MAPE, median and 90th-percentile error, the share
 within 10% and 20%, and Spearman's rank correlation, per GPU and overall, beside the roofline
-bound alone; --report writes eval.csv and a log-log scatter eval.svg.
+bound alone; --report writes eval.csv and a log-log scatter eval.svg. --model evaluates that model
+instead of the bundled ones; --held-out keeps only the shapes its training held out.
+
+train fits one op family's network on measurement CSVs (shapes split into train, validation and
+test; --holdout-gpu leaves a GPU out of training and tests on it), prints each epoch, the test
+accuracy beside the roofline bound, and writes the model (--init fine-tunes an existing one).
 )";
 
 struct Arguments {
@@ -179,8 +192,10 @@ int main(int argc, char** argv) {
     if (command == "shapes") return pw::cli::shapes_command(argc, argv, 2);
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
     if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
+    if (command == "train") return pw::cli::train_command(argc, argv, 2);
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
     if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
+    if (command == "train") return pw::cli::train_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

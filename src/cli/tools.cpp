@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "pipeweave/error.hpp"
+#include "pipeweave/io.hpp"
 
 namespace pipeweave::cli {
 
@@ -58,6 +59,30 @@ void run_tool(const fs::path& program, const std::string& arguments, const std::
   if (exit_code != 0)
     throw Error(error_line.empty() ? fmt::format("{} ({} exited with status {})", what_fails, name, exit_code)
                                    : what_fails + ": " + error_line);
+}
+
+GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::string>& named, const std::string& specs_dir,
+                     std::string& source) {
+  if (const auto found = named.find(gpu); found != named.end()) {
+    source = found->second;
+    return load_gpu_spec(found->second);
+  }
+  if (!specs_dir.empty()) {
+    const fs::path calibrated = fs::path(specs_dir) / (gpu + ".calibrated.json");
+    if (fs::exists(calibrated)) {
+      source = calibrated.string();
+      return load_gpu_spec(calibrated);
+    }
+  }
+  source = "catalog";
+  return find_gpu(gpu);
+}
+
+void add_named_spec(const std::string& text, std::map<std::string, std::string>& named) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+    detail::fail_field("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
+  named[text.substr(0, equals)] = text.substr(equals + 1);
 }
 
 void write_text(const fs::path& path, const std::string& text) {

@@ -2,7 +2,10 @@
 // Running the CUDA tools (cuda_kernels/) from the CLI: they are separate programs, so that this
 // tool itself needs no CUDA, and they are found beside it (or through an environment variable).
 #include <filesystem>
+#include <map>
 #include <string>
+
+#include "pipeweave/gpu_spec.hpp"
 
 namespace pipeweave::cli {
 
@@ -16,6 +19,13 @@ std::filesystem::path find_tool(const std::string& name, const std::string& env_
 void run_tool(const std::filesystem::path& program, const std::string& arguments, const std::string& what_fails);
 
 std::string shell_quote(const std::string& text);
+
+// Which spec a measured GPU is predicted with: `named` (GPU=FILE from --spec), else
+// <specs_dir>/<gpu>.calibrated.json when it exists, else the catalog. `source` says which.
+GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::string>& named, const std::string& specs_dir,
+                     std::string& source);
+// Parses a --spec value, GPU=FILE, into `named`.
+void add_named_spec(const std::string& text, std::map<std::string, std::string>& named);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -1,0 +1,71 @@
+#pragma once
+// Training the efficiency network (METHOD.md section 2) on measured kernels, in C++ on Eigen:
+// dense layers with ReLU and batch-norm, a sigmoid efficiency, latency = bound / efficiency,
+// mean absolute percentage error of the latency as the loss, AdamW, early stopping on a
+// validation set, batch-norm folded into the dense layers on export. Deterministic: the same
+// rows, options and seed give the same weights.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pipeweave/dataset.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/mlp.hpp"
+
+namespace pipeweave {
+
+// One measured kernel as the network sees it.
+struct TrainingRow {
+  Features features{};
+  double bound_us = 0;     // the analytical lower bound the efficiency divides
+  double measured_us = 0;  // the target
+};
+
+// The demand features and bound of each measured kernel on its GPU; `spec_for` maps a row's
+// gpu name to the spec it is computed with (a calibrated spec, or the catalog's).
+std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
+                                       const std::function<GpuSpec(const std::string& gpu)>& spec_for);
+
+struct EpochReport {
+  int epoch = 0;
+  double train_mape_pct = 0;       // over the epoch's batches, in training mode
+  double validation_mape_pct = 0;  // the whole validation set, in inference mode
+  bool best = false;               // the best validation figure so far: these weights are kept
+};
+
+struct TrainingOptions {
+  std::vector<int> hidden = {256, 128, 64};
+  bool batch_norm = true;
+  int epochs = 200;
+  int patience = 40;  // epochs without a better validation figure before stopping
+  int batch_size = 256;
+  double learning_rate = 1e-3;  // at the first epoch; cosine decay to 1% of it at the last
+  double weight_decay = 1e-4;  // AdamW, decoupled
+  std::uint64_t seed = 1;
+  std::function<void(const EpochReport&)> progress;  // called after every epoch
+};
+
+struct TrainingResult {
+  Mlp model;
+  std::vector<EpochReport> history;
+  int best_epoch = 0;
+  double best_validation_mape_pct = 0;
+};
+
+// Trains a network for `family`. `init`, if given, is where fine-tuning starts (its layer sizes
+// win over options.hidden; its batch-norm is already folded, so fine-tuning runs without).
+// Throws pipeweave::Error for empty sets or bad options, naming them.
+TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                         const TrainingOptions& options, const Mlp* init = nullptr);
+
+// Latencies a model predicts for rows (bound / efficiency).
+std::vector<double> predict_latencies(const Mlp& model, std::span<const TrainingRow> rows);
+
+// Whether a shape is in the held-out fraction: a hash of the shape text and the seed, so that
+// every row of a shape (every GPU, every config) falls on the same side, on every machine.
+bool shape_held_out(const std::string& shape, std::uint64_t seed, double fraction);
+
+}  // namespace pipeweave

@@ -1,0 +1,184 @@
+// `pipeweave train`: fits the efficiency network of one op family on measurement CSVs, with
+// shapes held out for the test (and, with --holdout-gpu, a GPU left out of training), and
+// writes the model file the Predictor loads.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "pipeweave/pipeweave.hpp"
+#include "tools.hpp"
+
+namespace pipeweave::cli {
+namespace {
+
+std::vector<int> parse_hidden(const std::string& text) {
+  std::vector<int> sizes;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    std::size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || value < 1 || value > Mlp::kMaxWidth)
+      detail::fail_field("--hidden", text, fmt::format("must be layer widths from 1 to {} joined by commas", Mlp::kMaxWidth));
+    sizes.push_back(value);
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+double fraction_value(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0 && value < 1)) detail::fail_field(flag, text, "must be a fraction between 0 and 1");
+  return value;
+}
+
+int whole(const std::string& flag, const std::string& text, int low, int high) {
+  std::size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < low || value > high)
+    detail::fail_field(flag, text, fmt::format("must be a whole number from {} to {}", low, high));
+  return value;
+}
+
+// Joins with a separator (string + ternary concatenation trips g++ 12's -Wrestrict).
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace
+
+int train_command(int argc, char** argv, int first) {
+  std::string op, out, specs_dir, holdout_gpu, init_path;
+  std::vector<std::string> data;
+  std::map<std::string, std::string> specs;
+  TrainingOptions options;
+  double test_fraction = 0.2, validation_fraction = 0.15;
+  std::string command = "pipeweave";
+  for (int i = 1; i < argc; ++i) command.append(" ").append(argv[i]);
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) throw Error(argument + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (argument == "--op") op = value();
+    else if (argument == "--data") data.push_back(value());
+    else if (argument == "--out") out = value();
+    else if (argument == "--spec") add_named_spec(value(), specs);
+    else if (argument == "--specs") specs_dir = value();
+    else if (argument == "--holdout-gpu") holdout_gpu = value();
+    else if (argument == "--init") init_path = value();
+    else if (argument == "--hidden") options.hidden = parse_hidden(value());
+    else if (argument == "--no-batch-norm") options.batch_norm = false;
+    else if (argument == "--epochs") options.epochs = whole("--epochs", value(), 1, 100000);
+    else if (argument == "--patience") options.patience = whole("--patience", value(), 1, 100000);
+    else if (argument == "--batch") options.batch_size = whole("--batch", value(), 2, 1 << 20);
+    else if (argument == "--lr") options.learning_rate = fraction_value("--lr", value());
+    else if (argument == "--seed") options.seed = static_cast<std::uint64_t>(whole("--seed", value(), 0, 2147483647));
+    else if (argument == "--test-fraction") test_fraction = fraction_value("--test-fraction", value());
+    else if (argument == "--validation-fraction") validation_fraction = fraction_value("--validation-fraction", value());
+    else throw Error("unknown argument " + argument + " for train");
+  }
+  const auto family = parse_op_family(op);
+  if (!family) detail::fail_field("--op", "\"" + op + "\"", "must be an op family (gemm, attention, rmsnorm, silu_mul, ...)");
+  if (data.empty()) throw Error("train needs --data FILE.csv (a measurement CSV; see data/README.md)");
+  if (out.empty()) throw Error("train needs --out MODEL.json");
+
+  std::vector<MeasuredKernel> rows;
+  for (const std::string& path : data)
+    for (MeasuredKernel& row : read_measurements(path)) {
+      if (row.kernel.family() != *family)
+        throw Error(fmt::format("{} holds {} rows, not {}", path, to_string(row.kernel.family()), op));
+      rows.push_back(std::move(row));
+    }
+  std::set<std::string> gpus;
+  for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
+  if (!holdout_gpu.empty() && !gpus.count(holdout_gpu))
+    detail::fail_field("--holdout-gpu", holdout_gpu, "must be a GPU the data holds");
+
+  // Shapes, not rows, are split: no shape is in two sets.
+  std::vector<MeasuredKernel> train_rows, validation_rows, test_rows;
+  for (MeasuredKernel& row : rows) {
+    const bool test_shape = shape_held_out(row.shape, options.seed, test_fraction);
+    if (test_shape) {
+      if (holdout_gpu.empty() || row.gpu == holdout_gpu) test_rows.push_back(std::move(row));
+    } else if (row.gpu != holdout_gpu) {
+      (shape_held_out(row.shape, options.seed + 1000003, validation_fraction) ? validation_rows : train_rows).push_back(std::move(row));
+    }
+  }
+  std::map<std::string, std::string> spec_sources;
+  auto spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, specs, specs_dir, spec_sources[gpu]); };
+  const std::vector<TrainingRow> train_set = training_rows(train_rows, spec_for);
+  const std::vector<TrainingRow> validation_set = training_rows(validation_rows, spec_for);
+  const std::vector<TrainingRow> test_set = training_rows(test_rows, spec_for);
+  fmt::print(stderr, "pipeweave train: {} {} rows: {} train, {} validation, {} test{}\n", op, rows.size(), train_set.size(),
+             validation_set.size(), test_set.size(), holdout_gpu.empty() ? "" : " (test: " + holdout_gpu + " only, never trained on)");
+
+  std::optional<Mlp> init;
+  if (!init_path.empty()) init = load_mlp(init_path);
+  options.progress = [](const EpochReport& report) {
+    fmt::print(stderr, "epoch {:>4}: train MAPE {:7.3f}%  validation {:7.3f}%{}\n", report.epoch, report.train_mape_pct,
+               report.validation_mape_pct, report.best ? "  (best)" : "");
+  };
+  const TrainingResult result = train_mlp(*family, train_set, validation_set, options, init ? &*init : nullptr);
+
+  MlpDescription description = result.model.description();
+  std::vector<std::string> gpu_items;
+  for (const auto& [gpu, source] : spec_sources) gpu_items.push_back(gpu + " (" + source + ")");
+  const std::string gpu_list = join(gpu_items, ", ");
+  description.provenance = {
+      {"data", join(data, " ")},
+      {"gpus", gpu_list},
+      {"rows", fmt::format("{} train, {} validation, {} test", train_set.size(), validation_set.size(), test_set.size())},
+      {"split", fmt::format("by shape: seed {}, test fraction {}, validation fraction {}", options.seed, test_fraction,
+                            validation_fraction)},
+      {"split_seed", std::to_string(options.seed)},
+      {"test_fraction", fmt::format("{}", test_fraction)},
+      {"holdout_gpu", holdout_gpu},
+      {"best_epoch", std::to_string(result.best_epoch)},
+      {"validation_mape_pct", fmt::format("{:.3f}", result.best_validation_mape_pct)},
+      {"command", command}};
+  const Mlp model(std::move(description));
+  write_text(out, to_json(model));
+
+  if (!test_set.empty()) {
+    std::vector<double> measured, bound;
+    for (const TrainingRow& row : test_set) measured.push_back(row.measured_us), bound.push_back(row.bound_us);
+    const Accuracy trained = accuracy(predict_latencies(model, test_set), measured);
+    const Accuracy roofline = accuracy(bound, measured);
+    fmt::print("held-out shapes{}: {} rows; MAPE {:.2f}% (roofline {:.2f}%), median {:.2f}%, p90 {:.2f}%, within 10% {:.1f}%, "
+               "Spearman {:.4f}\n",
+               holdout_gpu.empty() ? "" : " on " + holdout_gpu, trained.rows, trained.mape_pct, roofline.mape_pct,
+               trained.median_ape_pct, trained.p90_ape_pct, trained.within_10_pct, trained.spearman);
+  }
+  fmt::print("wrote {} (best epoch {}, validation MAPE {:.2f}%)\n", out, result.best_epoch, result.best_validation_mape_pct);
+  return 0;
+}
+
+}  // namespace pipeweave::cli

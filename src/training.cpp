@@ -1,0 +1,365 @@
+// Training the efficiency network. See pipeweave/training.hpp.
+#include "pipeweave/training.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string_view>
+
+#include "pipeweave/demand.hpp"
+#include "pipeweave/error.hpp"
+
+namespace pipeweave {
+namespace {
+
+constexpr float kBatchNormEpsilon = 1e-5f;
+constexpr float kBatchNormMomentum = 0.1f;
+constexpr double kAdamBeta1 = 0.9, kAdamBeta2 = 0.999, kAdamEpsilon = 1e-8;
+
+class Random {  // splitmix64: the same numbers on every platform
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double normal() {  // Box-Muller
+    const double u = std::max(unit(), 1e-300), v = unit();
+    return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// A parameter tensor with its AdamW moments.
+struct Parameter {
+  Eigen::MatrixXf value, gradient, first, second;
+  void init(Eigen::Index rows, Eigen::Index cols) {
+    value = gradient = first = second = Eigen::MatrixXf::Zero(rows, cols);
+  }
+  void step(double learning_rate, double weight_decay, int t, bool decay) {
+    first = kAdamBeta1 * first + (1 - kAdamBeta1) * gradient;
+    second = kAdamBeta2 * second + (1 - kAdamBeta2) * gradient.cwiseProduct(gradient);
+    const double correction1 = 1 - std::pow(kAdamBeta1, t), correction2 = 1 - std::pow(kAdamBeta2, t);
+    if (decay) value *= static_cast<float>(1 - learning_rate * weight_decay);
+    value.array() -= static_cast<float>(learning_rate / correction1) * first.array() /
+                     ((second.array() / static_cast<float>(correction2)).sqrt() + static_cast<float>(kAdamEpsilon));
+  }
+};
+
+struct Layer {
+  Parameter weights, bias;      // dense
+  Parameter gamma, beta;        // batch-norm scale and shift (hidden layers, when on)
+  Eigen::VectorXf running_mean, running_var;
+  // Kept from the forward pass for the backward one.
+  Eigen::MatrixXf input, normalized, pre_activation;
+  Eigen::VectorXf inverse_std;
+};
+
+class Network {
+ public:
+  Network(const std::vector<int>& hidden, bool batch_norm, Random& random) : batch_norm_(batch_norm) {
+    int inputs = static_cast<int>(kFeatureCount);
+    for (std::size_t i = 0; i <= hidden.size(); ++i) {
+      const int outputs = i < hidden.size() ? hidden[i] : 1;
+      Layer layer;
+      layer.weights.init(outputs, inputs);
+      layer.bias.init(outputs, 1);
+      const double scale = i < hidden.size() ? std::sqrt(2.0 / inputs) : 0.1 * std::sqrt(1.0 / inputs);  // He for ReLU
+      for (Eigen::Index r = 0; r < outputs; ++r)
+        for (Eigen::Index c = 0; c < inputs; ++c) layer.weights.value(r, c) = static_cast<float>(scale * random.normal());
+      if (i < hidden.size() && batch_norm) {
+        layer.gamma.init(outputs, 1);
+        layer.beta.init(outputs, 1);
+        layer.gamma.value.setOnes();
+        layer.running_mean = Eigen::VectorXf::Zero(outputs);
+        layer.running_var = Eigen::VectorXf::Ones(outputs);
+      }
+      layers_.push_back(std::move(layer));
+      inputs = outputs;
+    }
+  }
+  // From a trained model (batch-norm folded already): fine-tuning continues without it.
+  explicit Network(const Mlp& model) : batch_norm_(false) {
+    for (const MlpLayer& source : model.description().layers) {
+      Layer layer;
+      layer.weights.init(source.weights.rows(), source.weights.cols());
+      layer.bias.init(source.bias.size(), 1);
+      layer.weights.value = source.weights;
+      layer.bias.value = source.bias;
+      layers_.push_back(std::move(layer));
+    }
+  }
+
+  void set_output_bias(float value) { layers_.back().bias.value(0, 0) = value; }
+
+  // Logits for a batch (features x batch, standardised); training mode uses batch statistics.
+  Eigen::RowVectorXf forward(const Eigen::MatrixXf& x, bool training) {
+    Eigen::MatrixXf current = x;
+    for (std::size_t i = 0; i + 1 < layers_.size(); ++i) {
+      Layer& layer = layers_[i];
+      if (training) layer.input = current;
+      Eigen::MatrixXf z = layer.weights.value * current;
+      z.colwise() += layer.bias.value.col(0);
+      if (batch_norm_) {
+        Eigen::VectorXf mean, var;
+        if (training && z.cols() > 1) {
+          mean = z.rowwise().mean();
+          var = (z.colwise() - mean).array().square().rowwise().mean();
+          layer.running_mean = (1 - kBatchNormMomentum) * layer.running_mean + kBatchNormMomentum * mean;
+          layer.running_var = (1 - kBatchNormMomentum) * layer.running_var + kBatchNormMomentum * var;
+        } else {
+          mean = layer.running_mean, var = layer.running_var;
+        }
+        const Eigen::VectorXf inverse_std = (var.array() + kBatchNormEpsilon).rsqrt();
+        Eigen::MatrixXf normalized = (z.colwise() - mean).array().colwise() * inverse_std.array();
+        z = (normalized.array().colwise() * layer.gamma.value.col(0).array()).colwise() + layer.beta.value.col(0).array();
+        if (training) layer.normalized = std::move(normalized), layer.inverse_std = inverse_std;
+      }
+      if (training) layer.pre_activation = z;
+      current = z.cwiseMax(0.0f);
+    }
+    Layer& last = layers_.back();
+    if (training) last.input = current;
+    return (last.weights.value * current).array() + last.bias.value(0, 0);
+  }
+
+  // Gradients from d(loss)/d(logit) for the batch of the last training forward pass.
+  void backward(const Eigen::RowVectorXf& logit_gradient) {
+    Layer& last = layers_.back();
+    last.weights.gradient = logit_gradient * last.input.transpose();
+    last.bias.gradient(0, 0) = logit_gradient.sum();
+    Eigen::MatrixXf upstream = last.weights.value.transpose() * logit_gradient;
+    const float batch = static_cast<float>(logit_gradient.size());
+    for (std::size_t i = layers_.size() - 1; i-- > 0;) {
+      Layer& layer = layers_[i];
+      Eigen::MatrixXf d = upstream.cwiseProduct((layer.pre_activation.array() > 0).cast<float>().matrix());
+      if (batch_norm_) {
+        layer.gamma.gradient = d.cwiseProduct(layer.normalized).rowwise().sum();
+        layer.beta.gradient = d.rowwise().sum();
+        const Eigen::MatrixXf d_normalized = d.array().colwise() * layer.gamma.value.col(0).array();
+        const Eigen::VectorXf sum = d_normalized.rowwise().sum();
+        const Eigen::VectorXf sum_scaled = d_normalized.cwiseProduct(layer.normalized).rowwise().sum();
+        d = ((batch * d_normalized).colwise() - sum - (layer.normalized.array().colwise() * sum_scaled.array()).matrix())
+                .array()
+                .colwise() *
+            (layer.inverse_std.array() / batch);
+      }
+      layer.weights.gradient = d * layer.input.transpose();
+      layer.bias.gradient = d.rowwise().sum();
+      if (i > 0) upstream = layer.weights.value.transpose() * d;
+    }
+  }
+
+  void step(double learning_rate, double weight_decay, int t) {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      Layer& layer = layers_[i];
+      layer.weights.step(learning_rate, weight_decay, t, true);
+      layer.bias.step(learning_rate, weight_decay, t, false);
+      if (batch_norm_ && i + 1 < layers_.size()) {
+        layer.gamma.step(learning_rate, weight_decay, t, false);
+        layer.beta.step(learning_rate, weight_decay, t, false);
+      }
+    }
+  }
+
+  // Dense layers with batch-norm folded in: y = gamma * (Wx + b - mean) / sqrt(var + eps) + beta.
+  std::vector<MlpLayer> export_layers() const {
+    std::vector<MlpLayer> out;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      const Layer& layer = layers_[i];
+      MlpLayer exported{layer.weights.value, layer.bias.value.col(0)};
+      if (batch_norm_ && i + 1 < layers_.size()) {
+        const Eigen::VectorXf scale =
+            layer.gamma.value.col(0).array() * (layer.running_var.array() + kBatchNormEpsilon).rsqrt();
+        exported.weights = scale.asDiagonal() * exported.weights;
+        exported.bias = (scale.array() * (exported.bias - layer.running_mean).array() + layer.beta.value.col(0).array()).matrix();
+      }
+      out.push_back(std::move(exported));
+    }
+    return out;
+  }
+
+ private:
+  bool batch_norm_;
+  std::vector<Layer> layers_;
+};
+
+double mape(const Eigen::RowVectorXf& logits, std::span<const TrainingRow> rows, std::span<const std::size_t> index) {
+  double total = 0;
+  for (Eigen::Index i = 0; i < logits.size(); ++i) {
+    const TrainingRow& row = rows[index[static_cast<std::size_t>(i)]];
+    const double efficiency = 1 / (1 + std::exp(-static_cast<double>(logits(i))));
+    total += std::abs(row.bound_us / efficiency - row.measured_us) / row.measured_us;
+  }
+  return 100 * total / static_cast<double>(logits.size());
+}
+
+Eigen::MatrixXf standardized(std::span<const TrainingRow> rows, std::span<const std::size_t> index, const Eigen::VectorXf& mean,
+                             const Eigen::VectorXf& scale) {
+  Eigen::MatrixXf x(static_cast<Eigen::Index>(kFeatureCount), static_cast<Eigen::Index>(index.size()));
+  for (std::size_t j = 0; j < index.size(); ++j)
+    for (std::size_t f = 0; f < kFeatureCount; ++f)
+      x(static_cast<Eigen::Index>(f), static_cast<Eigen::Index>(j)) = (rows[index[j]].features[f] - mean(static_cast<Eigen::Index>(f))) /
+                                                                        scale(static_cast<Eigen::Index>(f));
+  return x;
+}
+
+void check_rows(std::span<const TrainingRow> rows, const char* which) {
+  if (rows.empty()) throw Error(std::string("the ") + which + " set is empty");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    detail::require_positive(std::string(which) + "[" + std::to_string(i) + "].bound_us", rows[i].bound_us);
+    detail::require_positive(std::string(which) + "[" + std::to_string(i) + "].measured_us", rows[i].measured_us);
+  }
+}
+
+}  // namespace
+
+std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
+                                       const std::function<GpuSpec(const std::string& gpu)>& spec_for) {
+  std::vector<TrainingRow> out;
+  out.reserve(rows.size());
+  std::string last_gpu;
+  GpuSpec spec;
+  for (const MeasuredKernel& row : rows) {
+    if (row.gpu != last_gpu || out.empty()) spec = spec_for(row.gpu), spec.validate(), last_gpu = row.gpu;
+    const Demand demand = compute_demand(row.kernel, spec);
+    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us});
+  }
+  return out;
+}
+
+bool shape_held_out(const std::string& shape, std::uint64_t seed, double fraction) {
+  std::uint64_t hash = 1469598103934665603ull ^ seed;  // FNV-1a, seeded
+  for (unsigned char c : shape) hash = (hash ^ c) * 1099511628211ull;
+  hash ^= hash >> 33, hash *= 0xff51afd7ed558ccdull, hash ^= hash >> 33;
+  return static_cast<double>(hash >> 11) * 0x1.0p-53 < fraction;
+}
+
+std::vector<double> predict_latencies(const Mlp& model, std::span<const TrainingRow> rows) {
+  Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> features(static_cast<int>(kFeatureCount),
+                                                                                static_cast<Eigen::Index>(rows.size()));
+  for (std::size_t j = 0; j < rows.size(); ++j)
+    for (std::size_t f = 0; f < kFeatureCount; ++f)
+      features(static_cast<Eigen::Index>(f), static_cast<Eigen::Index>(j)) = rows[j].features[f];
+  const Eigen::VectorXd efficiency = model.efficiency(features);
+  std::vector<double> latency(rows.size());
+  for (std::size_t j = 0; j < rows.size(); ++j) latency[j] = rows[j].bound_us / efficiency(static_cast<Eigen::Index>(j));
+  return latency;
+}
+
+TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                         const TrainingOptions& options, const Mlp* init) {
+  check_rows(train, "training");
+  check_rows(validation, "validation");
+  if (options.epochs < 1) detail::fail_field("epochs", options.epochs, "must be at least 1");
+  if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
+  detail::require_positive("learning rate", options.learning_rate);
+  detail::require_non_negative("weight decay", options.weight_decay);
+  if (!init) {
+    if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
+    for (int width : options.hidden)
+      if (width < 1 || width > Mlp::kMaxWidth)
+        detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));
+  }
+
+  // Standardisation: the training set's mean and spread per feature (constant features: scale 1).
+  Eigen::VectorXf mean, scale;
+  if (init) {
+    mean = init->description().input_mean, scale = init->description().input_scale;
+  } else {
+    mean = Eigen::VectorXf::Zero(kFeatureCount), scale = Eigen::VectorXf::Zero(kFeatureCount);
+    for (const TrainingRow& row : train)
+      for (std::size_t f = 0; f < kFeatureCount; ++f) mean(static_cast<Eigen::Index>(f)) += row.features[f];
+    mean /= static_cast<float>(train.size());
+    for (const TrainingRow& row : train)
+      for (std::size_t f = 0; f < kFeatureCount; ++f) {
+        const float d = row.features[f] - mean(static_cast<Eigen::Index>(f));
+        scale(static_cast<Eigen::Index>(f)) += d * d;
+      }
+    for (Eigen::Index f = 0; f < scale.size(); ++f) {
+      scale(f) = std::sqrt(scale(f) / static_cast<float>(train.size()));
+      if (!(scale(f) > 1e-6f)) scale(f) = 1;
+    }
+  }
+
+  Random random(options.seed);
+  Network network = init ? Network(*init) : Network(options.hidden, options.batch_norm, random);
+  if (!init) {  // start at the median efficiency, so that early epochs fit the shape, not the level
+    std::vector<double> efficiency;
+    for (const TrainingRow& row : train) efficiency.push_back(std::clamp(row.bound_us / row.measured_us, 0.01, 0.99));
+    std::nth_element(efficiency.begin(), efficiency.begin() + static_cast<std::ptrdiff_t>(efficiency.size() / 2), efficiency.end());
+    const double middle = efficiency[efficiency.size() / 2];
+    network.set_output_bias(static_cast<float>(std::log(middle / (1 - middle))));
+  }
+
+  std::vector<std::size_t> order(train.size()), validation_index(validation.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::iota(validation_index.begin(), validation_index.end(), 0);
+  const Eigen::MatrixXf validation_x = standardized(validation, validation_index, mean, scale);
+
+  std::vector<EpochReport> history;
+  int best_epoch = 0;
+  std::vector<MlpLayer> best_layers;
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0, step = 0;
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    // Cosine decay from the given rate to 1% of it at the last epoch: late epochs refine.
+    const double progress = static_cast<double>(epoch - 1) / std::max(1, options.epochs - 1);
+    const double learning_rate = options.learning_rate * (0.01 + 0.99 * 0.5 * (1 + std::cos(3.141592653589793 * progress)));
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random.next() % i]);  // Fisher-Yates
+    double train_total = 0;
+    for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(options.batch_size)) {
+      const std::size_t count = std::min(order.size() - begin, static_cast<std::size_t>(options.batch_size));
+      if (count < 2 && begin > 0) break;  // a batch of one has no batch statistics
+      const std::span<const std::size_t> batch(order.data() + begin, count);
+      const Eigen::MatrixXf x = standardized(train, batch, mean, scale);
+      const Eigen::RowVectorXf logits = network.forward(x, true);
+      Eigen::RowVectorXf gradient(static_cast<Eigen::Index>(count));
+      for (std::size_t j = 0; j < count; ++j) {
+        const TrainingRow& row = train[batch[j]];
+        const double efficiency = 1 / (1 + std::exp(-static_cast<double>(logits(static_cast<Eigen::Index>(j)))));
+        const double predicted = row.bound_us / efficiency;
+        train_total += std::abs(predicted - row.measured_us) / row.measured_us;
+        // d|b/s - y|/y / dz = sign(b/s - y) * (b/s) / y * -(1 - s), s = sigmoid(z)
+        const double sign = predicted > row.measured_us ? 1.0 : (predicted < row.measured_us ? -1.0 : 0.0);
+        gradient(static_cast<Eigen::Index>(j)) =
+            static_cast<float>(-sign * predicted / row.measured_us * (1 - efficiency) / static_cast<double>(count));
+      }
+      network.backward(gradient);
+      network.step(learning_rate, options.weight_decay, ++step);
+    }
+    EpochReport report;
+    report.epoch = epoch;
+    report.train_mape_pct = 100 * train_total / static_cast<double>(train.size());
+    report.validation_mape_pct = mape(network.forward(validation_x, false), validation, validation_index);
+    if (!std::isfinite(report.validation_mape_pct))
+      throw Error("training diverged at epoch " + std::to_string(epoch) + " (lower the learning rate)");
+    if (report.validation_mape_pct < best) {
+      best = report.validation_mape_pct, report.best = true, since_best = 0;
+      best_layers = network.export_layers();
+      best_epoch = epoch;
+    } else {
+      ++since_best;
+    }
+    history.push_back(report);
+    if (options.progress) options.progress(report);
+    if (since_best >= options.patience) break;
+  }
+
+  MlpDescription description;
+  description.family = family;
+  for (std::string_view name : kFeatureNames) description.feature_names.emplace_back(name);
+  description.input_mean = mean;
+  description.input_scale = scale;
+  description.layers = std::move(best_layers);
+  return TrainingResult{Mlp(std::move(description)), std::move(history), best_epoch, best};
+}
+
+}  // namespace pipeweave

@@ -1,0 +1,156 @@
+// Training the efficiency network: it learns a known relation, deterministically, and the
+// model it exports (batch-norm folded) predicts what the network predicted while training.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "pipeweave/dataset.hpp"
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/predictor.hpp"
+#include "pipeweave/training.hpp"
+#include "test_support.hpp"
+
+using namespace pipeweave;
+using Catch::Detail::Approx;
+using Catch::Matchers::Contains;
+using pipeweave_test::error_of;
+
+namespace {
+
+// Rows whose true efficiency is sigmoid(0.8 a - 0.5 b), with bound 1 + a: a network that
+// learns it has learnt through the sigmoid, the latency division and the MAPE gradient.
+std::vector<TrainingRow> synthetic_rows(int count, std::uint32_t seed) {
+  std::vector<TrainingRow> rows;
+  std::uint32_t state = seed;
+  auto uniform = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<double>(state >> 8) / 16777216.0;
+  };
+  for (int i = 0; i < count; ++i) {
+    TrainingRow row;
+    const double a = 4 * uniform(), b = 4 * uniform();
+    row.features[0] = static_cast<float>(a);
+    row.features[1] = static_cast<float>(b);
+    row.features[2] = static_cast<float>(a * b);
+    row.bound_us = 1 + a;
+    row.measured_us = row.bound_us * (1 + std::exp(-(0.8 * a - 0.5 * b)));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TrainingOptions small_options() {
+  TrainingOptions options;
+  options.hidden = {32, 16};
+  options.epochs = 120;
+  options.patience = 120;
+  options.batch_size = 64;
+  options.learning_rate = 3e-3;
+  return options;
+}
+
+double mape_of(const Mlp& model, const std::vector<TrainingRow>& rows) {
+  std::vector<double> measured;
+  for (const TrainingRow& row : rows) measured.push_back(row.measured_us);
+  return accuracy(predict_latencies(model, rows), measured).mape_pct;
+}
+
+}  // namespace
+
+TEST_CASE("training learns a known efficiency function") {
+  const std::vector<TrainingRow> train = synthetic_rows(1500, 1), validation = synthetic_rows(300, 2), test = synthetic_rows(300, 3);
+  std::vector<double> bound, measured;
+  for (const TrainingRow& row : test) bound.push_back(row.bound_us), measured.push_back(row.measured_us);
+  const double roofline = accuracy(bound, measured).mape_pct;
+  const TrainingResult result = train_mlp(OpFamily::gemm, train, validation, small_options());
+  const double trained = mape_of(result.model, test);
+  CHECK(roofline > 30);  // the bound alone misses the efficiency by 39% on these rows
+  CHECK(trained < 4);
+  CHECK(trained < roofline / 10);
+  CHECK(result.model.family() == OpFamily::gemm);
+  CHECK(result.model.hidden_sizes() == std::vector<int>{32, 16});
+  CHECK(result.history.front().validation_mape_pct > result.best_validation_mape_pct);
+}
+
+TEST_CASE("the exported model, batch-norm folded, predicts what training measured") {
+  const std::vector<TrainingRow> train = synthetic_rows(800, 4), validation = synthetic_rows(200, 5);
+  TrainingOptions options = small_options();
+  options.epochs = 15;
+  const TrainingResult result = train_mlp(OpFamily::rmsnorm, train, validation, options);
+  // The best epoch's validation figure was computed by the training network in inference
+  // mode; the exported weights must give the same on the same rows.
+  CHECK(mape_of(result.model, validation) == Approx(result.best_validation_mape_pct).epsilon(1e-4));
+  CHECK(result.history[static_cast<std::size_t>(result.best_epoch - 1)].best);
+}
+
+TEST_CASE("training is deterministic for a seed") {
+  const std::vector<TrainingRow> train = synthetic_rows(400, 6), validation = synthetic_rows(100, 7);
+  TrainingOptions options = small_options();
+  options.epochs = 5;
+  const TrainingResult first = train_mlp(OpFamily::gemm, train, validation, options);
+  const TrainingResult second = train_mlp(OpFamily::gemm, train, validation, options);
+  REQUIRE(first.model.description().layers.size() == second.model.description().layers.size());
+  for (std::size_t i = 0; i < first.model.description().layers.size(); ++i) {
+    CHECK(first.model.description().layers[i].weights == second.model.description().layers[i].weights);
+    CHECK(first.model.description().layers[i].bias == second.model.description().layers[i].bias);
+  }
+  options.seed = 2;
+  const TrainingResult other = train_mlp(OpFamily::gemm, train, validation, options);
+  CHECK(other.model.description().layers[0].weights != first.model.description().layers[0].weights);
+}
+
+TEST_CASE("fine-tuning starts from the given model") {
+  const std::vector<TrainingRow> train = synthetic_rows(800, 8), validation = synthetic_rows(200, 9);
+  TrainingOptions options = small_options();
+  options.epochs = 40;
+  const TrainingResult base = train_mlp(OpFamily::gemm, train, validation, options);
+  options.epochs = 3;
+  options.learning_rate = 1e-4;
+  const TrainingResult tuned = train_mlp(OpFamily::gemm, train, validation, options, &base.model);
+  CHECK(tuned.model.hidden_sizes() == base.model.hidden_sizes());
+  // From a trained start the first epoch is already near the base model, not near the roofline.
+  CHECK(tuned.history.front().validation_mape_pct < 2 * base.best_validation_mape_pct + 1);
+}
+
+TEST_CASE("training refuses empty sets and bad options, naming them") {
+  const std::vector<TrainingRow> rows = synthetic_rows(50, 10);
+  TrainingOptions options = small_options();
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, {}, rows, options); }), Contains("training set is empty"));
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, rows, {}, options); }), Contains("validation set is empty"));
+  options.hidden = {32, 0};
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, rows, rows, options); }), Contains("hidden layer size") && Contains("0"));
+  options = small_options();
+  options.epochs = 0;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, rows, rows, options); }), Contains("epochs"));
+  std::vector<TrainingRow> bad = rows;
+  bad[3].measured_us = -1;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, bad, rows, small_options()); }), Contains("training[3].measured_us"));
+}
+
+TEST_CASE("shapes are held out by a stable hash") {
+  // Built with append: "literal" + std::to_string trips g++ 12's -Wrestrict.
+  auto shape = [](const char* prefix, int i) { return std::string(prefix).append(std::to_string(i)); };
+  int held = 0;
+  for (int i = 0; i < 10000; ++i) held += shape_held_out(shape("gemm:bf16,1,4096,", i), 1, 0.2) ? 1 : 0;
+  CHECK(held > 1800);
+  CHECK(held < 2200);
+  CHECK(shape_held_out("gemm:bf16,16,4096,4096", 1, 0.2) == shape_held_out("gemm:bf16,16,4096,4096", 1, 0.2));
+  int differs = 0;
+  for (int i = 0; i < 1000; ++i)
+    differs += shape_held_out(shape("s", i), 1, 0.5) != shape_held_out(shape("s", i), 2, 0.5) ? 1 : 0;
+  CHECK(differs > 300);
+}
+
+TEST_CASE("training rows carry the features and bound the predictor computes") {
+  const std::vector<MeasuredKernel> rows = measurements_from_csv(
+      "gpu,dtype,tokens,dim,threads,duration_us\nH100-SXM,bf16,4096,14336,1024,150\nH200-SXM,bf16,8,4096,1024,3\n");
+  const std::vector<TrainingRow> training = training_rows(rows, [](const std::string& gpu) { return find_gpu(gpu); });
+  REQUIRE(training.size() == 2);
+  const Prediction h100 = Predictor::analytical().predict(rows[0].kernel, find_gpu("H100-SXM"));
+  CHECK(training[0].bound_us == Approx(h100.lower_bound_us));
+  CHECK(training[0].measured_us == 150);
+  const Prediction h200 = Predictor::analytical().predict(rows[1].kernel, find_gpu("H200-SXM"));
+  CHECK(training[1].bound_us == Approx(h200.lower_bound_us));
+}
