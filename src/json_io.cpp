@@ -1,4 +1,5 @@
 // GpuSpec and model weights as JSON. Every read names the file's field on error.
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -190,6 +191,21 @@ Mlp mlp_from_json(std::string_view json_text) {
   return Mlp(std::move(description));
 }
 
+// A float written as the shortest decimal that reads back as the same float: nlohmann would
+// widen it to double and print up to 17 digits, which nearly doubles a model file's size.
+std::vector<double> shortest_decimals(const Eigen::Ref<const Eigen::VectorXf>& values) {
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(values.size()));
+  char text[32];
+  for (const float value : values) {
+    const auto written = std::to_chars(text, text + sizeof text, value);
+    double widened = 0.0;
+    std::from_chars(text, written.ptr, widened);
+    out.push_back(widened);
+  }
+  return out;
+}
+
 std::string to_json(const Mlp& mlp) {
   const MlpDescription& d = mlp.description();
   json document = json::object();
@@ -199,8 +215,8 @@ std::string to_json(const Mlp& mlp) {
   document["feature_version"] = d.feature_version;
   document["features"] = d.feature_names;
   document["input_transform"] = "standardize";
-  document["input_mean"] = std::vector<float>(d.input_mean.begin(), d.input_mean.end());
-  document["input_scale"] = std::vector<float>(d.input_scale.begin(), d.input_scale.end());
+  document["input_mean"] = shortest_decimals(d.input_mean);
+  document["input_scale"] = shortest_decimals(d.input_scale);
   document["network"] = {{"hidden_layers", mlp.hidden_sizes()},
                          {"activation", "relu"},
                          {"output_activation", "sigmoid"},
@@ -209,10 +225,9 @@ std::string to_json(const Mlp& mlp) {
   for (const MlpLayer& layer : d.layers) {
     json rows = json::array();
     for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
-      const Eigen::VectorXf row = layer.weights.row(r).transpose();
-      rows.push_back(std::vector<float>(row.begin(), row.end()));
+      rows.push_back(shortest_decimals(layer.weights.row(r).transpose()));
     }
-    layers.push_back({{"weights", rows}, {"bias", std::vector<float>(layer.bias.begin(), layer.bias.end())}});
+    layers.push_back({{"weights", rows}, {"bias", shortest_decimals(layer.bias)}});
   }
   document["layers"] = layers;
   json provenance = json::object();
