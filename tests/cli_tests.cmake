@@ -182,3 +182,20 @@ pipeweave_cli_test(eval_report "wrote [^\n]*eval\\.csv and [^\n]*eval\\.svg"
 pipeweave_cli_failure(eval_needs_data "eval needs --data" eval --json)
 pipeweave_cli_failure(eval_bad_spec "--spec must be GPU=FILE" eval --data "${eval_csv}" --spec H100-SXM)
 pipeweave_cli_failure(eval_missing_data "cannot open measurements file .*nothing\\.csv" eval --data "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")
+
+# ---- Training (a tiny model on a 300-row sample: the path works; full training is a command) --
+set(train_sample "${cli_data}/train_sample_silu_mul.csv")
+set(tiny_model "${CMAKE_CURRENT_BINARY_DIR}/tiny_silu_mul.json")
+pipeweave_cli_test(train_tiny "held-out shapes: [0-9]+ rows; MAPE [0-9.]+% \\(roofline [0-9.]+%\\).*\nwrote [^\n]*tiny_silu_mul\\.json \\(best epoch [0-9]+"
+                   train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,8 --epochs 8 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_tiny PROPERTIES FIXTURES_SETUP tiny_model)
+pipeweave_cli_test(eval_tiny_model_held_out "\nH100-SXM +[0-9]+ +[0-9.]+ .*\noverall "
+                   eval --model "${tiny_model}" --held-out --data "${train_sample}" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.eval_tiny_model_held_out PROPERTIES FIXTURES_REQUIRED tiny_model)
+pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
+pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
+                      train --op gemm --data "${train_sample}" --out "${tiny_model}")
+pipeweave_cli_failure(train_bad_hidden "--hidden must be layer widths" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,,8)
+pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got B200"
+                      train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
+pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
