@@ -98,6 +98,10 @@ class Network {
   }
 
   void set_output_bias(float value) { layers_.back().bias.value(0, 0) = value; }
+  void ignore_inputs(const std::vector<bool>& ignored) {
+    for (std::size_t c = 0; c < ignored.size(); ++c)
+      if (ignored[c]) layers_.front().weights.value.col(static_cast<Eigen::Index>(c)).setZero();
+  }
 
   // Logits for a batch (features x batch, standardised); training mode uses batch statistics.
   Eigen::RowVectorXf forward(const Eigen::MatrixXf& x, bool training) {
@@ -269,28 +273,39 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
         detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));
   }
 
-  // Standardisation: the training set's mean and spread per feature (constant features: scale 1).
+  // Standardisation: the training set's mean and spread per feature, summed in double so
+  // that a feature the set never varies (attention's pipeline stages in FA2-only data)
+  // comes out with no spread at all, not a rounding error's worth that would scale it up
+  // 10^4-fold at inference. Such a feature gets scale 1, and below, no weight.
   Eigen::VectorXf mean, scale;
+  std::vector<bool> constant(kFeatureCount, false);
   if (init) {
     mean = init->description().input_mean, scale = init->description().input_scale;
   } else {
-    mean = Eigen::VectorXf::Zero(kFeatureCount), scale = Eigen::VectorXf::Zero(kFeatureCount);
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(kFeatureCount), squares = Eigen::VectorXd::Zero(kFeatureCount);
     for (const TrainingRow& row : train)
-      for (std::size_t f = 0; f < kFeatureCount; ++f) mean(static_cast<Eigen::Index>(f)) += row.features[f];
-    mean /= static_cast<float>(train.size());
+      for (std::size_t f = 0; f < kFeatureCount; ++f) sum(static_cast<Eigen::Index>(f)) += row.features[f];
+    const Eigen::VectorXd average = sum / static_cast<double>(train.size());
     for (const TrainingRow& row : train)
       for (std::size_t f = 0; f < kFeatureCount; ++f) {
-        const float d = row.features[f] - mean(static_cast<Eigen::Index>(f));
-        scale(static_cast<Eigen::Index>(f)) += d * d;
+        const double d = row.features[f] - average(static_cast<Eigen::Index>(f));
+        squares(static_cast<Eigen::Index>(f)) += d * d;
       }
+    mean = average.cast<float>(), scale = Eigen::VectorXf::Ones(kFeatureCount);
     for (Eigen::Index f = 0; f < scale.size(); ++f) {
-      scale(f) = std::sqrt(scale(f) / static_cast<float>(train.size()));
-      if (!(scale(f) > 1e-6f)) scale(f) = 1;
+      const double spread = std::sqrt(squares(f) / static_cast<double>(train.size()));
+      // Features are log1p of counts and cycles: a spread of 0.1% of e is no information.
+      if (spread > 1e-3) scale(f) = static_cast<float>(spread);
+      else constant[static_cast<std::size_t>(f)] = true;
     }
   }
 
   Random random(options.seed);
   Network network = init ? Network(*init) : Network(options.hidden, options.batch_norm, random);
+  // A feature that never varied cannot be learned from: its first-layer weights start at
+  // zero and stay there (its standardised input, and so its gradient, is always zero), so
+  // the model ignores it rather than answering a new value with random weights.
+  network.ignore_inputs(constant);
   if (!init) {  // start at the median efficiency, so that early epochs fit the shape, not the level
     std::vector<double> efficiency;
     for (const TrainingRow& row : train) efficiency.push_back(std::clamp(row.bound_us / row.measured_us, 0.01, 0.99));

@@ -87,6 +87,10 @@ TEST_CASE("attention demand: causal prefill of one 256-token sequence", "[demand
   // -> floor(233472/81920) = 2.
   CHECK(d.resident_ctas_per_sm == 2);
   CHECK(d.bottleneck() == Pipe::tensor);
+  // The longest CTA (tile 1) walks 2 KV blocks; FA3 double-buffers K and V; no combine kernel.
+  CHECK(d.serial_steps == 2);
+  CHECK(d.pipeline_stages == 2);
+  CHECK(d.kernels == 1);
 }
 
 TEST_CASE("attention demand: FA3 longest-first versus FA2 launch order", "[demand][attention]") {
@@ -236,6 +240,10 @@ TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][at
     // the combine pass reads the partials once more.
     const double l2_per_cta = (4.0 + 2 * 896) * 128 * 2 + 4.0 * 128 * 4;
     CHECK(at(d.gpu_cycles, Pipe::l2) == Approx((10 * l2_per_cta + combine / 2) / 4096.0).epsilon(1e-9));
+    // Each split walks 7 KV blocks; FA2 keeps one stage; the combine is a second kernel.
+    CHECK(d.serial_steps == 7);
+    CHECK(d.pipeline_stages == 1);
+    CHECK(d.kernels == 2);
   }
 
   SECTION("4 SMs, 6 KV blocks: an ineligible split count is skipped") {

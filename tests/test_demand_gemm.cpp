@@ -159,6 +159,14 @@ TEST_CASE("gemm demand: split-K cuts K into slices and adds a reduction", "[dema
   CHECK(uneven.ctas == 3);
   CHECK(at(uneven.gpu_cycles, Pipe::tensor) == Approx(3 * 2.0 * 128 * 128 * 384 / (1024.0 * 4)).epsilon(1e-9));
   CHECK(at(uneven.sm_cycles, Pipe::tensor) == Approx(2.0 * 128 * 128 * 384 / 1024.0).epsilon(1e-9));
+
+  // The main loop's length: each split CTA walks its slice in K steps of 64, 1024/64 = 16,
+  // the whole-K CTA 4096/64 = 64, the uneven one 384/64 = 6. Stages as configured, one kernel.
+  CHECK(d.serial_steps == 16);
+  CHECK(whole.serial_steps == 64);
+  CHECK(uneven.serial_steps == 6);
+  CHECK(d.pipeline_stages == 2);
+  CHECK(d.kernels == 1);
 }
 
 TEST_CASE("gemm demand: a 2x1 cluster leaves an odd SM idle", "[demand][gemm]") {
@@ -192,6 +200,9 @@ TEST_CASE("gemm demand: a 2x1 cluster leaves an odd SM idle", "[demand][gemm]") 
   const auto clustered_n =
       pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 1, 2)), gpu5);
   CHECK(clustered_n.busiest_sm_ctas == 3);
+  CHECK(clustered.cluster_ctas == 2);
+  CHECK(clustered_n.cluster_ctas == 2);
+  CHECK(plain.cluster_ctas == 1);
 
   // On an even SM count the cluster costs nothing: 4 SMs, ceil(10/4) = 3 either way.
   CHECK(pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), synthetic_gpu(4))
@@ -201,6 +212,7 @@ TEST_CASE("gemm demand: a 2x1 cluster leaves an odd SM idle", "[demand][gemm]") 
   const auto ampere =
       pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), synthetic_gpu_cc80(5));
   CHECK(ampere.busiest_sm_ctas == 2);
+  CHECK(ampere.cluster_ctas == 1);
   // ... and so is multicast: full operand tiles from L2.
   CHECK(at(ampere.sm_cycles, Pipe::l2) == Approx(at(plain.sm_cycles, Pipe::l2)).epsilon(1e-9));
 

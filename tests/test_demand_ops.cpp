@@ -376,6 +376,8 @@ TEST_CASE("demand: sequential kernels add", "[demand]") {
   CHECK(sum.ctas == 10 + 11);
   CHECK(sum.busiest_sm_ctas == 3 + 3);
   CHECK(sum.resident_ctas_per_sm == 8);  // the larger of the two
+  CHECK(sum.kernels == 2);                // one launch each
+  CHECK(sum.serial_steps == a.serial_steps + b.serial_steps);
   CHECK(sum.config_defaulted);
   auto other_way = a;
   other_way += pipeweave::demand(ew, gpu);
@@ -386,7 +388,7 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   using pipeweave::kFeatureCount;
   using pipeweave::kFeatureNames;
   using pipeweave::kPipeCount;
-  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 4);
+  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 8);
   // The names: each pipe's whole-GPU cycles, then each pipe's busiest-SM cycles, then the mapping.
   for (std::size_t i = 0; i < kPipeCount; ++i) {
     const std::string pipe(pipeweave::to_string(pipeweave::kAllPipes[i]));
@@ -397,6 +399,10 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   CHECK(kFeatureNames[2 * kPipeCount + 1] == "busiest_sm_ctas");
   CHECK(kFeatureNames[2 * kPipeCount + 2] == "resident_ctas_per_sm");
   CHECK(kFeatureNames[2 * kPipeCount + 3] == "waves");
+  CHECK(kFeatureNames[2 * kPipeCount + 4] == "serial_steps");
+  CHECK(kFeatureNames[2 * kPipeCount + 5] == "pipeline_stages");
+  CHECK(kFeatureNames[2 * kPipeCount + 6] == "cluster_ctas");
+  CHECK(kFeatureNames[2 * kPipeCount + 7] == "kernels");
 
   const auto gpu = synthetic_gpu(4);
   for (const pipeweave::Kernel& kernel :
@@ -416,6 +422,10 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
     CHECK(f[2 * kPipeCount + 2] == Approx(std::log1p(d.resident_ctas_per_sm)).epsilon(1e-6));
     // waves: CTAs over the CTA slots of the whole chip (resident per SM * 4 SMs).
     CHECK(f[2 * kPipeCount + 3] == Approx(std::log1p(d.ctas / (d.resident_ctas_per_sm * 4))).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 4] == Approx(std::log1p(d.serial_steps)).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 5] == Approx(std::log1p(d.pipeline_stages)).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 6] == Approx(std::log1p(d.cluster_ctas)).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 7] == Approx(std::log1p(d.kernels)).epsilon(1e-6));
   }
 
   // A hand-made demand: 10 CTAs, 2 resident on 4 SMs -> 10/8 waves.

@@ -123,32 +123,33 @@ std::string load_error(const json& document) {
 }  // namespace
 
 TEST_CASE("Mlp: a hand-computable network gives the sigmoid of the value worked out on paper", "[mlp]") {
-  // Every feature 5, mean 1, scale 2: every standardised input is 2.
+  // Every feature 5, mean 1, scale 2: every standardised input is 2. The first layer reads
+  // the first 16 inputs only, so the figures hold for any feature count.
   MlpDescription d;
   d.feature_names = canonical_feature_names();
   d.input_mean = Eigen::VectorXf::Constant(kInputs, 1.0f);
   d.input_scale = Eigen::VectorXf::Constant(kInputs, 2.0f);
   MlpLayer first;
-  first.weights.resize(3, kInputs);
-  first.weights.row(0).setConstant(0.125f);   // 18 * 0.25 = 4.5
-  first.weights.row(1).setConstant(-0.125f);  // -4.5, clipped to 0
-  first.weights.row(2).setConstant(0.0625f);  // 2.25 - 1 = 1.25
+  first.weights = Eigen::MatrixXf::Zero(3, kInputs);
+  first.weights.row(0).head(16).setConstant(0.125f);   // 16 * 0.25 = 4
+  first.weights.row(1).head(16).setConstant(-0.125f);  // -4, clipped to 0
+  first.weights.row(2).head(16).setConstant(0.0625f);  // 2 - 1 = 1
   first.bias = Eigen::Vector3f(0.0f, 0.0f, -1.0f);
   MlpLayer second;
   second.weights.resize(2, 3);
-  second.weights << 1.0f, 1.0f, 1.0f,  // 4.5 + 0 + 1.25 = 5.75
-      0.5f, 2.0f, -1.0f;               // 2.25 + 0 - 1.25 = 1.0, minus 3 -> clipped to 0
+  second.weights << 1.0f, 1.0f, 1.0f,  // 4 + 0 + 1 = 5
+      0.5f, 2.0f, -1.0f;               // 2 + 0 - 1 = 1, minus 3 -> clipped to 0
   second.bias = Eigen::Vector2f(0.0f, -3.0f);
   MlpLayer output;
   output.weights.resize(1, 2);
-  output.weights << 0.5f, -4.0f;  // 2.875 - 0 + 0.25 = 3.125
+  output.weights << 0.5f, -4.0f;  // 2.5 - 0 + 0.25 = 2.75
   output.bias = Eigen::VectorXf::Constant(1, 0.25f);
   d.layers = {first, second, output};
   const Mlp mlp(d);
 
   Features f;
   f.fill(5.0f);
-  CHECK(mlp.efficiency(f) == Approx(1.0 / (1.0 + std::exp(-3.125))).epsilon(1e-6));
+  CHECK(mlp.efficiency(f) == Approx(1.0 / (1.0 + std::exp(-2.75))).epsilon(1e-6));
   CHECK(mlp.hidden_sizes() == std::vector<int>{3, 2});
   CHECK(mlp.family() == OpFamily::gemm);
 }

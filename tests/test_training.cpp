@@ -85,6 +85,25 @@ TEST_CASE("the exported model, batch-norm folded, predicts what training measure
   CHECK(result.history[static_cast<std::size_t>(result.best_epoch - 1)].best);
 }
 
+TEST_CASE("a feature the training set never varies is ignored, not scaled up") {
+  // Feature 5 holds log1p(1) in every row, as attention's pipeline stages do in FA2-only
+  // data. Summed in float its spread would be a rounding error, and a new value at
+  // inference (log1p(2) for FA3's two stages) would land 10^4 standard deviations out.
+  std::vector<TrainingRow> train = synthetic_rows(800, 6), validation = synthetic_rows(200, 7);
+  for (auto* rows : {&train, &validation})
+    for (TrainingRow& row : *rows) row.features[5] = static_cast<float>(std::log1p(1.0));
+  TrainingOptions options = small_options();
+  options.epochs = 10;
+  const Mlp model = train_mlp(OpFamily::attention, train, validation, options).model;
+  CHECK(model.description().input_scale(5) == 1.0f);
+  CHECK(model.description().layers.front().weights.col(5).isZero());
+  std::vector<TrainingRow> moved = validation;
+  for (TrainingRow& row : moved) row.features[5] = static_cast<float>(std::log1p(2.0));
+  CHECK(predict_latencies(model, moved) == predict_latencies(model, validation));
+  // A feature that does vary keeps its spread.
+  CHECK(model.description().input_scale(0) == Approx(4 / std::sqrt(12.0)).epsilon(0.1));
+}
+
 TEST_CASE("training is deterministic for a seed") {
   const std::vector<TrainingRow> train = synthetic_rows(400, 6), validation = synthetic_rows(100, 7);
   TrainingOptions options = small_options();

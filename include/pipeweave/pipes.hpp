@@ -38,6 +38,13 @@ struct Demand {
   double ctas = 0;                  // CTAs (tiles, work units) the kernel runs
   double busiest_sm_ctas = 0;       // CTAs that land on the busiest SM
   double resident_ctas_per_sm = 1;  // CTAs one SM holds at once
+  // The implementation's shape, which the demand figures alone do not show: a GEMM of 64
+  // K steps per tile overlaps its prologue and epilogue worse than one of 512, a deep
+  // pipeline or a large cluster hides latency better, a second kernel costs a launch.
+  double serial_steps = 1;     // main-loop iterations of the longest CTA (K steps, KV blocks)
+  double pipeline_stages = 1;  // loads the main loop keeps in flight
+  double cluster_ctas = 1;     // CTAs per thread-block cluster
+  double kernels = 1;          // kernel launches (a split-KV combine is a second)
   bool config_defaulted = false;    // true when the implementation config was not given and a default was used
 
   // The physical lower bound: no implementation can finish sooner. Only figures that are
@@ -76,6 +83,10 @@ struct Demand {
     ctas += next.ctas;
     busiest_sm_ctas += next.busiest_sm_ctas;
     resident_ctas_per_sm = std::max(resident_ctas_per_sm, next.resident_ctas_per_sm);
+    serial_steps += next.serial_steps;
+    pipeline_stages = std::max(pipeline_stages, next.pipeline_stages);
+    cluster_ctas = std::max(cluster_ctas, next.cluster_ctas);
+    kernels += next.kernels;
     config_defaulted = config_defaulted || next.config_defaulted;
     return *this;
   }
@@ -83,15 +94,16 @@ struct Demand {
 
 // The learned stage's inputs: log1p of every demand figure plus the mapping's shape.
 // Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
-inline constexpr int kFeatureVersion = 1;
-inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 4;
+inline constexpr int kFeatureVersion = 2;
+inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 8;
 using Features = std::array<float, kFeatureCount>;
 
 inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
     "tensor_gpu_cycles", "fma_gpu_cycles", "xu_gpu_cycles", "dram_gpu_cycles", "l2_gpu_cycles",
     "smem_gpu_cycles",   "link_gpu_cycles", "tensor_sm_cycles", "fma_sm_cycles", "xu_sm_cycles",
     "dram_sm_cycles",    "l2_sm_cycles",    "smem_sm_cycles",  "link_sm_cycles", "ctas",
-    "busiest_sm_ctas",   "resident_ctas_per_sm", "waves"};
+    "busiest_sm_ctas",   "resident_ctas_per_sm", "waves", "serial_steps", "pipeline_stages",
+    "cluster_ctas",      "kernels"};
 
 inline Features features(const Demand& demand, const GpuSpec& gpu) {
   Features out{};
@@ -104,6 +116,10 @@ inline Features features(const Demand& demand, const GpuSpec& gpu) {
   out[2 * kPipeCount + 1] = static_cast<float>(std::log1p(demand.busiest_sm_ctas));
   out[2 * kPipeCount + 2] = static_cast<float>(std::log1p(demand.resident_ctas_per_sm));
   out[2 * kPipeCount + 3] = static_cast<float>(std::log1p(demand.ctas / slots));
+  out[2 * kPipeCount + 4] = static_cast<float>(std::log1p(demand.serial_steps));
+  out[2 * kPipeCount + 5] = static_cast<float>(std::log1p(demand.pipeline_stages));
+  out[2 * kPipeCount + 6] = static_cast<float>(std::log1p(demand.cluster_ctas));
+  out[2 * kPipeCount + 7] = static_cast<float>(std::log1p(demand.kernels));
   return out;
 }
 

@@ -180,7 +180,7 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
 
   // One class per (sequence, query tile); heads and splits are its identical copies.
   std::vector<detail::CtaClass> classes;
-  double dram_total = 0, l2_total = 0, combine_bytes = 0;
+  double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
     const double rows = attention_rows(attention, s);
@@ -190,6 +190,7 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
       // Under a causal mask query row p (0-based) sees KV positions up to kv - q + p.
       const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, (tile + 1) * tq)) : kv;
       const double kv_rows = ceil_div(ceil_div(visible, tkv), splits) * tkv;
+      longest_kv_rows = std::max(longest_kv_rows, kv_rows);
       detail::CtaClass cta;
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
@@ -219,7 +220,10 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   const double resident = detail::resident_ctas(gpu, threads, smem, 0, "attention CTA");
   Demand result = detail::list_schedule(classes, gpu, tensor_rate, resident);
 
+  result.serial_steps = longest_kv_rows / tkv;
+  result.pipeline_stages = fa3 ? 2 : 1;
   if (combine_bytes > 0) {  // the combine kernel: a balanced pass over the fp32 partials
+    result.kernels = 2;
     const PipeArray rate = detail::per_sm_rates(gpu, tensor_rate);
     for (Pipe pipe : {Pipe::dram, Pipe::l2}) {
       const double extra = combine_bytes / 2 / (at(rate, pipe) * gpu.sm_count);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/pipes.hpp"
@@ -93,7 +95,8 @@ inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const Gpu
 //    the SM count, at most 16;
 //  - stages: as many as fit in shared memory (at most 8); cluster 2x1 on Hopper and later
 //    when there are at least as many tiles as SMs.
-// The rank issue replaces this with the best predicted among enumerated candidates.
+// Predictor::predict does not use it: it takes the best predicted of gemm_candidates().
+// It remains the analytical stage's choice (compute_demand of a GEMM without a config).
 inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
   GemmConfig config;
   config.tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
@@ -108,6 +111,63 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
   config.stages = detail::gemm_stages_that_fit(config, gemm.dtype, gpu);
   if (detail::has_clusters(gpu) && tiles >= gpu.sm_count) config.cluster_m = 2;
   return config;
+}
+
+// The configs a GEMM library would consider for this GEMM on this GPU, for a caller that
+// knows only m, n, k (an autotuner ranks them; Predictor::predict takes the best).
+//  - tile_k: 128 bytes of K per step, as in default_config;
+//  - tile_m from {8, 16, 32, 64, 128, 192, 256} on Hopper and later (wgmma's N runs in
+//    steps of 8, and cuBLAS's nvjet kernels put the token dimension there), {16, 32, 64,
+//    128, 256} before: small tiles only where m is small (a tile below 64 rows only when it
+//    is at least m/8), and no tile larger than the smallest one that covers m;
+//  - tile_n from {64, 128, 192, 256}, no larger than the smallest that covers n;
+//  - at most 256 x 256 outputs per CTA (the accumulators must fit in registers);
+//  - split-K 2, 4, 8 besides 1 when the output tiles fill at most half the SMs and
+//    every slice keeps at least four K steps;
+//  - stages: as many as fit (at most 8), and at least 2, else the tile is skipped;
+//  - clusters 1x1, 2x1, 1x2 on Hopper and later, no larger than the tile grid.
+inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& gpu) {
+  using detail::ceil_div;
+  const bool hopper = detail::has_clusters(gpu);
+  const std::vector<int> m_tiles = hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256}
+                                          : std::vector<int>{16, 32, 64, 128, 256};
+  const std::vector<int> n_tiles{64, 128, 192, 256};
+  const auto covering = [](const std::vector<int>& tiles, std::int64_t size) {
+    for (int tile : tiles)
+      if (tile >= size) return tile;
+    return tiles.back();
+  };
+  const int largest_m = covering(m_tiles, gemm.m), largest_n = covering(n_tiles, gemm.n);
+  const int tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
+  std::vector<GemmConfig> candidates;
+  for (int tile_m : m_tiles) {
+    if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
+    for (int tile_n : n_tiles) {
+      if (tile_n > largest_n || tile_m * tile_n > 256 * 256) continue;
+      GemmConfig base;
+      base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k;
+      if (gpu.smem_bytes_per_sm - 16384 < 2 * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
+      base.stages = detail::gemm_stages_that_fit(base, gemm.dtype, gpu);
+      const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
+      const double k_steps = ceil_div(gemm.k, tile_k);
+      std::vector<int> splits{1};
+      if (tiles_m * tiles_n * 2 <= gpu.sm_count)
+        for (int split : {2, 4, 8})
+          if (k_steps / split >= 4) splits.push_back(split);
+      std::vector<std::pair<int, int>> clusters{{1, 1}};
+      if (hopper) {
+        if (tiles_m >= 2) clusters.emplace_back(2, 1);
+        if (tiles_n >= 2) clusters.emplace_back(1, 2);
+      }
+      for (int split : splits)
+        for (auto [cluster_m, cluster_n] : clusters) {
+          GemmConfig config = base;
+          config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
+          candidates.push_back(config);
+        }
+    }
+  }
+  return candidates;
 }
 
 inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
@@ -155,6 +215,9 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   const double resident = detail::resident_ctas(gpu, detail::gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
 
   Demand result = detail::uniform_grid(per_cta, ctas, resident, gpu, tensor_rate, usable_sms);
+  result.serial_steps = k_slice / tk;
+  result.pipeline_stages = config.stages;
+  result.cluster_ctas = cluster;
   result.config_defaulted = !gemm.config.has_value();
   return result;
 }
