@@ -133,6 +133,32 @@ void BM_PredictTrainedSmallGemmBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrainedSmallGemmBatch)->Arg(256);
 
+// A GEMM without a config, seen for the first time: enumerate gemm_candidates() and score
+// them all (every iteration a new m, so a new shape; the memo is emptied when full).
+void BM_BestGemmConfigFirstTime(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  std::int64_t m = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = 1000 + ++m, .n = 6144, .k = 4096}, gpu));
+}
+BENCHMARK(BM_BestGemmConfigFirstTime);
+
+// An autotuner's call: rank a GEMM's candidates (range(0) of them), time per candidate.
+void BM_RankGemmCandidates(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  pw::Gemm gemm{.m = 4096, .n = 6144, .k = 4096};
+  std::vector<pw::Kernel> candidates;
+  for (const pw::GemmConfig& config : pw::gemm_candidates(gemm, gpu)) {
+    gemm.config = config;
+    candidates.push_back(gemm);
+  }
+  candidates.resize(std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(state.range(0))), candidates.front());
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.rank(candidates, gpu));
+  set_ns_per_kernel(state);
+}
+BENCHMARK(BM_RankGemmCandidates)->Arg(48);
+
 void BM_MlpSingle(benchmark::State& state) {
   const pw::Mlp mlp = random_mlp(pw::OpFamily::gemm, {256, 128, 64});
   const pw::Features features = pw::features(pw::compute_demand(sample(pw::OpFamily::gemm), pw::default_gpu()),

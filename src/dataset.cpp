@@ -81,7 +81,8 @@ MeasuredKernel gemm_row(const Row& row) {
                            .cluster_n = static_cast<int>(row.integer("cluster_n"))};
   const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
   return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
-                        !row.has("is_default") || row.text("is_default") == "1"};
+                        !row.has("is_default") || row.text("is_default") == "1",
+                        row.has("candidate") ? static_cast<int>(row.integer("candidate")) : 0};
 }
 
 MeasuredKernel rmsnorm_row(const Row& row) {
@@ -131,6 +132,19 @@ std::vector<double> ranks(std::span<const double> values) {
     i = j + 1;
   }
   return rank;
+}
+
+// Spearman's rank correlation (ties share their mean rank); 0 when either side is constant.
+double spearman(std::span<const double> x, std::span<const double> y) {
+  const std::vector<double> a = ranks(x), b = ranks(y);
+  const double mean = (static_cast<double>(a.size()) + 1) / 2;
+  double covariance = 0, var_a = 0, var_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    covariance += (a[i] - mean) * (b[i] - mean);
+    var_a += (a[i] - mean) * (a[i] - mean);
+    var_b += (b[i] - mean) * (b[i] - mean);
+  }
+  return var_a > 0 && var_b > 0 ? covariance / std::sqrt(var_a * var_b) : 0;
 }
 
 }  // namespace
@@ -228,15 +242,44 @@ Accuracy accuracy(std::span<const double> predicted, std::span<const double> mea
   result.p90_ape_pct = sorted[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
   result.within_10_pct = 100.0 * static_cast<double>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 10; })) / n;
   result.within_20_pct = 100.0 * static_cast<double>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 20; })) / n;
-  const std::vector<double> a = ranks(predicted), b = ranks(measured);
-  const double mean = (static_cast<double>(n) + 1) / 2;
-  double covariance = 0, var_a = 0, var_b = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    covariance += (a[i] - mean) * (b[i] - mean);
-    var_a += (a[i] - mean) * (a[i] - mean);
-    var_b += (b[i] - mean) * (b[i] - mean);
+  result.spearman = spearman(predicted, measured);
+  return result;
+}
+
+RankingAccuracy ranking_accuracy(std::span<const std::string> shapes, std::span<const double> score,
+                                 std::span<const double> measured) {
+  if (score.size() != shapes.size() || measured.size() != shapes.size())
+    detail::fail_field("ranking scores and measurements", score.size(),
+                       "must be one per row, as many as the shapes (" + std::to_string(shapes.size()) + ")");
+  std::map<std::string_view, std::vector<std::size_t>> by_shape;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    detail::require_positive("measured[" + std::to_string(i) + "]", measured[i]);
+    if (!std::isfinite(score[i])) detail::fail_field("score[" + std::to_string(i) + "]", score[i], "must be finite");
+    by_shape[shapes[i]].push_back(i);
   }
-  result.spearman = var_a > 0 && var_b > 0 ? covariance / std::sqrt(var_a * var_b) : 0;
+  RankingAccuracy result;
+  std::vector<double> slowdowns;
+  double spearman_sum = 0, found = 0;
+  std::vector<double> shape_score, shape_measured;
+  for (const auto& [shape, rows] : by_shape) {
+    if (rows.size() < 2) continue;
+    shape_score.clear(), shape_measured.clear();
+    for (std::size_t i : rows) shape_score.push_back(score[i]), shape_measured.push_back(measured[i]);
+    spearman_sum += spearman(shape_score, shape_measured);
+    // The first of the lowest score: a tie goes to the candidate listed first.
+    const std::size_t chosen = static_cast<std::size_t>(std::min_element(shape_score.begin(), shape_score.end()) - shape_score.begin());
+    const double fastest = *std::min_element(shape_measured.begin(), shape_measured.end());
+    found += shape_measured[chosen] == fastest;
+    slowdowns.push_back(100 * (shape_measured[chosen] / fastest - 1));
+  }
+  result.shapes = slowdowns.size();
+  if (result.shapes == 0) return result;
+  const double count = static_cast<double>(result.shapes);
+  result.mean_spearman = spearman_sum / count;
+  result.best_found_pct = 100 * found / count;
+  result.mean_slowdown_pct = std::accumulate(slowdowns.begin(), slowdowns.end(), 0.0) / count;
+  std::sort(slowdowns.begin(), slowdowns.end());
+  result.p90_slowdown_pct = slowdowns[static_cast<std::size_t>(std::ceil(0.9 * count)) - 1];
   return result;
 }
 

@@ -20,6 +20,24 @@ function(pipeweave_cli_failure name error_regex)
   set_tests_properties(cli.${name} PROPERTIES LABELS cli)
 endfunction()
 
+# ---- Ranking configs ----------------------------------------------------------------------
+set(rank_row "\n +1 +[0-9]+\\.[0-9][0-9] +[0-9]+\\.[0-9][0-9] +[01]\\.[0-9][0-9][0-9] +[a-z0-9]+ +gemm:m=4096,n=4096,k=4096,dtype=bf16,tile_m=[0-9]+,tile_n=[0-9]+,tile_k=64,split_k=1,stages=[0-9]+,cluster_m=[12],cluster_n=[12]\n +2 ")
+pipeweave_cli_test(rank_gemm_candidates "^GPU H100-SXM: [0-9]+ candidates, fastest first\n +rank +latency_us +bound_us +eff +bottleneck +kernel${rank_row}"
+                   rank --gpu H100-SXM ${gemm_text})
+pipeweave_cli_test(rank_top "\n +3 [^\n]+\n\\([0-9]+ more; --top 0 prints all\\)" rank --gpu H100-SXM --top 3 ${gemm_text})
+pipeweave_cli_test(rank_json "^\\{\n +\"candidates\": [0-9]+,\n +\"gpu\": \"H100-SXM\",\n +\"ranked\": \\[.*\"rank\": 1.*\"rank\": 2"
+                   rank --gpu H100-SXM --json ${gemm_text})
+# Candidates given: they are ranked as they are (two here, so no "more" line).
+pipeweave_cli_test(rank_given "^GPU H100-SXM: 2 candidates, fastest first\n[^\n]+\n +1 [^\n]+tile_m=(64|128)[^\n]+\n +2 [^\n]+tile_m=(64|128)[^\n]+\n(\\(no trained|$)"
+                   rank --gpu H100-SXM gemm:m=4096,n=4096,k=4096,tile_m=128,tile_n=128,tile_k=64
+                   gemm:m=4096,n=4096,k=4096,tile_m=64,tile_n=64,tile_k=64)
+pipeweave_cli_failure(rank_needs_gpu "rank needs --gpu" rank ${gemm_text})
+pipeweave_cli_failure(rank_needs_kernels "rank needs a GEMM" rank --gpu H100-SXM)
+pipeweave_cli_failure(rank_one_configured "one GEMM without a config .* or two or more KERNELs, got gemm:m=64"
+                      rank --gpu H100-SXM gemm:m=64,n=64,k=64,tile_m=64,tile_n=64,tile_k=64)
+pipeweave_cli_failure(rank_bad_top "--top must be a count of 0 or more, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
+pipeweave_cli_failure(rank_fp8_on_a100 "fp8" rank --gpu A100-SXM4-80GB gemm:m=64,n=4096,k=4096,dtype=fp8)
+
 # ---- Listing GPUs --------------------------------------------------------------------------
 pipeweave_cli_test(gpus_lists_h100 "\nH100-SXM +hopper +9\\.0 +132 " gpus)
 pipeweave_cli_test(gpus_lists_b200 "\nB200 +blackwell +10\\.0 +148 " gpus)
@@ -179,6 +197,14 @@ pipeweave_cli_test(eval_json "\"overall\": \\{.*\"mape_pct\": [0-9.]+.*\"rooflin
                    eval --data "${eval_csv}" --json)
 pipeweave_cli_test(eval_report "wrote [^\n]*eval\\.csv and [^\n]*eval\\.svg"
                    eval --data "${eval_csv}" --report "${CMAKE_CURRENT_BINARY_DIR}/eval_report")
+# --ranking: three measured shapes of 8 cuBLASLt candidates each (from the H100 data).
+set(ranking_csv "${cli_data}/eval_gemm_candidates.csv")
+pipeweave_cli_test(eval_ranking "ordered by the predicted latency +\\| the library's own order[^\n]*\ngpu +shapes +rows +\\| +spearman +best% +slowdown% [^\n]*\nH100-SXM +3 +24 \\| +-?[01]\\.[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \\| [^\n]*\noverall +3 +24 \\|"
+                   eval --data "${ranking_csv}" --ranking)
+pipeweave_cli_test(eval_ranking_json "\"ranking\": \\{.*\"H100-SXM\": \\{.*\"library_first_choice\": \\{.*\"best_found_pct\".*\"shapes\": 3"
+                   eval --data "${ranking_csv}" --ranking --json)
+pipeweave_cli_failure(eval_ranking_needs_candidates "no shape with two or more measured candidates" eval --data "${eval_csv}" --ranking)
+pipeweave_cli_failure(eval_ranking_not_default_only "--ranking orders every candidate" eval --data "${ranking_csv}" --ranking --default-configs)
 pipeweave_cli_failure(eval_needs_data "eval needs --data" eval --json)
 pipeweave_cli_failure(eval_bad_spec "--spec must be GPU=FILE" eval --data "${eval_csv}" --spec H100-SXM)
 pipeweave_cli_failure(eval_missing_data "cannot open measurements file .*nothing\\.csv" eval --data "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")

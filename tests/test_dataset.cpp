@@ -30,6 +30,8 @@ TEST_CASE("GEMM rows become Gemm kernels with the config that ran") {
   CHECK(rows[0].duration_us == 5.696);
   CHECK(rows[0].is_default);
   CHECK_FALSE(rows[1].is_default);
+  CHECK(rows[0].candidate == 0);
+  CHECK(rows[1].candidate == 3);
   const Gemm& gemm = std::get<Gemm>(rows[1].kernel.op());
   CHECK(gemm.m == 16);
   CHECK(gemm.dtype == DType::fp8_e4m3);
@@ -100,4 +102,43 @@ TEST_CASE("accuracy: percentage errors, their spread, and rank correlation") {
   CHECK_THAT(error_of([&] { accuracy(std::vector<double>{1, 2}, measured); }), Contains("predictions") && Contains("4"));
   CHECK_THAT(error_of([] { accuracy(std::vector<double>{}, std::vector<double>{}); }), Contains("at least one"));
   CHECK_THAT(error_of([&] { accuracy(std::vector<double>{1, 2, 0, 4}, measured); }), Contains("predicted[2]"));
+}
+
+TEST_CASE("ranking accuracy: per shape order, the first choice, and its slowdown") {
+  using pipeweave::ranking_accuracy;
+  // Shape a: the score orders its three candidates exactly as measured (rho 1) and picks the
+  // fastest. Shape b: the score has it backwards (rho -1) and picks 5 us where 4 us was on
+  // offer, 25% slower. Shape c has one candidate and says nothing about order.
+  const std::vector<std::string> shapes{"a", "b", "a", "c", "a", "b"};
+  const std::vector<double> score{1.0, 1.0, 3.0, 7.0, 2.0, 2.0};
+  const std::vector<double> measured{10.0, 5.0, 12.0, 9.0, 11.0, 4.0};
+  const auto r = ranking_accuracy(shapes, score, measured);
+  CHECK(r.shapes == 2);
+  CHECK(r.mean_spearman == Approx(0.0).margin(1e-12));
+  CHECK(r.best_found_pct == Approx(50.0));
+  CHECK(r.mean_slowdown_pct == Approx(12.5));
+  CHECK(r.p90_slowdown_pct == Approx(25.0));  // nearest rank of {0, 25}
+
+  // Shape a alone: a perfect ranking.
+  const auto a = ranking_accuracy(std::vector<std::string>{"a", "a", "a"}, std::vector<double>{1, 3, 2},
+                                  std::vector<double>{10, 12, 11});
+  CHECK(a.mean_spearman == Approx(1.0));
+  CHECK(a.best_found_pct == Approx(100.0));
+  CHECK(a.mean_slowdown_pct == Approx(0.0).margin(1e-12));
+
+  // A tied score picks the candidate listed first; a constant score has no order (rho 0).
+  const auto tie = ranking_accuracy(std::vector<std::string>{"t", "t"}, std::vector<double>{1, 1}, std::vector<double>{3, 2});
+  CHECK(tie.mean_slowdown_pct == Approx(50.0));
+  CHECK(tie.mean_spearman == 0);
+
+  // No shape with two candidates: nothing to report, and no division by zero.
+  CHECK(ranking_accuracy(std::vector<std::string>{"x"}, std::vector<double>{1}, std::vector<double>{1}).shapes == 0);
+
+  // Bad input names what is wrong.
+  CHECK_THROWS_WITH(ranking_accuracy(shapes, std::vector<double>{1.0}, measured), Catch::Contains("as many as the shapes"));
+  CHECK_THROWS_WITH(ranking_accuracy(std::vector<std::string>{"a", "a"}, std::vector<double>{1, 2}, std::vector<double>{1, -2}),
+                    Catch::Contains("measured[1]"));
+  CHECK_THROWS_WITH(ranking_accuracy(std::vector<std::string>{"a", "a"}, std::vector<double>{1, std::nan("")},
+                                     std::vector<double>{1, 2}),
+                    Catch::Contains("score[1]"));
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <tuple>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,11 +162,18 @@ TEST_CASE("Predictor with a gemm model: trained answers for GEMMs only", "[predi
   for (const Kernel& kernel : mixed_kernels()) {
     INFO(to_string(kernel));
     const Prediction p = predictor.predict(kernel, gpu);
-    const Prediction bound = analytical.predict(kernel, gpu);
+    // A GEMM without a config runs the config the model picks; compare like with like.
+    Kernel as_run = kernel;
+    if (const Gemm* gemm = kernel.get_if<Gemm>(); gemm && !gemm->config) {
+      Gemm tuned = *gemm;
+      tuned.config = predictor.best_gemm_config(*gemm, gpu);
+      as_run = tuned;
+    }
+    const Prediction bound = analytical.predict(as_run, gpu);
     // The model changes the efficiency, never the bound or its pipe.
     CHECK(p.lower_bound_us == bound.lower_bound_us);
     CHECK(p.bottleneck == bound.bottleneck);
-    CHECK(p.config_defaulted == bound.config_defaulted);
+    CHECK(p.config_defaulted == analytical.predict(kernel, gpu).config_defaulted);
     CHECK(p.latency_us >= p.lower_bound_us);
     CHECK(p.latency_us == Approx(p.lower_bound_us / p.efficiency).epsilon(1e-12));
     if (kernel.family() == OpFamily::gemm) {
@@ -363,4 +372,137 @@ TEST_CASE("Predictor: the default Predictor needs no files", "[predictor]") {
   // Copies share the bundled models.
   const Predictor other;
   for (OpFamily family : kAllOpFamilies) CHECK(other.model(family) == predictor.model(family));
+}
+
+TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by architecture", "[predictor][rank]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");
+  const auto tiles_m = [](const std::vector<GemmConfig>& configs) {
+    std::set<int> seen;
+    for (const GemmConfig& c : configs) seen.insert(c.tile_m);
+    return seen;
+  };
+  // Decode-shaped (m = 1): only the smallest tile that covers m; Hopper's is 8 rows.
+  const std::vector<GemmConfig> decode = gemm_candidates(make_gemm(1, 4096, 4096), h100);
+  CHECK(tiles_m(decode) == std::set<int>{8});
+  // m = 100: tiles from m/8 = 12.5 up (16, 32, 64) and the covering 128; nothing larger.
+  CHECK(tiles_m(gemm_candidates(make_gemm(100, 4096, 4096), h100)) == std::set<int>{16, 32, 64, 128});
+  // A large GEMM: no tile below 64 rows.
+  const std::vector<GemmConfig> large = gemm_candidates(make_gemm(8192, 8192, 8192), h100);
+  CHECK(tiles_m(large) == std::set<int>{64, 128, 192, 256});
+  // Ampere's smallest tile is 16 rows and it has no clusters.
+  const std::vector<GemmConfig> ampere = gemm_candidates(make_gemm(1, 4096, 4096), a100);
+  CHECK(tiles_m(ampere) == std::set<int>{16});
+
+  struct Case {
+    const std::vector<GemmConfig>& configs;
+    const GpuSpec* gpu;
+    Gemm shape;
+  };
+  for (const Case& each : {Case{decode, &h100, make_gemm(1, 4096, 4096)}, Case{large, &h100, make_gemm(8192, 8192, 8192)},
+                           Case{ampere, &a100, make_gemm(1, 4096, 4096)}}) {
+    const auto& configs = each.configs;
+    const GpuSpec* gpu = each.gpu;
+    REQUIRE_FALSE(configs.empty());
+    std::set<std::tuple<int, int, int, int, int>> distinct;
+    for (const GemmConfig& c : configs) {
+      CHECK_NOTHROW(c.validate());
+      CHECK(c.tile_k == 64);  // 128 bytes of bf16
+      CHECK(c.tile_m * c.tile_n <= 256 * 256);
+      CHECK(c.stages >= 2);
+      if (gpu == &a100) CHECK(c.cluster_m * c.cluster_n == 1);
+      distinct.insert({c.tile_m, c.tile_n, c.split_k, c.cluster_m, c.cluster_n});
+      // Every candidate runs on the GPU it was made for.
+      Gemm gemm = each.shape;
+      gemm.config = c;
+      CHECK_NOTHROW(demand(gemm, *gpu));
+    }
+    CHECK(distinct.size() == configs.size());
+  }
+  // Split-K only where the tiles fill at most half the SMs: 8192^2 has 1024+ tiles, none split;
+  // m = 1, n = 4096 has at most 64 tiles on 132 SMs, so splits of 2, 4 and 8 appear.
+  for (const GemmConfig& c : large) CHECK(c.split_k == 1);
+  std::set<int> splits;
+  for (const GemmConfig& c : decode) splits.insert(c.split_k);
+  CHECK(splits == std::set<int>{1, 2, 4, 8});
+  // Clusters no larger than the tile grid: one tile row (m = 1) never clusters along m.
+  for (const GemmConfig& c : decode) CHECK(c.cluster_m == 1);
+  bool clustered_n = false;
+  for (const GemmConfig& c : decode) clustered_n = clustered_n || c.cluster_n == 2;
+  CHECK(clustered_n);
+}
+
+TEST_CASE("Predictor::rank orders candidates by predicted latency, fastest first", "[predictor][rank]") {
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)});
+  Gemm gemm = make_gemm(512, 4096, 4096);
+  std::vector<Kernel> candidates;
+  for (const GemmConfig& config : gemm_candidates(gemm, gpu)) {
+    gemm.config = config;
+    candidates.push_back(gemm);
+  }
+  REQUIRE(candidates.size() > 10);
+  const std::vector<RankedCandidate> ranked = predictor.rank(candidates, gpu);
+  REQUIRE(ranked.size() == candidates.size());
+  std::set<std::size_t> indices;
+  for (std::size_t r = 0; r < ranked.size(); ++r) {
+    indices.insert(ranked[r].index);
+    // Each entry is the candidate's own prediction (batched arithmetic: equal to rounding) ...
+    const Prediction one = predictor.predict(candidates[ranked[r].index], gpu);
+    CHECK(ranked[r].prediction.latency_us == Approx(one.latency_us).epsilon(1e-6));
+    CHECK(ranked[r].prediction.lower_bound_us == one.lower_bound_us);
+    // ... and they come in order.
+    if (r > 0) CHECK(ranked[r - 1].prediction.latency_us <= ranked[r].prediction.latency_us);
+  }
+  CHECK(indices.size() == candidates.size());  // a permutation
+  CHECK(ranked.front().prediction.latency_us < ranked.back().prediction.latency_us);
+
+  // Ties keep the order given: the same kernel three times ranks 0, 1, 2.
+  const std::vector<Kernel> copies(3, candidates.front());
+  const std::vector<RankedCandidate> tied = predictor.rank(copies, gpu);
+  CHECK(tied[0].index == 0);
+  CHECK(tied[1].index == 1);
+  CHECK(tied[2].index == 2);
+  CHECK(predictor.rank(std::span<const Kernel>{}, gpu).empty());
+}
+
+TEST_CASE("Predictor: a GEMM without a config is predicted with the best predicted candidate", "[predictor][rank]") {
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)});
+  for (const char* name : {"H100-SXM", "A100-SXM4-80GB"}) {
+    INFO(name);
+    const GpuSpec& gpu = find_gpu(name);
+    for (const Gemm& shape : {make_gemm(1, 4096, 4096), make_gemm(700, 14336, 4096), make_gemm(8192, 1024, 28672)}) {
+      INFO(shape.m << "x" << shape.n << "x" << shape.k);
+      // The best by hand: the lowest predicted latency over every candidate.
+      double fastest = 1e300;
+      GemmConfig expected;
+      for (const GemmConfig& config : gemm_candidates(shape, gpu)) {
+        Gemm tuned = shape;
+        tuned.config = config;
+        const double latency = predictor.predict(tuned, gpu).latency_us;
+        if (latency < fastest) fastest = latency, expected = config;
+      }
+      const GemmConfig chosen = predictor.best_gemm_config(shape, gpu);
+      CHECK(chosen == expected);
+      CHECK(predictor.best_gemm_config(shape, gpu) == chosen);  // the remembered answer is the same
+      const Prediction p = predictor.predict(shape, gpu);
+      CHECK(p.latency_us == Approx(fastest).epsilon(1e-9));
+      CHECK(p.config_defaulted);
+    }
+  }
+  // Another spec of the same name (a calibrated file) is another GPU to the memo.
+  GpuSpec slower = find_gpu("H100-SXM");
+  slower.dram_bandwidth_gb_s /= 4;
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  Gemm tuned = decode;
+  tuned.config = predictor.best_gemm_config(decode, slower);
+  CHECK(predictor.predict(decode, slower).latency_us == Approx(predictor.predict(tuned, slower).latency_us).epsilon(1e-9));
+  CHECK(predictor.predict(decode, slower).latency_us > predictor.predict(decode, find_gpu("H100-SXM")).latency_us);
+
+  // With no GEMM model there is nothing to rank by: the analytical default config.
+  const Predictor analytical = Predictor::analytical();
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  CHECK(analytical.best_gemm_config(decode, h100) == default_config(decode, h100));
+  // fp8 on an A100 cannot run, whichever config.
+  CHECK_THROWS_AS(predictor.best_gemm_config(make_gemm(64, 4096, 4096, DType::fp8_e4m3), find_gpu("A100-SXM4-80GB")), Error);
 }

@@ -20,6 +20,7 @@ struct MeasuredKernel {
   double duration_us = 0;
   std::string shape;      // the kernel without its configuration: rows that share it are one shape
   bool is_default = true; // GEMM: the candidate a plain cuBLAS call runs; other ops: always
+  int candidate = 0;      // GEMM: its rank in the library heuristic's list (0 = is_default); other ops: 0
 };
 
 // Reads one measurement CSV of any op family, finding columns by name (extra columns are
@@ -42,5 +43,19 @@ struct Accuracy {
 };
 // Throws pipeweave::Error when the spans differ in length, are empty, or hold a value that is not positive.
 Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured);
+
+// How well a score orders each shape's candidates, the autotuner's question: rows of one
+// shape are its candidates (configs), and a lower score is meant to run faster. The score
+// is a predicted latency, or a library heuristic's rank to compare against.
+struct RankingAccuracy {
+  std::size_t shapes = 0;          // shapes with at least two candidates (the others say nothing)
+  double mean_spearman = 0;        // per shape, score order against measured order, averaged
+  double best_found_pct = 0;       // share of shapes whose lowest-score candidate is the measured-fastest
+  double mean_slowdown_pct = 0;    // lowest-score candidate's time over the shape's fastest, minus 1, averaged
+  double p90_slowdown_pct = 0;     // 90th percentile of that slowdown
+};
+// Throws pipeweave::Error when the spans differ in length or a measurement is not positive.
+RankingAccuracy ranking_accuracy(std::span<const std::string> shapes, std::span<const double> score,
+                                 std::span<const double> measured);
 
 }  // namespace pipeweave

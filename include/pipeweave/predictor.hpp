@@ -6,8 +6,12 @@
 // bound_cycles is the busiest pipe's cycles, a physical lower bound; the model's sigmoid
 // keeps efficiency in (0, 1], so no prediction falls below that bound. An op family with
 // no trained model answers with the bound itself and says so (source = analytical_bound).
-// A Predictor is immutable after construction: every method is const and thread-safe.
+// A GEMM that comes without its config is predicted with the best predicted of the configs
+// a GEMM library would consider (gemm_candidates), which is what an autotuned library runs.
+// A Predictor is immutable after construction: every method is const and thread-safe (the
+// one shared state, the memo of those choices, is locked).
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "pipeweave/demand.hpp"
+#include "pipeweave/detail/gemm_config_cache.hpp"
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/kernel.hpp"
 #include "pipeweave/mlp.hpp"
@@ -35,6 +40,12 @@ struct Prediction {
   Pipe bottleneck = Pipe::tensor;
   PredictionSource source = PredictionSource::analytical_bound;
   bool config_defaulted = false;  // the kernel came without its implementation config
+};
+
+// One candidate of Predictor::rank: where it was in the list given, and its prediction.
+struct RankedCandidate {
+  std::size_t index = 0;
+  Prediction prediction;
 };
 
 class Predictor {
@@ -57,7 +68,7 @@ class Predictor {
   // (a data type it has no tensor path for, a tile too large for its shared memory).
   Prediction predict(const Kernel& kernel, const GpuSpec& gpu) const {
     gpu.validate();
-    const Demand demand = compute_demand(kernel, gpu);
+    const Demand demand = resolved_demand(kernel, gpu);
     const Mlp* mlp = model(kernel.family());
     return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr);
   }
@@ -67,7 +78,7 @@ class Predictor {
     gpu.validate();
     std::vector<Demand> demands;
     demands.reserve(kernels.size());
-    for (const Kernel& kernel : kernels) demands.push_back(compute_demand(kernel, gpu));
+    for (const Kernel& kernel : kernels) demands.push_back(resolved_demand(kernel, gpu));
     std::vector<double> efficiency(kernels.size(), 1.0);
     std::vector<std::size_t> members;
     for (OpFamily family : kAllOpFamilies) {
@@ -94,7 +105,63 @@ class Predictor {
     return predictions;
   }
 
+  // The candidates ordered by predicted latency, fastest first (ties keep their order):
+  // the autotuner's question. One network pass per op family for the whole list.
+  std::vector<RankedCandidate> rank(std::span<const Kernel> candidates, const GpuSpec& gpu) const {
+    const std::vector<Prediction> predictions = predict(candidates, gpu);
+    std::vector<RankedCandidate> ranked;
+    ranked.reserve(predictions.size());
+    for (std::size_t i = 0; i < predictions.size(); ++i) ranked.push_back({i, predictions[i]});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+      return a.prediction.latency_us < b.prediction.latency_us;
+    });
+    return ranked;
+  }
+
+  // The config this predictor expects to run fastest for a GEMM given only its shape: the
+  // best predicted of gemm_candidates(), remembered per GPU and shape. With no GEMM model
+  // there is nothing to rank by (the bound favours configs that real kernels run slowly):
+  // the analytical default_config. Throws pipeweave::Error when the GPU cannot run the GEMM.
+  GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
+    const Mlp* mlp = model(OpFamily::gemm);
+    if (!mlp) return default_config(gemm, gpu);
+    const detail::GemmConfigCache::Key key{detail::SpecFingerprint(gpu).value(), gemm.m, gemm.n, gemm.k, gemm.dtype};
+    if (auto known = gemm_configs_->find(key)) return *known;
+    const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
+    if (candidates.empty()) return default_config(gemm, gpu);  // no tile fits: demand() names why
+    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
+        static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(candidates.size()));
+    std::vector<double> bounds(candidates.size());
+    Gemm tuned = gemm;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      tuned.config = candidates[i];
+      const Demand demand = pipeweave::demand(tuned, gpu);
+      bounds[i] = demand.bound_cycles();
+      const Features row = features(demand, gpu);
+      batch.col(static_cast<Eigen::Index>(i)) =
+          Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
+    }
+    const Eigen::VectorXd efficiency = mlp->efficiency(batch);
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < candidates.size(); ++i)
+      if (bounds[i] / efficiency(static_cast<Eigen::Index>(i)) < bounds[best] / efficiency(static_cast<Eigen::Index>(best)))
+        best = i;
+    gemm_configs_->insert(key, candidates[best]);
+    return candidates[best];
+  }
+
  private:
+  // A GEMM without a config runs the best predicted one; every other kernel as given.
+  Demand resolved_demand(const Kernel& kernel, const GpuSpec& gpu) const {
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    if (!gemm || gemm->config || !model(OpFamily::gemm)) return compute_demand(kernel, gpu);
+    Gemm tuned = *gemm;
+    tuned.config = best_gemm_config(*gemm, gpu);
+    Demand demand = pipeweave::demand(tuned, gpu);
+    demand.config_defaulted = true;
+    return demand;
+  }
+
   static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, bool trained) {
     Prediction prediction;
     const double us_per_cycle = 1e6 / gpu.clock_hz();
@@ -108,6 +175,8 @@ class Predictor {
   }
 
   std::array<std::shared_ptr<const Mlp>, kOpFamilyCount> models_{};
+  // Shared by copies: they hold the same models, so the same choices.
+  std::shared_ptr<detail::GemmConfigCache> gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
 };
 
 }  // namespace pipeweave

@@ -13,17 +13,7 @@ int shapes_command(int argc, char** argv, int first);
 // pipeweave collect --from-raw FILE --out FILE.csv
 int collect_command(int argc, char** argv, int first);
 
-// pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
-int eval_command(int argc, char** argv, int first);
-
-// pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--holdout-gpu GPU] [--init MODEL.json] ...
-int train_command(int argc, char** argv, int first);
-
-// pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]
-// pipeweave collect --from-raw FILE --out FILE.csv
-int collect_command(int argc, char** argv, int first);
-
-// pipeweave eval --data FILE.csv [--data ...] [--spec GPU=FILE]... [--specs DIR] [--default-configs] [--json] [--report DIR]
+// pipeweave eval --data FILE.csv [--data ...] [--model M [--held-out]] [--spec GPU=FILE]... [--specs DIR] [--default-configs|--ranking] [--json] [--report DIR]
 int eval_command(int argc, char** argv, int first);
 
 // pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--holdout-gpu GPU] [--init MODEL.json] ...

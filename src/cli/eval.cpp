@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct EvalArguments {
   bool held_out = false;
   bool json = false;
   bool default_only = false;
+  bool ranking = false;
 };
 
 EvalArguments parse(int argc, char** argv, int first) {
@@ -46,10 +48,13 @@ EvalArguments parse(int argc, char** argv, int first) {
     else if (argument == "--model") arguments.model = value();
     else if (argument == "--held-out") arguments.held_out = true;
     else if (argument == "--default-configs") arguments.default_only = true;
+    else if (argument == "--ranking") arguments.ranking = true;
     else throw Error("unknown argument " + argument + " for eval");
   }
   if (arguments.data.empty()) throw Error("eval needs --data FILE.csv (a measurement CSV; see data/README.md)");
   if (arguments.held_out && arguments.model.empty()) throw Error("--held-out needs --model: the split is the model's");
+  if (arguments.ranking && arguments.default_only)
+    throw Error("--ranking orders every candidate of a shape; --default-configs would keep one per shape");
   return arguments;
 }
 
@@ -57,6 +62,62 @@ json accuracy_json(const Accuracy& a) {
   return {{"rows", a.rows},          {"mape_pct", a.mape_pct},           {"median_ape_pct", a.median_ape_pct},
           {"p90_ape_pct", a.p90_ape_pct}, {"within_10_pct", a.within_10_pct}, {"within_20_pct", a.within_20_pct},
           {"spearman", a.spearman}};
+}
+
+json ranking_json(const RankingAccuracy& r) {
+  return {{"shapes", r.shapes},
+          {"mean_spearman", r.mean_spearman},
+          {"best_found_pct", r.best_found_pct},
+          {"mean_slowdown_pct", r.mean_slowdown_pct},
+          {"p90_slowdown_pct", r.p90_slowdown_pct}};
+}
+
+// --ranking: per GPU and overall, how well the predicted latencies order each shape's
+// measured candidates, beside the library heuristic's own order (the `candidate` column).
+int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<double>& predicted, bool as_json) {
+  std::map<std::string, std::vector<std::size_t>> by_gpu;
+  for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);
+  by_gpu["overall"].resize(rows.size());
+  std::iota(by_gpu["overall"].begin(), by_gpu["overall"].end(), 0);
+  struct Line {
+    std::string gpu;
+    std::size_t rows;
+    RankingAccuracy by_model, by_heuristic;
+  };
+  std::vector<Line> lines;
+  for (const auto& [gpu, indices] : by_gpu) {
+    std::vector<std::string> shapes;
+    std::vector<double> model, heuristic, measured;
+    for (std::size_t i : indices) {
+      // A shape is per GPU: the same GEMM on two GPUs is two rankings.
+      shapes.push_back(rows[i].gpu + "|" + rows[i].shape);
+      model.push_back(predicted[i]);
+      heuristic.push_back(rows[i].candidate);
+      measured.push_back(rows[i].duration_us);
+    }
+    lines.push_back({gpu, indices.size(), ranking_accuracy(shapes, model, measured), ranking_accuracy(shapes, heuristic, measured)});
+    if (lines.back().by_model.shapes == 0) throw Error("--ranking found no shape with two or more measured candidates");
+  }
+  json result = json::object();
+  if (!as_json) {
+    fmt::print("{:<31} | {:<37} | {}\n", "", "ordered by the predicted latency", "the library's own order (heuristic)");
+    fmt::print("{:<16} {:>7} {:>6} | {:>9} {:>6} {:>10} {:>9} | {:>9} {:>6} {:>10} {:>9}\n", "gpu", "shapes", "rows",
+               "spearman", "best%", "slowdown%", "p90 slow%", "spearman", "best%", "slowdown%", "p90 slow%");
+  }
+  for (const Line& line : lines) {
+    const RankingAccuracy &m = line.by_model, &h = line.by_heuristic;
+    if (as_json)
+      result[line.gpu] = {{"rows", line.rows}, {"predicted", ranking_json(m)}, {"library_first_choice", ranking_json(h)}};
+    else
+      fmt::print("{:<16} {:>7} {:>6} | {:>9.4f} {:>6.1f} {:>10.2f} {:>9.2f} | {:>9.4f} {:>6.1f} {:>10.2f} {:>9.2f}\n", line.gpu,
+                 m.shapes, line.rows, m.mean_spearman, m.best_found_pct, m.mean_slowdown_pct, m.p90_slowdown_pct,
+                 h.mean_spearman, h.best_found_pct, h.mean_slowdown_pct, h.p90_slowdown_pct);
+  }
+  if (as_json) fmt::print("{}\n", json{{"ranking", result}}.dump(2));
+  else
+    fmt::print("spearman: per shape, predicted (or the heuristic's) order against measured order; best%: shapes whose\n"
+               "first choice measured fastest; slowdown%: the first choice's time over the shape's fastest, minus 1\n");
+  return 0;
 }
 
 struct Group {
@@ -115,6 +176,7 @@ int eval_command(int argc, char** argv, int first) {
       group.bound.push_back(roofline[j].latency_us);
     }
   }
+  if (arguments.ranking) return print_ranking(rows, predicted, arguments.json);
   std::vector<double> measured;
   for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
   const Accuracy overall = accuracy(predicted, measured), overall_bound = accuracy(bound, measured);

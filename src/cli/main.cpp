@@ -18,16 +18,10 @@ namespace pw = pipeweave;
 constexpr const char* kUsage = R"(usage:
   pipeweave gpus [--json]
   pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
+  pipeweave rank --gpu NAME|spec.json [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
-  pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
-  pipeweave collect --from-raw FILE --out FILE.csv
-  pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
-                 [--default-configs] [--json] [--report DIR]
-  pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
-                  [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
-                  [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
@@ -47,6 +41,10 @@ KERNEL is op:key=value,...; for example
   elementwise:bytes=1e9,flops=2.5e8
   all_reduce:bytes=16777216,ranks=8
 --kernels FILE reads one KERNEL per line ('#' starts a comment).
+
+rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
+consider for one GEMM given without a config (predict uses the first of them), or the KERNELs
+given. --top N prints the N fastest (default 10, 0 for all).
 
 calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by
 PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints each figure
@@ -74,6 +72,7 @@ struct Arguments {
   std::string gpu;
   std::string kernels_file;
   bool json = false;
+  int top = 10;
 };
 
 Arguments parse_arguments(int argc, char** argv, int first) {
@@ -87,6 +86,17 @@ Arguments parse_arguments(int argc, char** argv, int first) {
     if (argument == "--json") arguments.json = true;
     else if (argument == "--gpu") arguments.gpu = value("--gpu");
     else if (argument == "--kernels") arguments.kernels_file = value("--kernels");
+    else if (argument == "--top") {
+      const std::string text = value("--top");
+      std::size_t used = 0;
+      int top = -1;
+      try {
+        top = std::stoi(text, &used);
+      } catch (const std::exception&) {
+      }
+      if (top < 0 || used != text.size()) throw pw::Error("--top must be a count of 0 or more, got \"" + text + "\"");
+      arguments.top = top;
+    }
     else if (argument.starts_with("--")) throw pw::Error("unknown option " + argument);
     else arguments.positional.push_back(argument);
   }
@@ -171,6 +181,59 @@ int predict(const Arguments& arguments) {
   return 0;
 }
 
+// One GEMM without a config: the library's candidates; otherwise the kernels as given.
+int rank(const Arguments& arguments) {
+  if (arguments.gpu.empty()) throw pw::Error("rank needs --gpu NAME or --gpu spec.json");
+  const pw::GpuSpec gpu = pw::resolve_gpu(arguments.gpu);
+  std::vector<std::string> texts = arguments.positional;
+  if (!arguments.kernels_file.empty())
+    for (std::string& line : read_kernel_lines(arguments.kernels_file)) texts.push_back(std::move(line));
+  if (texts.empty()) throw pw::Error("rank needs a GEMM (e.g. gemm:m=4096,n=4096,k=4096) or the candidate KERNELs");
+  std::vector<pw::Kernel> candidates;
+  for (const std::string& text : texts) candidates.push_back(pw::parse_kernel(text));
+  const pw::Gemm* gemm = candidates.size() == 1 ? candidates.front().get_if<pw::Gemm>() : nullptr;
+  if (candidates.size() == 1 && !(gemm && !gemm->config))
+    throw pw::Error("rank takes one GEMM without a config (its candidates are enumerated) or two or more KERNELs, got " + texts.front());
+  if (gemm) {
+    pw::Gemm shape = *gemm;
+    candidates.clear();
+    for (const pw::GemmConfig& config : pw::gemm_candidates(shape, gpu)) {
+      shape.config = config;
+      candidates.push_back(shape);
+    }
+    if (candidates.empty()) throw pw::Error("no GEMM config fits " + gpu.name + "'s shared memory for " + texts.front());
+  }
+  const pw::Predictor predictor;
+  const std::vector<pw::RankedCandidate> ranked = predictor.rank(candidates, gpu);
+  const std::size_t shown = arguments.top == 0 ? ranked.size() : std::min<std::size_t>(ranked.size(), arguments.top);
+  if (arguments.json) {
+    json rows = json::array();
+    for (std::size_t r = 0; r < shown; ++r) {
+      const pw::Prediction& p = ranked[r].prediction;
+      rows.push_back({{"rank", r + 1},
+                      {"kernel", pw::to_string(candidates[ranked[r].index])},
+                      {"latency_us", p.latency_us},
+                      {"lower_bound_us", p.lower_bound_us},
+                      {"efficiency", p.efficiency},
+                      {"bottleneck", pw::to_string(p.bottleneck)},
+                      {"source", pw::to_string(p.source)}});
+    }
+    fmt::print("{}\n", json{{"gpu", gpu.name}, {"candidates", ranked.size()}, {"ranked", rows}}.dump(2));
+    return 0;
+  }
+  fmt::print("GPU {}: {} candidates, fastest first\n", gpu.name, ranked.size());
+  fmt::print("{:>5} {:>12} {:>12} {:>6} {:<10} {}\n", "rank", "latency_us", "bound_us", "eff", "bottleneck", "kernel");
+  for (std::size_t r = 0; r < shown; ++r) {
+    const pw::Prediction& p = ranked[r].prediction;
+    fmt::print("{:>5} {:>12.2f} {:>12.2f} {:>6.3f} {:<10} {}\n", r + 1, p.latency_us, p.lower_bound_us, p.efficiency,
+               pw::to_string(p.bottleneck), pw::to_string(candidates[ranked[r].index]));
+  }
+  if (shown < ranked.size()) fmt::print("({} more; --top 0 prints all)\n", ranked.size() - shown);
+  if (!ranked.empty() && ranked.front().prediction.source == pw::PredictionSource::analytical_bound)
+    fmt::print("(no trained model for this op family: ranked by the roofline bound alone)\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,12 +256,10 @@ int main(int argc, char** argv) {
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
     if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
     if (command == "train") return pw::cli::train_command(argc, argv, 2);
-    if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
-    if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
-    if (command == "train") return pw::cli::train_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);
+    if (command == "rank") return rank(arguments);
     throw pw::Error("unknown command \"" + command + "\" (try pipeweave --help)");
   } catch (const std::exception& error) {
     fmt::print(stderr, "pipeweave: error: {}\n", error.what());

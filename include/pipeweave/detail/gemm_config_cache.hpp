@@ -1,0 +1,87 @@
+#pragma once
+// The best predicted config of a GEMM that came without one, remembered per GPU and shape.
+// Choosing it scores every candidate (some hundred network passes); a scheduler asks about
+// the same few shapes over and over, and then pays one lookup. Readers share a lock, so
+// concurrent predictions do not serialise; a full cache is emptied rather than managed
+// (what a serving run asks about refills it at once).
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/ops/gemm.hpp"
+
+namespace pipeweave::detail {
+
+// FNV-1a over every figure of the spec that the demand model reads, and its name: two
+// specs of one name (a catalog entry and its calibrated file) must not share entries.
+class SpecFingerprint {
+ public:
+  explicit SpecFingerprint(const GpuSpec& gpu) {
+    add(gpu.name.data(), gpu.name.size());
+    for (double value : {static_cast<double>(gpu.compute_capability_major), static_cast<double>(gpu.compute_capability_minor),
+                         static_cast<double>(gpu.sm_count), gpu.sm_clock_mhz, gpu.tensor_flops_per_clk_per_sm.fp16_bf16,
+                         gpu.tensor_flops_per_clk_per_sm.fp8, gpu.tensor_flops_per_clk_per_sm.tf32,
+                         gpu.tensor_flops_per_clk_per_sm.int8, gpu.fp32_lanes_per_clk_per_sm, gpu.xu_ops_per_clk_per_sm,
+                         gpu.smem_bytes_per_clk_per_sm, gpu.dram_bandwidth_gb_s, gpu.l2_bandwidth_gb_s, gpu.l2_bytes,
+                         gpu.smem_bytes_per_sm, static_cast<double>(gpu.registers_per_sm),
+                         static_cast<double>(gpu.max_threads_per_sm), static_cast<double>(gpu.max_ctas_per_sm),
+                         gpu.memory_gb, gpu.link_bandwidth_gb_s, gpu.link_latency_us})
+      add(&value, sizeof value);
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  void add(const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) hash_ = (hash_ ^ bytes[i]) * 0x100000001b3ULL;
+  }
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+class GemmConfigCache {
+ public:
+  struct Key {
+    std::uint64_t gpu = 0;
+    std::int64_t m = 0, n = 0, k = 0;
+    DType dtype = DType::bf16;
+    bool operator==(const Key&) const = default;
+  };
+  static constexpr std::size_t kCapacity = 1 << 16;
+
+  std::optional<GemmConfig> find(const Key& key) const {
+    const std::shared_lock lock(mutex_);
+    const auto found = entries_.find(key);
+    if (found == entries_.end()) return std::nullopt;
+    return found->second;
+  }
+
+  void insert(const Key& key, const GemmConfig& config) {
+    const std::unique_lock lock(mutex_);
+    if (entries_.size() >= kCapacity) entries_.clear();
+    entries_.insert_or_assign(key, config);
+  }
+
+  std::size_t size() const {
+    const std::shared_lock lock(mutex_);
+    return entries_.size();
+  }
+
+ private:
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const {
+      std::uint64_t h = key.gpu;
+      for (std::uint64_t part : {static_cast<std::uint64_t>(key.m), static_cast<std::uint64_t>(key.n),
+                                 static_cast<std::uint64_t>(key.k), static_cast<std::uint64_t>(key.dtype)})
+        h = (h ^ part) * 0x9e3779b97f4a7c15ULL, h ^= h >> 29;
+      return static_cast<std::size_t>(h);
+    }
+  };
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<Key, GemmConfig, KeyHash> entries_;
+};
+
+}  // namespace pipeweave::detail
