@@ -49,7 +49,7 @@ void report(const char* title, const std::vector<NamedKernel>& layer, const pw::
     total += p.latency_us;
     std::printf("  %-26s %11.2f %11.2f %-7s %-17s %s\n", layer[i].name.c_str(), p.latency_us, p.lower_bound_us,
                 std::string(pw::to_string(p.bottleneck)).c_str(), std::string(pw::to_string(p.source)).c_str(),
-                pw::describe_config(kernels[i], gpu).c_str());
+                pw::describe_config(predictor.configured(kernels[i], gpu), gpu).c_str());
   }
   std::printf("  %-26s %11.2f   (x %d layers = %.1f us of kernel time)\n", "layer total", total, kLayers,
               total * kLayers);

@@ -488,6 +488,10 @@ TEST_CASE("Predictor: a GEMM without a config is predicted with the best predict
       const Prediction p = predictor.predict(shape, gpu);
       CHECK(p.latency_us == Approx(fastest).epsilon(1e-9));
       CHECK(p.config_defaulted);
+      // configured() shows the kernel as predicted: the chosen config filled in.
+      const Kernel as_run = predictor.configured(shape, gpu);
+      REQUIRE(as_run.get_if<Gemm>()->config);
+      CHECK(*as_run.get_if<Gemm>()->config == chosen);
     }
   }
   // Another spec of the same name (a calibrated file) is another GPU to the memo.
@@ -503,6 +507,9 @@ TEST_CASE("Predictor: a GEMM without a config is predicted with the best predict
   const Predictor analytical = Predictor::analytical();
   const GpuSpec& h100 = find_gpu("H100-SXM");
   CHECK(analytical.best_gemm_config(decode, h100) == default_config(decode, h100));
+  CHECK(analytical.configured(decode, h100) == Kernel(decode));  // left to the demand model's default
+  const Kernel norm = parse_kernel("rmsnorm:tokens=64,hidden=4096");
+  CHECK(predictor.configured(norm, h100) == norm);
   // fp8 on an A100 cannot run, whichever config.
   CHECK_THROWS_AS(predictor.best_gemm_config(make_gemm(64, 4096, 4096, DType::fp8_e4m3), find_gpu("A100-SXM4-80GB")), Error);
 }

@@ -150,14 +150,23 @@ class Predictor {
     return candidates[best];
   }
 
+  // The kernel as predict() runs it: a GEMM without a config gets best_gemm_config(); any
+  // other kernel is returned as given (its family's default config applies inside the
+  // demand model, and describe_config() names it). For showing what was predicted.
+  Kernel configured(const Kernel& kernel, const GpuSpec& gpu) const {
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    if (!gemm || gemm->config || !model(OpFamily::gemm)) return kernel;
+    Gemm tuned = *gemm;
+    tuned.config = best_gemm_config(*gemm, gpu);
+    return tuned;
+  }
+
  private:
   // A GEMM without a config runs the best predicted one; every other kernel as given.
   Demand resolved_demand(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
     if (!gemm || gemm->config || !model(OpFamily::gemm)) return compute_demand(kernel, gpu);
-    Gemm tuned = *gemm;
-    tuned.config = best_gemm_config(*gemm, gpu);
-    Demand demand = pipeweave::demand(tuned, gpu);
+    Demand demand = compute_demand(configured(kernel, gpu), gpu);
     demand.config_defaulted = true;
     return demand;
   }

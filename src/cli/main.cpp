@@ -161,7 +161,7 @@ int predict(const Arguments& arguments) {
                       {"efficiency", p.efficiency},
                       {"bottleneck", pw::to_string(p.bottleneck)},
                       {"source", pw::to_string(p.source)},
-                      {"config", pw::describe_config(kernels[i], gpu)},
+                      {"config", pw::describe_config(predictor.configured(kernels[i], gpu), gpu)},
                       {"config_defaulted", p.config_defaulted}});
     }
     fmt::print("{}\n", json{{"gpu", gpu.name}, {"predictions", rows}}.dump(2));
@@ -175,7 +175,7 @@ int predict(const Arguments& arguments) {
     const pw::Prediction& p = predictions[i];
     total += p.latency_us;
     fmt::print("{:>12.2f} {:>12.2f} {:>6.3f} {:<10} {:<16} {} [{}]\n", p.latency_us, p.lower_bound_us, p.efficiency,
-               pw::to_string(p.bottleneck), pw::to_string(p.source), texts[i], pw::describe_config(kernels[i], gpu));
+               pw::to_string(p.bottleneck), pw::to_string(p.source), texts[i], pw::describe_config(predictor.configured(kernels[i], gpu), gpu));
   }
   if (kernels.size() > 1) fmt::print("{:>12.2f} total\n", total);
   return 0;
