@@ -44,7 +44,11 @@ pw::Predictor trained_predictor(const std::vector<int>& hidden = {256, 128, 64})
 // One representative kernel per family, shaped like Llama-3-8B serving work.
 pw::Kernel sample(pw::OpFamily family) {
   switch (family) {
-    case pw::OpFamily::gemm: return pw::Gemm{.m = 4096, .n = 6144, .k = 4096};
+    case pw::OpFamily::gemm: {  // with its config: the network's cost, not the choice of a config
+      pw::Gemm gemm{.m = 4096, .n = 6144, .k = 4096};
+      gemm.config = pw::default_config(gemm, pw::default_gpu());
+      return gemm;
+    }
     case pw::OpFamily::attention: return pw::Attention::prefill(4, 2048, 32, 8, 128);
     case pw::OpFamily::rmsnorm: return pw::RmsNorm{.tokens = 8192, .hidden = 4096, .fused_residual = true};
     case pw::OpFamily::silu_mul: return pw::SiluMul{.tokens = 8192, .dim = 14336};
@@ -59,8 +63,11 @@ pw::Kernel sample(pw::OpFamily family) {
 // A batch of distinct GEMMs, as a scheduler or autotuner would ask about.
 std::vector<pw::Kernel> gemm_batch(std::size_t size) {
   std::vector<pw::Kernel> kernels;
-  for (std::size_t i = 0; i < size; ++i)
-    kernels.push_back(pw::Gemm{.m = static_cast<std::int64_t>(1 + 37 * i), .n = 4096, .k = 4096});
+  for (std::size_t i = 0; i < size; ++i) {
+    pw::Gemm gemm{.m = static_cast<std::int64_t>(1 + 37 * i), .n = 4096, .k = 4096};
+    gemm.config = pw::default_config(gemm, pw::default_gpu());
+    kernels.push_back(gemm);
+  }
   return kernels;
 }
 
@@ -132,6 +139,15 @@ void BM_PredictTrainedSmallGemmBatch(benchmark::State& state) {
   set_ns_per_kernel(state);
 }
 BENCHMARK(BM_PredictTrainedSmallGemmBatch)->Arg(256);
+
+// A GEMM without a config whose shape was asked about before: its best config is remembered.
+void BM_PredictTrainedGemmNoConfig(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const pw::Kernel kernel = pw::Gemm{.m = 4096, .n = 6144, .k = 4096};
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+}
+BENCHMARK(BM_PredictTrainedGemmNoConfig);
 
 // A GEMM without a config, seen for the first time: enumerate gemm_candidates() and score
 // them all (every iteration a new m, so a new shape; the memo is emptied when full).
