@@ -1,6 +1,7 @@
 #pragma once
 // JSON helpers shared by the compiled part's readers (not installed): parsing with errors that
 // say what was being read, and typed field access whose errors name the field and its value.
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -53,6 +54,29 @@ class Fields {
     const json& value = get(key);
     if (!value.is_number_integer()) fail_field(prefix_ + key, value.dump(), "must be an integer");
     return value.get<int>();
+  }
+  bool has(const std::string& key) const { return object_.contains(key); }
+  // A count or a size: a whole number >= minimum (64-bit, as token counts and bytes need).
+  std::int64_t whole(const std::string& key, std::int64_t minimum = 1) const {
+    const json& value = get(key);
+    if (!value.is_number_integer() || value.get<std::int64_t>() < minimum)
+      fail_field(prefix_ + key, value.dump(),
+                 minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
+    return value.get<std::int64_t>();
+  }
+  std::vector<std::int64_t> wholes(const std::string& key, std::int64_t minimum = 1) const {
+    const json& value = get(key);
+    if (!value.is_array()) fail_field(prefix_ + key, value.dump().substr(0, 80), "must be an array of integers");
+    std::vector<std::int64_t> out;
+    out.reserve(value.size());
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const json& item = value[i];
+      if (!item.is_number_integer() || item.get<std::int64_t>() < minimum)
+        fail_field(prefix_ + key + "[" + std::to_string(i) + "]", item.dump(),
+                   minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
+      out.push_back(item.get<std::int64_t>());
+    }
+    return out;
   }
   std::string text(const std::string& key) const {
     const json& value = get(key);

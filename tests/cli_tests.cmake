@@ -225,3 +225,30 @@ pipeweave_cli_failure(train_bad_hidden "--hidden must be layer widths" train --o
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got B200"
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
+
+# ---- End to end ------------------------------------------------------------------------------
+set(llama_config "${cli_data}/models/Llama-3.1-8B/config.json")
+set(small_trace "${cli_data}/trace_small.csv")
+pipeweave_cli_test(e2e_from_config
+                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +0\\.000 ms [^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
+# The same trace without chunked prefill: 9 iterations (see test_workload.cpp).
+pipeweave_cli_test(e2e_no_chunking "^Llama-3\\.1-8B on 1 x H100-SXM: 9 iterations, 2 with prompt tokens, 7 decode-only\n"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --no-chunked-prefill)
+# A workload file in the published layout (written by --write-workload from the same trace at TP 2).
+pipeweave_cli_test(e2e_workload_file "^Llama-3\\.1-8B on 2 x H200-SXM: 6 iterations.*of which overhead +[0-9.]+ ms +\\(50 us per iteration.*\n +all_reduce +[0-9.]+ +[0-9.]+% +384\n"
+                   e2e --gpu H200-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us 50)
+pipeweave_cli_test(e2e_json "\"median_decode_iteration_us\": [0-9.]+.*\"operators\": \\[.*\"name\": \"gate_up_proj\".*\"per_iteration\": \\[.*\"phase\": \"mixed\""
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --json)
+pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv and [^\n]*operators\\.svg"
+                   e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_report")
+pipeweave_cli_failure(e2e_needs_gpu "e2e needs --gpu" e2e --workload "${cli_data}/workload_llama_tp2.json")
+pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
+pipeweave_cli_failure(e2e_model_needs_trace "--model and --trace go together" e2e --gpu H100-SXM --model "${llama_config}")
+pipeweave_cli_failure(e2e_bad_tp "--tp must be an integer >= 1, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)
+pipeweave_cli_failure(e2e_tp_must_divide "tp must be 3: must divide num_attention_heads|tp.*must divide num_attention_heads \\(32\\)"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 3)
+pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number >= 0 \\(microseconds\\), got \"-5\""
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us -5)
+pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.csv"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")

@@ -19,4 +19,9 @@ int eval_command(int argc, char** argv, int first);
 // pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--holdout-gpu GPU] [--init MODEL.json] ...
 int train_command(int argc, char** argv, int first);
 
+// pipeweave e2e --gpu G (--workload W.json | --model config.json --trace T.csv [--tp N] [--max-batched-tokens N]
+//               [--max-seqs N] [--no-chunked-prefill] [--dtype D]) [--overhead-us X] [--kernel-overhead-us X]
+//               [--write-workload F] [--json] [--report DIR]
+int e2e_command(int argc, char** argv, int first);
+
 }  // namespace pipeweave::cli

@@ -29,6 +29,9 @@ constexpr const char* kUsage = R"(usage:
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
+  pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--json] [--report DIR]
+  pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
+                [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--write-workload W.json] [...as above]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -45,6 +48,12 @@ KERNEL is op:key=value,...; for example
 rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
 consider for one GEMM given without a config (predict uses the first of them), or the KERNELs
 given. --top N prints the N fastest (default 10, 0 for all).
+
+e2e predicts a serving run: a workload file (the published layout; see data/README.md), or one
+generated from a Hugging Face config.json, a request trace (CSV: num_prefill_tokens,
+num_decode_tokens, output_tokens) and a tensor-parallel size under continuous batching (chunked
+prefill unless --no-chunked-prefill). It prints the prefill time, the median decode iteration,
+the total and the time per operator; the overhead outside kernels is 0 unless given.
 
 calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by
 PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints each figure
@@ -256,6 +265,7 @@ int main(int argc, char** argv) {
     if (command == "collect") return pw::cli::collect_command(argc, argv, 2);
     if (command == "eval") return pw::cli::eval_command(argc, argv, 2);
     if (command == "train") return pw::cli::train_command(argc, argv, 2);
+    if (command == "e2e") return pw::cli::e2e_command(argc, argv, 2);
     const Arguments arguments = parse_arguments(argc, argv, 2);
     if (command == "gpus") return list_gpus(arguments);
     if (command == "predict") return predict(arguments);

@@ -1,0 +1,208 @@
+#pragma once
+// End to end: an LLM serving run as a list of iterations, each a batch of requests and the
+// kernels it launches, and its predicted time (METHOD.md section 4).
+//
+// A Workload is read from and written to the JSON layout of the published method's
+// artifacts; it can also be generated from a Hugging Face config.json, a request trace and
+// a continuous-batching policy. Its time is the sum of its kernels' predicted latencies
+// (per GPU of a tensor-parallel group: each GPU runs its shard at the same time, so one
+// GPU's kernels, all-reduces included, are the iteration) plus an explicit per-iteration
+// overhead that the caller sets (launches, scheduler, sampling): nothing is hidden in the
+// kernels.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/kernel.hpp"
+#include "pipeweave/predictor.hpp"
+
+namespace pipeweave {
+
+// What an iteration runs: only prompt tokens, only one new token per request, or both.
+enum class Phase : std::uint8_t { prefill, decode, mixed };
+std::string_view to_string(Phase phase);
+
+// A decoder-only transformer's shape, as config.json gives it. Mixture-of-experts models
+// have experts > 0: their MLP is a fused MoE over `experts` experts of
+// `moe_intermediate_size`, plus a dense shared expert of `shared_expert_intermediate_size`
+// where the model has one.
+struct ModelParams {
+  std::int64_t hidden_size = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_key_value_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t num_hidden_layers = 0;
+  std::int64_t num_experts = 0;  // 0: dense
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t shared_expert_intermediate_size = 0;
+  // Throws pipeweave::Error naming the field: sizes must be positive, heads divisible.
+  void validate() const;
+  bool operator==(const ModelParams&) const = default;
+};
+
+// The operators of one iteration, per GPU, in the published layout: each with the number of
+// times the iteration runs it (layers, or layers x 2 for the two norms and all-reduces).
+struct WorkloadGemm {
+  std::string name;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t count = 1;
+  bool operator==(const WorkloadGemm&) const = default;
+};
+struct WorkloadAttention {
+  std::string attention_type;  // free text; the phase of the iteration when generated
+  std::vector<std::int64_t> q_lengths, kv_lengths;
+  std::int64_t nh = 0, nkv = 0, hd = 0;  // per GPU
+  std::int64_t count = 1;
+  bool operator==(const WorkloadAttention&) const = default;
+};
+struct WorkloadRows {  // rmsnorm (fused residual add) and silu-and-mul: seq rows of dim
+  std::int64_t seq = 0, dim = 0;
+  std::int64_t count = 1;
+  bool operator==(const WorkloadRows&) const = default;
+};
+struct WorkloadMoe {
+  std::int64_t tokens = 0, experts = 0, top_k = 0, hidden = 0, intermediate = 0;
+  std::int64_t count = 1;
+  bool operator==(const WorkloadMoe&) const = default;
+};
+struct WorkloadCollective {
+  std::string name = "all_reduce";  // all_reduce, all_gather, reduce_scatter, all_to_all
+  double bytes = 0;                 // each rank's buffer
+  int ranks = 0;
+  std::int64_t count = 1;
+  bool operator==(const WorkloadCollective&) const = default;
+};
+struct WorkloadOperators {
+  std::vector<WorkloadGemm> gemm;
+  std::optional<WorkloadAttention> attention;
+  std::optional<WorkloadRows> rmsnorm;
+  std::optional<WorkloadRows> siluandmul;
+  std::optional<WorkloadMoe> moe;
+  std::vector<WorkloadCollective> communication;
+  bool operator==(const WorkloadOperators&) const = default;
+};
+
+struct WorkloadIteration {
+  std::int64_t iteration = 0;
+  Phase phase = Phase::prefill;
+  std::vector<std::int64_t> q_lengths, kv_lengths;  // per request: new tokens, tokens attended
+  WorkloadOperators operators;
+  std::int64_t batch_size() const { return static_cast<std::int64_t>(q_lengths.size()); }
+  std::int64_t num_tokens() const;
+  bool operator==(const WorkloadIteration&) const = default;
+};
+
+struct Workload {
+  std::string model;
+  ModelParams model_params;
+  int tp_size = 1;
+  int pp_size = 1;
+  DType dtype = DType::bf16;
+  std::vector<WorkloadIteration> iterations;
+  bool operator==(const Workload&) const = default;
+};
+
+// The JSON layout (see data/README.md). Reading checks every field and names the one that is
+// wrong ("iterations[3].operators.gemm[1].M must be a positive integer, got -4").
+Workload workload_from_json(std::string_view json_text);
+Workload load_workload(const std::filesystem::path& path);
+std::string to_json(const Workload& workload);
+
+// One kernel of an iteration with how often it runs.
+struct WorkloadKernel {
+  std::string name;
+  Kernel kernel;
+  std::int64_t count = 1;
+};
+// The kernels an iteration's operators stand for, in the workload's dtype.
+std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration, DType dtype);
+
+// ---- Generating a workload ----------------------------------------------------------------
+
+// The model's shape from a Hugging Face config.json: Llama, Qwen2/Qwen3, Mistral (dense) and
+// Mixtral, Qwen2-MoE / Qwen3-MoE (experts). Throws pipeweave::Error naming what is missing or
+// what the library does not model (DeepSeek's multi-head latent attention, for one).
+ModelParams model_params_from_hf_config(std::string_view json_text);
+ModelParams load_hf_config(const std::filesystem::path& config_json);
+
+// One request of a trace: prompt tokens, then one decode iteration per further output token.
+struct TraceRequest {
+  std::int64_t prefill_tokens = 0;
+  std::int64_t decode_tokens = 0;  // decode iterations this request takes part in
+  std::int64_t output_tokens = 0;  // tokens it returns (the first comes from its prefill)
+};
+// CSV with a header naming num_prefill_tokens, num_decode_tokens and output_tokens (other
+// columns ignored). Errors name the line and column.
+std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source = "trace");
+std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path);
+
+// Continuous batching as vLLM and SGLang do it; every request is waiting at the start.
+//  - chunked_prefill (vLLM's default): each iteration first gives every running request its
+//    decode token, then fills the rest of max_batched_tokens with prompt tokens, splitting a
+//    prompt across iterations when it does not fit (mixed iterations);
+//  - without it (SGLang's default, vLLM's before chunking): when a waiting prompt fits in
+//    max_batched_tokens (any prompt fits an empty batch) the iteration runs prompts only,
+//    as many whole ones as fit; otherwise it runs the decodes.
+// max_sequences caps the requests that run at once.
+struct SchedulerPolicy {
+  std::int64_t max_batched_tokens = 8192;
+  std::int64_t max_sequences = 256;
+  bool chunked_prefill = true;
+  void validate() const;
+};
+
+// The iterations a trace runs as on `tp` GPUs of tensor parallelism: per GPU, per layer the
+// input RMSNorm, QKV projection, attention, output projection, all-reduce, post-attention
+// RMSNorm, gate-up projection, SiLU-and-mul (or the fused MoE), down projection, all-reduce;
+// then the final norm and the LM head for each request that produces a token.
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace, int tp,
+                           const SchedulerPolicy& policy, DType dtype = DType::bf16);
+
+// ---- Predicting it ------------------------------------------------------------------------
+
+// Time spent per iteration outside the kernels, stated by the caller: kernel launches the GPU
+// waits for, the scheduler, sampling, detokenisation. Defaults are zero so that nothing is
+// assumed; data/README.md records what was measured on real runs.
+struct IterationOverhead {
+  double per_iteration_us = 0;
+  double per_kernel_us = 0;  // for each kernel launched (count included)
+  void validate() const;
+};
+
+struct IterationTime {
+  std::int64_t iteration = 0;
+  Phase phase = Phase::prefill;
+  std::int64_t num_tokens = 0;
+  double kernels_us = 0;
+  double overhead_us = 0;
+  double total_us() const { return kernels_us + overhead_us; }
+};
+
+struct OperatorTime {
+  std::string name;  // e.g. qkv_proj, attention, all_reduce
+  double us = 0;     // over the whole run
+  std::int64_t launches = 0;
+};
+
+struct WorkloadPrediction {
+  std::vector<IterationTime> iterations;
+  std::vector<OperatorTime> operators;  // largest first
+  double prefill_us = 0;                // iterations that run prompt tokens (prefill and mixed)
+  double median_decode_iteration_us = 0;  // 0 when no iteration is decode-only
+  double total_us = 0;
+  double overhead_us = 0;  // the part of total_us that is overhead
+};
+
+WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
+                                    const IterationOverhead& overhead = {});
+
+}  // namespace pipeweave

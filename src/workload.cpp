@@ -1,0 +1,536 @@
+// Workloads: the published JSON layout, generation from a model config and a request trace
+// under continuous batching, and the predicted time of a run.
+#include "pipeweave/workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <nlohmann/json.hpp>
+
+#include "json_support.hpp"
+#include "pipeweave/dataset.hpp"
+#include "pipeweave/error.hpp"
+
+namespace pipeweave {
+namespace {
+
+using detail::Fields;
+using nlohmann::json;
+
+constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
+
+Phase phase_from(const std::string& text, const std::string& field) {
+  for (std::size_t i = 0; i < std::size(kPhaseNames); ++i)
+    if (text == kPhaseNames[i]) return static_cast<Phase>(i);
+  detail::fail_field(field, "\"" + text + "\"", "must be prefill, decode or mixed");
+}
+
+CollectiveKind collective_kind(const std::string& name, const std::string& field) {
+  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
+                              CollectiveKind::all_to_all})
+    if (name == to_string(kind)) return kind;
+  detail::fail_field(field, "\"" + name + "\"", "must be all_reduce, all_gather, reduce_scatter or all_to_all");
+}
+
+DType dtype_from(const std::string& text, const std::string& field) {
+  for (DType dtype : {DType::fp16, DType::bf16, DType::fp8_e4m3, DType::fp8_e5m2})
+    if (text == to_string(dtype)) return dtype;
+  detail::fail_field(field, "\"" + text + "\"", "must be fp16, bf16, fp8_e4m3 or fp8_e5m2");
+}
+
+std::int64_t sum(const std::vector<std::int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), std::int64_t{0});
+}
+
+ModelParams read_params(const json& object) {
+  const Fields f(object, "model_params.");
+  f.only({"hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
+          "num_hidden_layers", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+          "shared_expert_intermediate_size"});
+  ModelParams p;
+  p.hidden_size = f.whole("hidden_size");
+  p.num_attention_heads = f.whole("num_attention_heads");
+  p.num_key_value_heads = f.whole("num_key_value_heads");
+  p.head_dim = f.whole("head_dim");
+  p.intermediate_size = f.whole("intermediate_size");
+  p.vocab_size = f.whole("vocab_size");
+  p.num_hidden_layers = f.whole("num_hidden_layers");
+  if (f.has("num_experts")) p.num_experts = f.whole("num_experts", 0);
+  if (f.has("num_experts_per_tok")) p.num_experts_per_tok = f.whole("num_experts_per_tok", 0);
+  if (f.has("moe_intermediate_size")) p.moe_intermediate_size = f.whole("moe_intermediate_size", 0);
+  if (f.has("shared_expert_intermediate_size"))
+    p.shared_expert_intermediate_size = f.whole("shared_expert_intermediate_size", 0);
+  p.validate();
+  return p;
+}
+
+WorkloadOperators read_operators(const json& object, const std::string& prefix) {
+  const Fields f(object, prefix);
+  f.only({"gemm", "attention", "rmsnorm", "siluandmul", "moe", "communication"});
+  WorkloadOperators ops;
+  if (f.has("gemm")) {
+    const json& list = f.get("gemm");
+    if (!list.is_array()) detail::fail_field(prefix + "gemm", list.dump().substr(0, 80), "must be an array");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Fields g(list[i], prefix + "gemm[" + std::to_string(i) + "].");
+      g.only({"name", "M", "N", "K", "count"});
+      ops.gemm.push_back({g.text("name"), g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")});
+    }
+  }
+  if (f.has("attention")) {
+    const Fields a(f.get("attention"), prefix + "attention.");
+    a.only({"attention_type", "bs", "q_lengths", "kv_lengths", "nh", "nkv", "hd", "count"});
+    WorkloadAttention attention{a.text("attention_type"), a.wholes("q_lengths"), a.wholes("kv_lengths"),
+                                a.whole("nh"),           a.whole("nkv"),       a.whole("hd"),
+                                a.whole("count")};
+    if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
+      detail::fail_field(prefix + "attention.bs", a.whole("bs"),
+                         "must equal the length of q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
+    ops.attention = std::move(attention);
+  }
+  for (const char* name : {"rmsnorm", "siluandmul"}) {
+    if (!f.has(name)) continue;
+    const Fields r(f.get(name), prefix + name + ".");
+    r.only({"seq", "dim", "count"});
+    (std::string_view(name) == "rmsnorm" ? ops.rmsnorm : ops.siluandmul) =
+        WorkloadRows{r.whole("seq"), r.whole("dim"), r.whole("count")};
+  }
+  if (f.has("moe")) {
+    const Fields m(f.get("moe"), prefix + "moe.");
+    m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count"});
+    ops.moe = WorkloadMoe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
+                          m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
+  }
+  if (f.has("communication")) {
+    const json& list = f.get("communication");
+    if (!list.is_array()) detail::fail_field(prefix + "communication", list.dump().substr(0, 80), "must be an array");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string at = prefix + "communication[" + std::to_string(i) + "].";
+      const Fields c(list[i], at);
+      c.only({"name", "bytes", "ranks", "count"});
+      WorkloadCollective collective{c.text("name"), c.number("bytes"), static_cast<int>(c.whole("ranks")), c.whole("count")};
+      (void)collective_kind(collective.name, at + "name");
+      detail::require_positive(at + "bytes", collective.bytes);
+      ops.communication.push_back(std::move(collective));
+    }
+  }
+  return ops;
+}
+
+json operators_json(const WorkloadOperators& ops) {
+  json out = json::object();
+  if (!ops.gemm.empty()) {
+    json list = json::array();
+    for (const WorkloadGemm& g : ops.gemm) list.push_back({{"name", g.name}, {"M", g.m}, {"N", g.n}, {"K", g.k}, {"count", g.count}});
+    out["gemm"] = list;
+  }
+  if (ops.attention) {
+    const WorkloadAttention& a = *ops.attention;
+    out["attention"] = {{"attention_type", a.attention_type}, {"bs", a.q_lengths.size()}, {"q_lengths", a.q_lengths},
+                        {"kv_lengths", a.kv_lengths}, {"nh", a.nh}, {"nkv", a.nkv}, {"hd", a.hd}, {"count", a.count}};
+  }
+  if (ops.rmsnorm) out["rmsnorm"] = {{"seq", ops.rmsnorm->seq}, {"dim", ops.rmsnorm->dim}, {"count", ops.rmsnorm->count}};
+  if (ops.siluandmul)
+    out["siluandmul"] = {{"seq", ops.siluandmul->seq}, {"dim", ops.siluandmul->dim}, {"count", ops.siluandmul->count}};
+  if (ops.moe)
+    out["moe"] = {{"tokens", ops.moe->tokens}, {"experts", ops.moe->experts}, {"top_k", ops.moe->top_k},
+                  {"hidden", ops.moe->hidden}, {"intermediate", ops.moe->intermediate}, {"count", ops.moe->count}};
+  if (!ops.communication.empty()) {
+    json list = json::array();
+    for (const WorkloadCollective& c : ops.communication)
+      list.push_back({{"name", c.name}, {"bytes", c.bytes}, {"ranks", c.ranks}, {"count", c.count}});
+    out["communication"] = list;
+  }
+  return out;
+}
+
+// ---- Generation ----------------------------------------------------------------------------
+
+// One request's progress through the scheduler.
+struct Live {
+  std::int64_t prompt = 0, prefilled = 0, decodes = 0, decoded = 0;
+  bool prefill_done() const { return prefilled == prompt; }
+  bool finished() const { return prefill_done() && decoded == decodes; }
+};
+
+// One iteration's batch: per request, new tokens and tokens attended; rows needing logits.
+struct Batch {
+  std::vector<std::int64_t> q, kv;
+  std::int64_t prompt_tokens = 0, decode_tokens = 0, logits = 0;
+};
+
+WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, int tp, Phase phase) {
+  const std::int64_t tokens = sum(batch.q), layers = p.num_hidden_layers;
+  const std::int64_t heads = p.num_attention_heads / tp;
+  const std::int64_t kv_heads = std::max<std::int64_t>(1, p.num_key_value_heads / tp);  // replicated when fewer than tp
+  WorkloadOperators ops;
+  ops.gemm.push_back({"qkv_proj", tokens, (heads + 2 * kv_heads) * p.head_dim, p.hidden_size, layers});
+  ops.gemm.push_back({"o_proj", tokens, p.hidden_size, heads * p.head_dim, layers});
+  if (p.num_experts == 0) {
+    ops.gemm.push_back({"gate_up_proj", tokens, 2 * p.intermediate_size / tp, p.hidden_size, layers});
+    ops.gemm.push_back({"down_proj", tokens, p.hidden_size, p.intermediate_size / tp, layers});
+    ops.siluandmul = WorkloadRows{tokens, p.intermediate_size / tp, layers};
+  } else {
+    ops.gemm.push_back({"router", tokens, p.num_experts, p.hidden_size, layers});
+    ops.moe = WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
+    if (p.shared_expert_intermediate_size > 0) {
+      const std::int64_t shared = p.shared_expert_intermediate_size / tp;
+      ops.gemm.push_back({"shared_gate_up_proj", tokens, 2 * shared, p.hidden_size, layers});
+      ops.gemm.push_back({"shared_down_proj", tokens, p.hidden_size, shared, layers});
+      ops.siluandmul = WorkloadRows{tokens, shared, layers};
+    }
+  }
+  if (batch.logits > 0)
+    ops.gemm.push_back({"lm_head", batch.logits, (p.vocab_size + tp - 1) / tp, p.hidden_size, 1});
+  ops.attention = WorkloadAttention{std::string(to_string(phase)), batch.q, batch.kv, heads, kv_heads, p.head_dim, layers};
+  ops.rmsnorm = WorkloadRows{tokens, p.hidden_size, 2 * layers + 1};  // two per layer and the final norm
+  if (tp > 1) {
+    // Activations between layers are 16-bit whatever the GEMMs' type.
+    const double activation_bytes = static_cast<double>(tokens * p.hidden_size) * 2;
+    ops.communication.push_back({"all_reduce", activation_bytes, tp, 2 * layers});
+    if (batch.logits > 0)  // the LM head's vocabulary shards gathered for sampling (bf16 logits)
+      ops.communication.push_back({"all_gather", static_cast<double>(batch.logits * p.vocab_size) * 2, tp, 1});
+  }
+  return ops;
+}
+
+}  // namespace
+
+std::string_view to_string(Phase phase) { return kPhaseNames[static_cast<std::size_t>(phase)]; }
+
+void ModelParams::validate() const {
+  detail::require_positive("model_params.hidden_size", hidden_size);
+  detail::require_positive("model_params.num_attention_heads", num_attention_heads);
+  detail::require_positive("model_params.num_key_value_heads", num_key_value_heads);
+  if (num_attention_heads % num_key_value_heads != 0)
+    detail::fail_field("model_params.num_key_value_heads", num_key_value_heads,
+                       "must divide num_attention_heads (" + std::to_string(num_attention_heads) + ")");
+  detail::require_positive("model_params.head_dim", head_dim);
+  detail::require_positive("model_params.intermediate_size", intermediate_size);
+  detail::require_positive("model_params.vocab_size", vocab_size);
+  detail::require_positive("model_params.num_hidden_layers", num_hidden_layers);
+  detail::require_non_negative("model_params.num_experts", num_experts);
+  if (num_experts > 0) {
+    if (num_experts_per_tok < 1 || num_experts_per_tok > num_experts)
+      detail::fail_field("model_params.num_experts_per_tok", num_experts_per_tok,
+                         "must be from 1 to num_experts (" + std::to_string(num_experts) + ")");
+    detail::require_positive("model_params.moe_intermediate_size", moe_intermediate_size);
+  }
+  detail::require_non_negative("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size);
+}
+
+std::int64_t WorkloadIteration::num_tokens() const { return sum(q_lengths); }
+
+Workload workload_from_json(std::string_view json_text) {
+  const json document = detail::parse_json(json_text, "workload");
+  const Fields f(document, "");
+  f.only({"model", "model_params", "tp_size", "pp_size", "dtype", "iterations"});
+  Workload w;
+  w.model = f.text("model");
+  w.model_params = read_params(f.get("model_params"));
+  w.tp_size = static_cast<int>(f.whole("tp_size"));
+  w.pp_size = static_cast<int>(f.whole("pp_size"));
+  if (w.pp_size != 1) detail::fail_field("pp_size", w.pp_size, "must be 1: pipeline parallelism is not modelled");
+  if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
+  const json& iterations = f.get("iterations");
+  if (!iterations.is_array()) detail::fail_field("iterations", iterations.dump().substr(0, 80), "must be an array");
+  for (std::size_t i = 0; i < iterations.size(); ++i) {
+    const std::string prefix = "iterations[" + std::to_string(i) + "].";
+    const Fields it(iterations[i], prefix);
+    it.only({"iteration", "phase", "batch_size", "q_lengths", "kv_lengths", "num_tokens", "operators"});
+    WorkloadIteration iteration;
+    iteration.iteration = it.whole("iteration", 0);
+    iteration.phase = phase_from(it.text("phase"), prefix + "phase");
+    iteration.q_lengths = it.wholes("q_lengths");
+    iteration.kv_lengths = it.wholes("kv_lengths");
+    if (iteration.kv_lengths.size() != iteration.q_lengths.size())
+      detail::fail_field(prefix + "kv_lengths", iteration.kv_lengths.size(),
+                         "must have as many entries as q_lengths (" + std::to_string(iteration.q_lengths.size()) + ")");
+    if (it.whole("batch_size") != iteration.batch_size())
+      detail::fail_field(prefix + "batch_size", it.whole("batch_size"),
+                         "must equal the length of q_lengths (" + std::to_string(iteration.batch_size()) + ")");
+    if (it.whole("num_tokens") != iteration.num_tokens())
+      detail::fail_field(prefix + "num_tokens", it.whole("num_tokens"),
+                         "must equal the sum of q_lengths (" + std::to_string(iteration.num_tokens()) + ")");
+    iteration.operators = read_operators(it.get("operators"), prefix + "operators.");
+    w.iterations.push_back(std::move(iteration));
+  }
+  return w;
+}
+
+Workload load_workload(const std::filesystem::path& path) { return workload_from_json(detail::read_file(path, "workload")); }
+
+std::string to_json(const Workload& w) {
+  const ModelParams& p = w.model_params;
+  json params = {{"hidden_size", p.hidden_size},         {"num_attention_heads", p.num_attention_heads},
+                 {"num_key_value_heads", p.num_key_value_heads}, {"head_dim", p.head_dim},
+                 {"intermediate_size", p.intermediate_size}, {"vocab_size", p.vocab_size},
+                 {"num_hidden_layers", p.num_hidden_layers}};
+  if (p.num_experts > 0) {
+    params["num_experts"] = p.num_experts;
+    params["num_experts_per_tok"] = p.num_experts_per_tok;
+    params["moe_intermediate_size"] = p.moe_intermediate_size;
+    params["shared_expert_intermediate_size"] = p.shared_expert_intermediate_size;
+  }
+  json iterations = json::array();
+  for (const WorkloadIteration& it : w.iterations)
+    iterations.push_back({{"iteration", it.iteration},
+                          {"phase", to_string(it.phase)},
+                          {"batch_size", it.batch_size()},
+                          {"q_lengths", it.q_lengths},
+                          {"kv_lengths", it.kv_lengths},
+                          {"num_tokens", it.num_tokens()},
+                          {"operators", operators_json(it.operators)}});
+  const json document = {{"model", w.model},     {"model_params", params}, {"tp_size", w.tp_size},
+                         {"pp_size", w.pp_size}, {"dtype", to_string(w.dtype)}, {"iterations", iterations}};
+  return document.dump(1) + "\n";
+}
+
+std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration, DType dtype) {
+  const WorkloadOperators& ops = iteration.operators;
+  std::vector<WorkloadKernel> out;
+  for (const WorkloadGemm& g : ops.gemm) out.push_back({g.name, Gemm{.m = g.m, .n = g.n, .k = g.k, .dtype = dtype}, g.count});
+  if (ops.attention) {
+    Attention attention;
+    attention.q_lens = ops.attention->q_lengths;
+    attention.kv_lens = ops.attention->kv_lengths;
+    attention.heads = ops.attention->nh, attention.kv_heads = ops.attention->nkv, attention.head_dim = ops.attention->hd;
+    attention.dtype = dtype == DType::fp16 ? DType::fp16 : DType::bf16;  // fp8 models keep a 16-bit KV cache here
+    out.push_back({"attention", attention, ops.attention->count});
+  }
+  const DType activations = dtype == DType::fp16 ? DType::fp16 : DType::bf16;
+  if (ops.rmsnorm)
+    out.push_back({"rmsnorm", RmsNorm{.tokens = ops.rmsnorm->seq, .hidden = ops.rmsnorm->dim, .dtype = activations,
+                                      .fused_residual = true},
+                   ops.rmsnorm->count});
+  if (ops.siluandmul)
+    out.push_back({"silu_and_mul", SiluMul{.tokens = ops.siluandmul->seq, .dim = ops.siluandmul->dim, .dtype = activations},
+                   ops.siluandmul->count});
+  if (ops.moe)
+    out.push_back({"fused_moe",
+                   FusedMoe{.tokens = ops.moe->tokens, .experts = ops.moe->experts, .top_k = ops.moe->top_k,
+                            .hidden = ops.moe->hidden, .intermediate = ops.moe->intermediate, .dtype = dtype},
+                   ops.moe->count});
+  for (std::size_t i = 0; i < ops.communication.size(); ++i) {
+    const WorkloadCollective& c = ops.communication[i];
+    out.push_back({c.name,
+                   Collective{.kind = collective_kind(c.name, "communication[" + std::to_string(i) + "].name"),
+                              .bytes = c.bytes, .ranks = c.ranks, .dtype = activations},
+                   c.count});
+  }
+  return out;
+}
+
+ModelParams model_params_from_hf_config(std::string_view json_text) {
+  const json document = detail::parse_json(json_text, "config.json");
+  const Fields f(document, "config.json: ");
+  const std::string type = f.has("model_type") ? f.text("model_type") : "";
+  if (f.has("kv_lora_rank"))
+    detail::fail_field("config.json: model_type", "\"" + type + "\"",
+                       "uses multi-head latent attention (kv_lora_rank), which the library does not model");
+  ModelParams p;
+  p.hidden_size = f.whole("hidden_size");
+  p.num_attention_heads = f.whole("num_attention_heads");
+  p.num_key_value_heads = f.has("num_key_value_heads") ? f.whole("num_key_value_heads") : p.num_attention_heads;
+  p.head_dim = f.has("head_dim") && !f.get("head_dim").is_null() ? f.whole("head_dim") : p.hidden_size / p.num_attention_heads;
+  p.intermediate_size = f.whole("intermediate_size");
+  p.vocab_size = f.whole("vocab_size");
+  p.num_hidden_layers = f.whole("num_hidden_layers");
+  if (f.has("num_local_experts")) {  // Mixtral: every expert as wide as the dense MLP
+    p.num_experts = f.whole("num_local_experts");
+    p.num_experts_per_tok = f.whole("num_experts_per_tok");
+    p.moe_intermediate_size = p.intermediate_size;
+  } else if (f.has("num_experts") && f.whole("num_experts", 0) > 0) {  // Qwen2-MoE, Qwen3-MoE
+    p.num_experts = f.whole("num_experts");
+    p.num_experts_per_tok = f.whole("num_experts_per_tok");
+    p.moe_intermediate_size = f.whole("moe_intermediate_size");
+    if (f.has("shared_expert_intermediate_size"))
+      p.shared_expert_intermediate_size = f.whole("shared_expert_intermediate_size", 0);
+  } else if (f.has("n_routed_experts")) {
+    detail::fail_field("config.json: n_routed_experts", f.get("n_routed_experts").dump(),
+                       "names a DeepSeek-style MoE, which the library does not model");
+  }
+  p.validate();
+  return p;
+}
+
+std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source) {
+  std::vector<TraceRequest> trace;
+  std::map<std::string, std::size_t> columns;
+  std::size_t line_number = 0, start = 0;
+  const std::string where(source);
+  while (start < csv_text.size()) {
+    std::size_t end = csv_text.find('\n', start);
+    if (end == std::string_view::npos) end = csv_text.size();
+    std::string_view line = csv_text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_csv_line(line);
+    if (columns.empty()) {
+      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
+      for (const char* name : {"num_prefill_tokens", "num_decode_tokens", "output_tokens"})
+        if (!columns.contains(name)) throw Error(where + ": the header has no column " + name);
+      continue;
+    }
+    auto value = [&](const char* name, std::int64_t minimum) {
+      const std::string at = where + " line " + std::to_string(line_number) + " column " + name;
+      const std::size_t index = columns.at(name);
+      if (index >= cells.size()) throw Error(at + " is missing");
+      std::size_t used = 0;
+      long long parsed = -1;
+      try {
+        parsed = std::stoll(cells[index], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != cells[index].size() || parsed < minimum)
+        detail::fail_field(at, "\"" + cells[index] + "\"", minimum == 1 ? "must be a positive integer" : "must be an integer >= 0");
+      return static_cast<std::int64_t>(parsed);
+    };
+    trace.push_back({value("num_prefill_tokens", 1), value("num_decode_tokens", 0), value("output_tokens", 0)});
+  }
+  if (columns.empty()) throw Error(where + ": no header row");
+  if (trace.empty()) throw Error(where + ": no request");
+  return trace;
+}
+
+ModelParams load_hf_config(const std::filesystem::path& config_json) {
+  return model_params_from_hf_config(detail::read_file(config_json, "model config"));
+}
+
+std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path) {
+  return trace_from_csv(detail::read_file(csv_path, "trace"), csv_path.string());
+}
+
+void SchedulerPolicy::validate() const {
+  detail::require_positive("scheduler.max_batched_tokens", max_batched_tokens);
+  detail::require_positive("scheduler.max_sequences", max_sequences);
+}
+
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace, int tp,
+                           const SchedulerPolicy& policy, DType dtype) {
+  params.validate();
+  policy.validate();
+  if (tp < 1) detail::fail_field("tp", tp, "must be >= 1");
+  if (params.num_attention_heads % tp != 0)
+    detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
+  if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
+    detail::fail_field("tp", tp, "must divide num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
+  const std::int64_t mlp = params.num_experts > 0 ? params.moe_intermediate_size : params.intermediate_size;
+  if (mlp % tp != 0) detail::fail_field("tp", tp, "must divide the MLP width (" + std::to_string(mlp) + ")");
+  if (trace.empty()) throw Error("the trace has no request");
+
+  std::vector<Live> requests;
+  for (const TraceRequest& r : trace) {
+    detail::require_positive("trace.num_prefill_tokens", r.prefill_tokens);
+    detail::require_non_negative("trace.num_decode_tokens", r.decode_tokens);
+    requests.push_back({r.prefill_tokens, 0, r.decode_tokens, 0});
+  }
+  Workload w{std::move(model), params, tp, 1, dtype, {}};
+  std::size_t next_waiting = 0;           // requests are admitted in trace order
+  std::vector<std::size_t> running;       // admitted and not finished
+  while (next_waiting < requests.size() || !running.empty()) {
+    Batch batch;
+    std::int64_t budget = policy.max_batched_tokens;
+    auto add_prefill = [&](Live& r, std::int64_t chunk) {
+      r.prefilled += chunk;
+      batch.q.push_back(chunk), batch.kv.push_back(r.prefilled);
+      batch.prompt_tokens += chunk;
+      budget -= chunk;
+      if (r.prefill_done()) ++batch.logits;  // the first output token
+    };
+    auto add_decode = [&](Live& r) {
+      ++r.decoded;
+      batch.q.push_back(1), batch.kv.push_back(r.prompt + r.decoded);
+      ++batch.decode_tokens, ++batch.logits;
+      --budget;
+    };
+    auto admit = [&] { running.push_back(next_waiting++); };
+    const auto can_admit = [&] {
+      return next_waiting < requests.size() && static_cast<std::int64_t>(running.size()) < policy.max_sequences;
+    };
+    if (policy.chunked_prefill) {
+      for (std::size_t i : running)
+        if (budget > 0 && requests[i].prefill_done() && requests[i].decoded < requests[i].decodes) add_decode(requests[i]);
+      for (std::size_t i : running)
+        if (budget > 0 && !requests[i].prefill_done())
+          add_prefill(requests[i], std::min(budget, requests[i].prompt - requests[i].prefilled));
+      while (budget > 0 && can_admit()) {
+        admit();
+        Live& r = requests[running.back()];
+        add_prefill(r, std::min(budget, r.prompt));
+      }
+    } else {
+      const bool prefill_turn = can_admit() && (requests[next_waiting].prompt <= budget || running.empty());
+      if (prefill_turn) {
+        do {
+          admit();
+          add_prefill(requests[running.back()], requests[running.back()].prompt);
+        } while (can_admit() && requests[next_waiting].prompt <= budget);
+      } else {
+        for (std::size_t i : running)
+          if (budget > 0 && requests[i].decoded < requests[i].decodes) add_decode(requests[i]);
+      }
+    }
+    std::erase_if(running, [&](std::size_t i) { return requests[i].finished(); });
+    if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
+    const Phase phase = batch.prompt_tokens == 0 ? Phase::decode : (batch.decode_tokens == 0 ? Phase::prefill : Phase::mixed);
+    WorkloadIteration iteration;
+    iteration.iteration = static_cast<std::int64_t>(w.iterations.size());
+    iteration.phase = phase;
+    iteration.q_lengths = batch.q;
+    iteration.kv_lengths = batch.kv;
+    iteration.operators = layer_operators(params, batch, tp, phase);
+    w.iterations.push_back(std::move(iteration));
+  }
+  return w;
+}
+
+void IterationOverhead::validate() const {
+  detail::require_non_negative("overhead.per_iteration_us", per_iteration_us);
+  detail::require_non_negative("overhead.per_kernel_us", per_kernel_us);
+}
+
+WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
+                                    const IterationOverhead& overhead) {
+  overhead.validate();
+  WorkloadPrediction result;
+  std::map<std::string, OperatorTime> by_name;
+  std::vector<double> decode_times;
+  std::vector<Kernel> kernels;
+  for (const WorkloadIteration& iteration : workload.iterations) {
+    const std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
+    kernels.clear();
+    for (const WorkloadKernel& k : named) kernels.push_back(k.kernel);
+    const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
+    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0};
+    std::int64_t launches = 0;
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      const double us = predictions[i].latency_us * static_cast<double>(named[i].count);
+      time.kernels_us += us;
+      launches += named[i].count;
+      OperatorTime& op = by_name[named[i].name];
+      op.name = named[i].name, op.us += us, op.launches += named[i].count;
+    }
+    time.overhead_us = overhead.per_iteration_us + overhead.per_kernel_us * static_cast<double>(launches);
+    result.total_us += time.total_us();
+    result.overhead_us += time.overhead_us;
+    if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
+    else result.prefill_us += time.total_us();
+    result.iterations.push_back(time);
+  }
+  if (!decode_times.empty()) {
+    std::sort(decode_times.begin(), decode_times.end());
+    const std::size_t n = decode_times.size();
+    result.median_decode_iteration_us = n % 2 ? decode_times[n / 2] : 0.5 * (decode_times[n / 2 - 1] + decode_times[n / 2]);
+  }
+  for (auto& [name, op] : by_name) result.operators.push_back(op);
+  std::sort(result.operators.begin(), result.operators.end(),
+            [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
+  return result;
+}
+
+}  // namespace pipeweave

@@ -1,0 +1,245 @@
+// Workloads: continuous batching worked out by hand, the operators of a layer per GPU under
+// tensor parallelism, the JSON layout both ways, config.json and trace reading, and the sum
+// that predict_workload makes of its kernels.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/predictor.hpp"
+#include "pipeweave/workload.hpp"
+#include "test_support.hpp"
+
+using namespace pipeweave;
+using Catch::Matchers::Contains;
+using pipeweave_test::error_of;
+
+namespace {
+
+const std::string kData = PIPEWEAVE_TEST_DATA_DIR;
+
+ModelParams llama_8b() { return load_hf_config(kData + "/models/Llama-3.1-8B/config.json"); }
+
+// Three requests: prompts of 600, 100 and 2000 tokens, then 3, 5 and 2 decode steps.
+std::vector<TraceRequest> small_trace() { return load_trace(kData + "/trace_small.csv"); }
+
+using Lengths = std::vector<std::int64_t>;
+
+const WorkloadGemm& gemm_named(const WorkloadIteration& iteration, const std::string& name) {
+  const auto& list = iteration.operators.gemm;
+  const auto found = std::find_if(list.begin(), list.end(), [&](const WorkloadGemm& g) { return g.name == name; });
+  REQUIRE(found != list.end());
+  return *found;
+}
+
+}  // namespace
+
+TEST_CASE("workload: a config.json and a trace are read with their fields named", "[workload]") {
+  const ModelParams p = llama_8b();
+  CHECK(p.hidden_size == 4096);
+  CHECK(p.num_attention_heads == 32);
+  CHECK(p.num_key_value_heads == 8);
+  CHECK(p.head_dim == 128);  // hidden / heads: the config gives no head_dim
+  CHECK(p.intermediate_size == 14336);
+  CHECK(p.vocab_size == 128256);
+  CHECK(p.num_hidden_layers == 32);
+  CHECK(p.num_experts == 0);
+
+  const ModelParams mixtral = load_hf_config(kData + "/models/Mixtral-8x7B/config.json");
+  CHECK(mixtral.num_experts == 8);
+  CHECK(mixtral.num_experts_per_tok == 2);
+  CHECK(mixtral.moe_intermediate_size == 14336);
+
+  CHECK_THAT(error_of([] { model_params_from_hf_config(R"({"model_type": "deepseek_v3", "kv_lora_rank": 512})"); }),
+             Contains("multi-head latent attention"));
+  CHECK_THAT(error_of([] { model_params_from_hf_config(R"({"num_attention_heads": 32})"); }),
+             Contains("config.json: hidden_size is missing"));
+  CHECK_THAT(error_of([] {
+               model_params_from_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 5,
+                 "intermediate_size": 1, "vocab_size": 1, "num_hidden_layers": 1})");
+             }),
+             Contains("num_key_value_heads") && Contains("must divide num_attention_heads (32)"));
+
+  const std::vector<TraceRequest> trace = small_trace();
+  REQUIRE(trace.size() == 3);
+  CHECK(trace[2].prefill_tokens == 2000);
+  CHECK(trace[1].decode_tokens == 5);
+  CHECK(trace[1].output_tokens == 6);
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,output_tokens\n5,1\n"); }),
+             Contains("no column num_decode_tokens"));
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n7,-1,0\n", "t.csv"); }),
+             Contains("t.csv line 3 column num_decode_tokens") && Contains("\"-1\""));
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n0,1,2\n"); }),
+             Contains("num_prefill_tokens") && Contains("positive"));
+}
+
+TEST_CASE("workload: chunked prefill decodes first, then fills the token budget with prompt chunks", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  // Iteration 0: prompts 600 and 100, and the first 324 tokens of the 2000-token prompt.
+  // 1: the two finished prompts decode (kv 601, 101), the long prompt goes on: 1022 more (to 1346).
+  // 2: decodes (602, 102), the last 654 prompt tokens (to 2000).
+  // 3-5: decodes until each request has taken its 3, 5 and 2 steps.
+  const std::vector<std::pair<Lengths, Lengths>> expected{
+      {{600, 100, 324}, {600, 100, 324}}, {{1, 1, 1022}, {601, 101, 1346}}, {{1, 1, 654}, {602, 102, 2000}},
+      {{1, 1, 1}, {603, 103, 2001}},      {{1, 1}, {104, 2002}},            {{1}, {105}}};
+  const std::vector<Phase> phases{Phase::prefill, Phase::mixed, Phase::mixed, Phase::decode, Phase::decode, Phase::decode};
+  REQUIRE(w.iterations.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("iteration " << i);
+    CHECK(w.iterations[i].iteration == static_cast<std::int64_t>(i));
+    CHECK(w.iterations[i].q_lengths == expected[i].first);
+    CHECK(w.iterations[i].kv_lengths == expected[i].second);
+    CHECK(w.iterations[i].phase == phases[i]);
+  }
+  // The LM head runs for each request that produces a token: 2 finished prompts in iteration 0;
+  // 2 decodes in 1; 2 decodes and the long prompt's end in 2.
+  CHECK(gemm_named(w.iterations[0], "lm_head").m == 2);
+  CHECK(gemm_named(w.iterations[1], "lm_head").m == 2);
+  CHECK(gemm_named(w.iterations[2], "lm_head").m == 3);
+  CHECK(w.iterations[0].num_tokens() == 1024);
+}
+
+TEST_CASE("workload: without chunking, prompt-only iterations while whole prompts fit", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  policy.chunked_prefill = false;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  // 600 and 100 fit together; 2000 does not fit while others run, so the two decode to the end
+  // (3 and 5 steps), then the long prompt runs alone in an empty batch, then its 2 decodes.
+  const std::vector<Lengths> q{{600, 100}, {1, 1}, {1, 1}, {1, 1}, {1}, {1}, {2000}, {1}, {1}};
+  const std::vector<Lengths> kv{{600, 100}, {601, 101}, {602, 102}, {603, 103}, {104}, {105}, {2000}, {2001}, {2002}};
+  REQUIRE(w.iterations.size() == q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    INFO("iteration " << i);
+    CHECK(w.iterations[i].q_lengths == q[i]);
+    CHECK(w.iterations[i].kv_lengths == kv[i]);
+    CHECK(w.iterations[i].phase == (q[i].front() == 1 ? Phase::decode : Phase::prefill));
+  }
+  // max_sequences caps the requests running at once: one at a time runs each to its end.
+  policy.max_sequences = 1;
+  const Workload serial = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  CHECK(serial.iterations.size() == 1 + 3 + 1 + 5 + 1 + 2);
+}
+
+TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[workload]") {
+  SchedulerPolicy policy;
+  const Workload w = generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 2, policy);
+  REQUIRE(w.iterations.size() == 1);
+  const WorkloadIteration& it = w.iterations.front();
+  // 32 heads and 8 KV heads over 2 GPUs: 16 and 4 each, of 128.
+  CHECK(gemm_named(it, "qkv_proj").n == (16 + 2 * 4) * 128);
+  CHECK(gemm_named(it, "qkv_proj").k == 4096);
+  CHECK(gemm_named(it, "qkv_proj").m == 300);
+  CHECK(gemm_named(it, "qkv_proj").count == 32);
+  CHECK(gemm_named(it, "o_proj").k == 16 * 128);
+  CHECK(gemm_named(it, "gate_up_proj").n == 14336);  // 2 x 14336 / 2
+  CHECK(gemm_named(it, "down_proj").k == 7168);
+  CHECK(gemm_named(it, "lm_head").n == 64128);  // the vocabulary split
+  CHECK(gemm_named(it, "lm_head").m == 1);
+  REQUIRE(it.operators.attention);
+  CHECK(it.operators.attention->nh == 16);
+  CHECK(it.operators.attention->nkv == 4);
+  CHECK(it.operators.attention->count == 32);
+  CHECK(it.operators.rmsnorm->count == 65);  // two per layer and the final norm
+  CHECK(it.operators.siluandmul->dim == 7168);
+  REQUIRE(it.operators.communication.size() == 2);
+  CHECK(it.operators.communication[0].name == "all_reduce");
+  CHECK(it.operators.communication[0].bytes == 300.0 * 4096 * 2);  // bf16 activations
+  CHECK(it.operators.communication[0].count == 64);                // after attention and after the MLP
+  CHECK(it.operators.communication[1].name == "all_gather");       // the logits' vocabulary shards
+
+  // One GPU: no collective. Eight GPUs: one KV head each (8 / 8).
+  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 1, policy)
+            .iterations.front()
+            .operators.communication.empty());
+  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 8, policy)
+            .iterations.front()
+            .operators.attention->nkv == 1);
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), 3, policy); }),
+             Contains("tp") && Contains("must divide num_attention_heads (32)"));
+
+  // A mixture of experts: router and fused MoE instead of the dense MLP.
+  const ModelParams mixtral = load_hf_config(kData + "/models/Mixtral-8x7B/config.json");
+  const WorkloadIteration moe =
+      generate_workload("mixtral", mixtral, std::vector<TraceRequest>{{64, 0, 1}}, 2, policy).iterations.front();
+  REQUIRE(moe.operators.moe);
+  CHECK(moe.operators.moe->experts == 8);
+  CHECK(moe.operators.moe->top_k == 2);
+  CHECK(moe.operators.moe->intermediate == 7168);
+  CHECK(gemm_named(moe, "router").n == 8);
+  CHECK_FALSE(moe.operators.siluandmul);
+}
+
+TEST_CASE("workload: the JSON layout reads back what it writes, and names what is wrong", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 2, policy);
+  const std::string text = to_json(w);
+  CHECK(workload_from_json(text) == w);
+  CHECK_THAT(text, Contains("\"M\": 1024") && Contains("\"siluandmul\"") && Contains("\"num_tokens\": 1024"));
+
+  auto broken = [&](const std::string& from, const std::string& to) {
+    std::string copy = text;
+    const auto at = copy.find(from);
+    REQUIRE(at != std::string::npos);
+    copy.replace(at, from.size(), to);
+    return error_of([&] { workload_from_json(copy); });
+  };
+  CHECK_THAT(broken("\"M\": 1024", "\"M\": -4"), Contains("iterations[0].operators.gemm[0].M must be a positive integer, got -4"));
+  CHECK_THAT(broken("\"num_tokens\": 1024", "\"num_tokens\": 1000"),
+             Contains("iterations[0].num_tokens") && Contains("must equal the sum of q_lengths (1024)"));
+  CHECK_THAT(broken("\"pp_size\": 1", "\"pp_size\": 2"), Contains("pp_size") && Contains("not modelled"));
+  CHECK_THAT(broken("\"phase\": \"prefill\"", "\"phase\": \"warmup\""),
+             Contains("iterations[0].phase") && Contains("must be prefill, decode or mixed"));
+  CHECK_THAT(broken("\"name\": \"all_reduce\"", "\"name\": \"broadcast\""), Contains("communication[0].name"));
+  CHECK_THAT(broken("\"count\"", "\"cnt\""), Contains("cnt is not a known field"));
+  CHECK_THAT(error_of([] { workload_from_json("{"); }), Contains("workload is not valid JSON"));
+}
+
+TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the stated overhead", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 2, policy);
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  IterationOverhead overhead;
+  overhead.per_iteration_us = 100;
+  overhead.per_kernel_us = 2;
+  const WorkloadPrediction p = predict_workload(predictor, w, gpu, overhead);
+  REQUIRE(p.iterations.size() == w.iterations.size());
+
+  double total = 0, prefill = 0, operators = 0;
+  std::vector<double> decode;
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    double kernels = 0;
+    std::int64_t launches = 0;
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype)) {
+      kernels += predictor.predict(k.kernel, gpu).latency_us * static_cast<double>(k.count);
+      launches += k.count;
+    }
+    INFO("iteration " << i);
+    CHECK(p.iterations[i].kernels_us == Approx(kernels).epsilon(1e-9));
+    CHECK(p.iterations[i].overhead_us == Approx(100 + 2.0 * static_cast<double>(launches)));
+    total += p.iterations[i].total_us();
+    (w.iterations[i].phase == Phase::decode ? decode.push_back(p.iterations[i].total_us()) : void(prefill += p.iterations[i].total_us()));
+  }
+  CHECK(p.total_us == Approx(total).epsilon(1e-12));
+  CHECK(p.prefill_us == Approx(prefill).epsilon(1e-12));
+  std::sort(decode.begin(), decode.end());
+  REQUIRE(decode.size() == 3);
+  CHECK(p.median_decode_iteration_us == Approx(decode[1]).epsilon(1e-12));
+  for (const OperatorTime& op : p.operators) operators += op.us;
+  CHECK(operators + p.overhead_us == Approx(p.total_us).epsilon(1e-9));
+  CHECK(std::is_sorted(p.operators.begin(), p.operators.end(),
+                       [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; }));
+
+  // Zero overhead is the default: nothing is assumed.
+  CHECK(predict_workload(predictor, w, gpu).overhead_us == 0);
+  overhead.per_kernel_us = -1;
+  CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, overhead); }), Contains("overhead.per_kernel_us"));
+}
