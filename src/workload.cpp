@@ -80,10 +80,16 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix) 
   }
   if (f.has("attention")) {
     const Fields a(f.get("attention"), prefix + "attention.");
-    a.only({"attention_type", "bs", "q_lengths", "kv_lengths", "nh", "nkv", "hd", "count"});
+    a.only({"attention_type", "bs", "q_lengths", "kv_lengths", "nh", "nkv", "hd", "count", "impl"});
     WorkloadAttention attention{a.text("attention_type"), a.wholes("q_lengths"), a.wholes("kv_lengths"),
                                 a.whole("nh"),           a.whole("nkv"),       a.whole("hd"),
-                                a.whole("count")};
+                                a.whole("count"),        std::nullopt};
+    if (a.has("impl")) {
+      const std::string impl = a.text("impl");
+      if (impl == "flash2") attention.impl = AttentionImpl::flash2;
+      else if (impl == "flash3") attention.impl = AttentionImpl::flash3;
+      else detail::fail_field(prefix + "attention.impl", "\"" + impl + "\"", "must be flash2 or flash3");
+    }
     if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
       detail::fail_field(prefix + "attention.bs", a.whole("bs"),
                          "must equal the length of q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
@@ -129,6 +135,7 @@ json operators_json(const WorkloadOperators& ops) {
     const WorkloadAttention& a = *ops.attention;
     out["attention"] = {{"attention_type", a.attention_type}, {"bs", a.q_lengths.size()}, {"q_lengths", a.q_lengths},
                         {"kv_lengths", a.kv_lengths}, {"nh", a.nh}, {"nkv", a.nkv}, {"hd", a.hd}, {"count", a.count}};
+    if (a.impl) out["attention"]["impl"] = to_string(*a.impl);
   }
   if (ops.rmsnorm) out["rmsnorm"] = {{"seq", ops.rmsnorm->seq}, {"dim", ops.rmsnorm->dim}, {"count", ops.rmsnorm->count}};
   if (ops.siluandmul)
@@ -183,7 +190,7 @@ WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, int 
   }
   if (batch.logits > 0)
     ops.gemm.push_back({"lm_head", batch.logits, (p.vocab_size + tp - 1) / tp, p.hidden_size, 1});
-  ops.attention = WorkloadAttention{std::string(to_string(phase)), batch.q, batch.kv, heads, kv_heads, p.head_dim, layers};
+  ops.attention = WorkloadAttention{std::string(to_string(phase)), batch.q, batch.kv, heads, kv_heads, p.head_dim, layers, std::nullopt};
   ops.rmsnorm = WorkloadRows{tokens, p.hidden_size, 2 * layers + 1};  // two per layer and the final norm
   if (tp > 1) {
     // Activations between layers are 16-bit whatever the GEMMs' type.
@@ -297,6 +304,8 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
     attention.kv_lens = ops.attention->kv_lengths;
     attention.heads = ops.attention->nh, attention.kv_heads = ops.attention->nkv, attention.head_dim = ops.attention->hd;
     attention.dtype = dtype == DType::fp16 ? DType::fp16 : DType::bf16;  // fp8 models keep a 16-bit KV cache here
+    if (ops.attention->impl)
+      attention.config = *ops.attention->impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
     out.push_back({"attention", attention, ops.attention->count});
   }
   const DType activations = dtype == DType::fp16 ? DType::fp16 : DType::bf16;

@@ -252,3 +252,11 @@ pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number >= 0 \\(m
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us -5)
 pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.csv"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")
+# --measured: made-up times for the six iterations, to check the comparison's shape (not a measurement).
+set(e2e_args e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
+pipeweave_cli_test(e2e_measured "predicted against measured per iteration:\n +all +6 iterations: mean \\|error\\| +[0-9.]+%[^\n]*\n +prefill +1 iterations: [^\n]*\n +mixed +2 iterations: [^\n]*\n +decode +3 iterations: "
+                   ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv")
+pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv and"
+                   ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_report")
+pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_one.csv" --measured "${cli_data}/e2e_measured_small.csv")

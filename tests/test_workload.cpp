@@ -199,6 +199,34 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
   CHECK_THAT(broken("\"name\": \"all_reduce\"", "\"name\": \"broadcast\""), Contains("communication[0].name"));
   CHECK_THAT(broken("\"count\"", "\"cnt\""), Contains("cnt is not a known field"));
   CHECK_THAT(error_of([] { workload_from_json("{"); }), Contains("workload is not valid JSON"));
+  CHECK_THAT(broken("\"hd\": 128,", "\"hd\": 128, \"impl\": \"flash9\","),
+             Contains("iterations[0].operators.attention.impl") && Contains("must be flash2 or flash3"));
+}
+
+TEST_CASE("workload: attention's implementation, when the workload names it, sets its tiles", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  // Unnamed: no config, so the demand model takes the GPU's default (FlashAttention-3 on Hopper).
+  auto attention_of = [&](std::size_t i) {
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype))
+      if (const Attention* a = k.kernel.get_if<Attention>()) return *a;
+    FAIL("no attention kernel");
+    return Attention{};
+  };
+  CHECK_FALSE(attention_of(0).config);
+  for (WorkloadIteration& it : w.iterations) it.operators.attention->impl = AttentionImpl::flash2;
+  CHECK(workload_from_json(to_json(w)) == w);  // "impl" is written and read back
+  // FlashAttention-2 with head_dim 128: 128 x 64 tiles for a prefill, the split kernel's 64 x 128 for decode.
+  const Attention prefill = attention_of(0), decode = attention_of(3);
+  REQUIRE(prefill.config);
+  CHECK(prefill.config->impl == AttentionImpl::flash2);
+  CHECK(prefill.config->tile_q == 128);
+  CHECK(prefill.config->tile_kv == 64);
+  REQUIRE(decode.config);
+  CHECK(decode.config->tile_q == 64);
+  CHECK(decode.config->tile_kv == 128);
+  CHECK(decode.config->num_splits == 0);  // FlashAttention's own heuristic
 }
 
 TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the stated overhead", "[workload]") {

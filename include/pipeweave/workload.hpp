@@ -62,6 +62,9 @@ struct WorkloadAttention {
   std::vector<std::int64_t> q_lengths, kv_lengths;
   std::int64_t nh = 0, nkv = 0, hd = 0;  // per GPU
   std::int64_t count = 1;
+  // Optional ("impl" in the file): flash2 or flash3 when the run is known to use it (PyTorch's
+  // flash backend is FlashAttention-2, also on Hopper); absent, the library's default for the GPU.
+  std::optional<AttentionImpl> impl;
   bool operator==(const WorkloadAttention&) const = default;
 };
 struct WorkloadRows {  // rmsnorm (fused residual add) and silu-and-mul: seq rows of dim

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,7 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct E2eArguments {
-  std::string gpu, workload, model, trace, write_workload, report;
+  std::string gpu, workload, model, trace, write_workload, report, measured;
   int tp = 1;
   SchedulerPolicy policy;
   IterationOverhead overhead;
@@ -80,6 +82,7 @@ E2eArguments parse(int argc, char** argv, int first) {
       else throw Error("--dtype must be bf16, fp16 or fp8, got \"" + text + "\"");
     } else if (argument == "--write-workload") a.write_workload = value();
     else if (argument == "--report") a.report = value();
+    else if (argument == "--measured") a.measured = value();
     else if (argument == "--json") a.json = true;
     else throw Error("unknown argument " + argument + " for e2e");
   }
@@ -89,6 +92,42 @@ E2eArguments parse(int argc, char** argv, int first) {
     throw Error("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
   if (generated && (a.model.empty() || a.trace.empty())) throw Error("--model and --trace go together");
   return a;
+}
+
+// iteration -> measured microseconds, from a CSV with (at least) columns iteration, measured_us.
+std::map<std::int64_t, double> read_measured(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open measured iterations file " + path);
+  std::map<std::int64_t, double> out;
+  std::map<std::string, std::size_t> columns;
+  std::size_t line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_csv_line(line);
+    if (columns.empty()) {
+      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
+      for (const char* name : {"iteration", "measured_us"})
+        if (!columns.contains(name)) throw Error(path + ": the header has no column " + name);
+      continue;
+    }
+    const std::string where = fmt::format("{} line {}", path, line_number);
+    if (cells.size() <= std::max(columns["iteration"], columns["measured_us"])) throw Error(where + " has too few cells");
+    const std::int64_t iteration = whole_number(where + " iteration", cells[columns["iteration"]], 0);
+    std::size_t used = 0;
+    double us = -1;
+    try {
+      us = std::stod(cells[columns["measured_us"]], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || !(us > 0) || !std::isfinite(us))
+      throw Error(fmt::format("{} measured_us must be a positive number, got \"{}\"", where, cells[columns["measured_us"]]));
+    out[iteration] = us;
+  }
+  if (out.empty()) throw Error(path + ": no measured iteration");
+  return out;
 }
 
 }  // namespace
@@ -111,9 +150,43 @@ int e2e_command(int argc, char** argv, int first) {
 
   const Predictor predictor;
   const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.overhead);
+
+  // --measured: per iteration, predicted against measured.
+  struct Compared {
+    const IterationTime* iteration;
+    double measured_us, error_pct;
+  };
+  std::vector<Compared> compared;
+  if (!a.measured.empty()) {
+    const std::map<std::int64_t, double> measured = read_measured(a.measured);
+    for (const IterationTime& it : p.iterations)
+      if (const auto found = measured.find(it.iteration); found != measured.end())
+        compared.push_back({&it, found->second, 100 * (it.total_us() - found->second) / found->second});
+    if (compared.size() != measured.size())
+      throw Error(fmt::format("{} names {} iterations, {} of them in the workload", a.measured, measured.size(), compared.size()));
+  }
+  auto summary = [&](std::optional<Phase> phase) {
+    std::vector<double> predicted, measured;
+    for (const Compared& c : compared)
+      if (!phase || c.iteration->phase == *phase) predicted.push_back(c.iteration->total_us()), measured.push_back(c.measured_us);
+    return predicted.empty() ? std::optional<Accuracy>() : std::optional<Accuracy>(accuracy(predicted, measured));
+  };
   std::size_t decode_only = 0;
   for (const IterationTime& it : p.iterations) decode_only += it.phase == Phase::decode;
 
+  json comparison = nullptr;
+  if (!compared.empty()) {
+    comparison = json::object();
+    comparison["per_iteration"] = json::array();
+    for (const Compared& c : compared)
+      comparison["per_iteration"].push_back({{"iteration", c.iteration->iteration}, {"predicted_us", c.iteration->total_us()},
+                                            {"measured_us", c.measured_us}, {"error_pct", c.error_pct}});
+    for (auto [name, phase] : {std::pair<const char*, std::optional<Phase>>{"overall", std::nullopt}, {"prefill", Phase::prefill},
+                               {"mixed", Phase::mixed}, {"decode", Phase::decode}})
+      if (const auto acc = summary(phase))
+        comparison[name] = {{"iterations", acc->rows}, {"mape_pct", acc->mape_pct}, {"median_ape_pct", acc->median_ape_pct},
+                            {"p90_ape_pct", acc->p90_ape_pct}, {"within_10_pct", acc->within_10_pct}};
+  }
   if (a.json) {
     json operators = json::array();
     for (const OperatorTime& op : p.operators) operators.push_back({{"name", op.name}, {"us", op.us}, {"launches", op.launches}});
@@ -131,7 +204,8 @@ int e2e_command(int argc, char** argv, int first) {
                             {"overhead_us", p.overhead_us},
                             {"overhead", {{"per_iteration_us", a.overhead.per_iteration_us}, {"per_kernel_us", a.overhead.per_kernel_us}}},
                             {"operators", operators},
-                            {"per_iteration", iterations}}
+                            {"per_iteration", iterations},
+                            {"comparison", comparison}}
                            .dump(2));
   } else {
     fmt::print("{} on {} x {}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, workload.tp_size,
@@ -145,14 +219,38 @@ int e2e_command(int argc, char** argv, int first) {
     fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
     for (const OperatorTime& op : p.operators)
       fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);
+    if (!compared.empty()) {
+      fmt::print("  measured ({}), predicted against measured per iteration:\n", a.measured);
+      for (auto [name, phase] : {std::pair<const char*, std::optional<Phase>>{"all", std::nullopt}, {"prefill", Phase::prefill},
+                                 {"mixed", Phase::mixed}, {"decode", Phase::decode}})
+        if (const auto acc = summary(phase))
+          fmt::print("  {:<8} {:>4} iterations: mean |error| {:6.2f}%, median {:6.2f}%, p90 {:6.2f}%, within 10% {:5.1f}%\n", name,
+                     acc->rows, acc->mape_pct, acc->median_ape_pct, acc->p90_ape_pct, acc->within_10_pct);
+    }
   }
   if (!a.report.empty()) {
     const fs::path dir(a.report);
-    std::string csv = "iteration,phase,num_tokens,kernels_us,overhead_us,total_us\n";
+    std::map<std::int64_t, double> measured_of;
+    for (const Compared& c : compared) measured_of[c.iteration->iteration] = c.measured_us;
+    std::string csv = "iteration,phase,num_tokens,kernels_us,overhead_us,total_us,measured_us\n";
     for (const IterationTime& it : p.iterations)
-      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g}\n", it.iteration, to_string(it.phase), it.num_tokens, it.kernels_us,
-                         it.overhead_us, it.total_us());
+      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.kernels_us,
+                         it.overhead_us, it.total_us(),
+                         measured_of.contains(it.iteration) ? fmt::format("{:.6g}", measured_of[it.iteration]) : "");
     write_text(dir / "iterations.csv", csv);
+    if (!compared.empty()) {
+      std::map<Phase, svg::Series> series;
+      for (const Compared& c : compared) {
+        series[c.iteration->phase].name = std::string(to_string(c.iteration->phase));
+        series[c.iteration->phase].points.emplace_back(c.measured_us, c.iteration->total_us());
+      }
+      std::vector<svg::Series> all;
+      for (auto& [phase, one] : series) all.push_back(std::move(one));
+      write_text(dir / "iterations.svg",
+                 svg::scatter_log_log(fmt::format("{} on {}: predicted against measured iteration time, mean |error| {:.2f}%",
+                                                  workload.model, gpu.name, summary(std::nullopt)->mape_pct),
+                                      "measured (us)", "predicted (us)", all));
+    }
     std::vector<svg::Bar> bars;
     for (const OperatorTime& op : p.operators)
       bars.push_back({op.name, op.us / 1000, fmt::format("{:.2f} ms ({:.1f}%)", op.us / 1000, 100 * op.us / p.total_us)});

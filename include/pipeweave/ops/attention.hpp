@@ -103,23 +103,33 @@ struct Attention {
   bool operator==(const Attention&) const = default;
 };
 
-// The implementation a serving engine uses on this GPU and its tile for this head size:
-// FlashAttention-3 on Hopper and later, FlashAttention-2 before, with their kernels'
-// kBlockM x kBlockN (decode runs the split-KV kernels' 64-row tiles).
-inline AttentionConfig default_config(const Attention& attention, const GpuSpec& gpu) {
-  AttentionConfig config;
+// FlashAttention-2's tiles for this head size, on any GPU (what PyTorch's flash backend runs,
+// Hopper included): its forward kernel's kBlockM x kBlockN for prefill, the split-KV kernel's
+// 64-row tiles for decode.
+inline AttentionConfig flash2_config(const Attention& attention) {
   const bool decode = attention.is_decode();
   const std::int64_t hd = attention.head_dim;
-  if (gpu.compute_capability_major >= 9) {
-    config.impl = AttentionImpl::flash3;
-    config.tile_q = decode ? 64 : 128;
-    config.tile_kv = hd <= 64 ? 192 : (hd <= 128 ? 128 : 80);
-  } else {
-    config.impl = AttentionImpl::flash2;
-    config.tile_q = decode ? 64 : 128;
-    config.tile_kv = decode ? (hd <= 64 ? 256 : (hd <= 128 ? 128 : 64)) : (hd <= 64 ? 128 : (hd <= 128 ? 64 : 32));
-  }
+  AttentionConfig config;
+  config.impl = AttentionImpl::flash2;
+  config.tile_q = decode ? 64 : 128;
+  config.tile_kv = decode ? (hd <= 64 ? 256 : (hd <= 128 ? 128 : 64)) : (hd <= 64 ? 128 : (hd <= 128 ? 64 : 32));
   return config;
+}
+
+// FlashAttention-3's tiles for this head size (Hopper and later; decode: 64-row tiles).
+inline AttentionConfig flash3_config(const Attention& attention) {
+  const std::int64_t hd = attention.head_dim;
+  AttentionConfig config;
+  config.impl = AttentionImpl::flash3;
+  config.tile_q = attention.is_decode() ? 64 : 128;
+  config.tile_kv = hd <= 64 ? 192 : (hd <= 128 ? 128 : 80);
+  return config;
+}
+
+// The implementation a serving engine uses on this GPU: FlashAttention-3 on Hopper and
+// later, FlashAttention-2 before, with their kernels' tiles for this head size.
+inline AttentionConfig default_config(const Attention& attention, const GpuSpec& gpu) {
+  return gpu.compute_capability_major >= 9 ? flash3_config(attention) : flash2_config(attention);
 }
 
 namespace detail {
