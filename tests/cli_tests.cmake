@@ -240,7 +240,7 @@ pipeweave_cli_test(e2e_workload_file "^Llama-3\\.1-8B on 2 x H200-SXM: 6 iterati
                    e2e --gpu H200-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us 50)
 pipeweave_cli_test(e2e_json "\"median_decode_iteration_us\": [0-9.]+.*\"operators\": \\[.*\"name\": \"gate_up_proj\".*\"per_iteration\": \\[.*\"phase\": \"mixed\""
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --json)
-pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv and [^\n]*operators\\.svg"
+pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv, [^\n]*operators\\.svg\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_report")
 pipeweave_cli_failure(e2e_needs_gpu "e2e needs --gpu" e2e --workload "${cli_data}/workload_llama_tp2.json")
 pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
@@ -256,7 +256,7 @@ pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.
 set(e2e_args e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
 pipeweave_cli_test(e2e_measured "predicted against measured per iteration:\n +all +6 iterations: mean \\|error\\| +[0-9.]+%[^\n]*\n +prefill +1 iterations: [^\n]*\n +mixed +2 iterations: [^\n]*\n +decode +3 iterations: "
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv")
-pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv and"
+pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv, [^\n]*operators\\.svg and [^\n]*iterations\\.svg"
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_report")
 pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_one.csv" --measured "${cli_data}/e2e_measured_small.csv")

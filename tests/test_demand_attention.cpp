@@ -208,12 +208,13 @@ TEST_CASE("attention demand: FlashAttention's split heuristic", "[demand][attent
 }
 
 TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][attention]") {
-  SECTION("Ampere default config, 10 SMs: 5 splits") {
+  SECTION("Ampere default config, 5 SMs: 5 splits") {
     // Decode: 1 sequence, 4096 tokens of context, 8 query heads over 2 KV heads, head_dim 128.
     // Default on cc 8.0: FA2, tile_q 64, split-KV tile_kv 128 (head_dim <= 128).
     // GQA packing: the 4 query heads of a group share one 64-row tile: units = 1 seq * 2 kv heads.
-    // KV blocks = 4096/128 = 32; 2 units on 10 SMs -> 5 splits (see the heuristic case above).
-    const auto gpu = synthetic_gpu_cc80(10);
+    // KV blocks = 4096/128 = 32; FA2 weighs 2 units against twice the 5 SMs: the heuristic
+    // case above with 10 -> 5 splits.
+    const auto gpu = synthetic_gpu_cc80(5);
     const Attention attention = Attention::decode(1, 4096, 8, 2, 128);
     REQUIRE(attention.is_decode());
     const auto config = pipeweave::default_config(attention, gpu);
@@ -225,11 +226,11 @@ TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][at
     const auto d = pipeweave::demand(attention, gpu);
     CHECK(d.config_defaulted);
     CHECK(d.ctas == 2 /*kv heads*/ * 5 /*splits*/);
-    CHECK(d.busiest_sm_ctas == 1);
+    CHECK(d.busiest_sm_ctas == 2);  // 10 equal CTAs on 5 SMs
     // Each split walks ceil(32/5) = 7 blocks = 896 keys with a (padded) 64-row tile.
     const double tensor_per_cta = 4.0 * 64 * 896 * 128;
-    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(tensor_per_cta / 1024.0).epsilon(1e-9));
-    CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(10 * tensor_per_cta / (1024.0 * 10)).epsilon(1e-9));
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(2 * tensor_per_cta / 1024.0).epsilon(1e-9));
+    CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(10 * tensor_per_cta / (1024.0 * 5)).epsilon(1e-9));
 
     // DRAM: Q and O (1 token * 8 heads * 128 * 2 B each), K and V (4096 * 2 kv heads * 128 * 2 B each),
     // plus the fp32 partial outputs written by 5 splits and read back by the combine pass.
@@ -246,15 +247,16 @@ TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][at
     CHECK(d.kernels == 2);
   }
 
-  SECTION("4 SMs, 6 KV blocks: an ineligible split count is skipped") {
-    // 8 query heads over 1 KV head, head_dim 128, 768 tokens = 6 blocks of 128: 1 unit -> 3 splits,
-    // each walking ceil(6/3) = 2 blocks = 256 keys.
-    const auto gpu = synthetic_gpu_cc80(4);
+  SECTION("2 SMs, 6 KV blocks: an ineligible split count is skipped") {
+    // 8 query heads over 1 KV head, head_dim 128, 768 tokens = 6 blocks of 128: 1 unit against
+    // FA2's 2 x 2 SMs -> 3 splits (the heuristic case with 4), each walking ceil(6/3) = 2
+    // blocks = 256 keys; 3 CTAs on 2 SMs.
+    const auto gpu = synthetic_gpu_cc80(2);
     const Attention attention = Attention::decode(1, 768, 8, 1, 128);
     const auto d = pipeweave::demand(attention, gpu);
     CHECK(d.ctas == 3);
-    CHECK(d.busiest_sm_ctas == 1);
-    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 256 * 128 / 1024.0).epsilon(1e-9));
+    CHECK(d.busiest_sm_ctas == 2);
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(2 * 4.0 * 64 * 256 * 128 / 1024.0).epsilon(1e-9));
   }
 
   SECTION("a given num_splits overrides the heuristic") {
@@ -267,13 +269,17 @@ TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][at
     CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 2048 * 128 / 1024.0).epsilon(1e-9));
   }
 
-  SECTION("without GQA every query head is its own unit") {
-    // 8 heads over 8 KV heads: 8 units >= 0.8*10 SMs -> no split, 8 CTAs of 1 real row each.
-    const auto gpu = synthetic_gpu_cc80(10);
+  SECTION("without GQA every query head is its own unit; unsplit, FA2 runs its forward kernel") {
+    // 8 heads over 8 KV heads: 8 units >= 0.8 * (2 x 5 SMs) -> no split. FA2 then runs its plain
+    // forward kernel, 128 x 64 tiles: 8 CTAs of 1 real row padded to 128, 2 on the busiest SM.
+    const auto gpu = synthetic_gpu_cc80(5);
     const Attention mha = Attention::decode(1, 4096, 8, 8, 128);
     const auto d = pipeweave::demand(mha, gpu);
     CHECK(d.ctas == 8);
-    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(4.0 * 64 * 4096 * 128 / 1024.0).epsilon(1e-9));
+    CHECK(d.busiest_sm_ctas == 2);
+    CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(2 * 4.0 * 128 * 4096 * 128 / 1024.0).epsilon(1e-9));
+    CHECK(d.serial_steps == 4096 / 64);  // KV blocks of the forward kernel's 64
+    CHECK(d.kernels == 1);
     // DRAM without splits: Q, O, and K, V for all 8 KV heads.
     CHECK(at(d.gpu_cycles, Pipe::dram) ==
           Approx((1.0 * 8 * 128 * 2 * 2 + 4096.0 * 8 * 128 * 2 * 2) / 1024.0).epsilon(1e-9));

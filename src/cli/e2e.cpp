@@ -27,6 +27,7 @@ struct E2eArguments {
   SchedulerPolicy policy;
   IterationOverhead overhead;
   DType dtype = DType::bf16;
+  std::optional<AttentionImpl> attention_impl;
   bool json = false;
 };
 
@@ -83,6 +84,12 @@ E2eArguments parse(int argc, char** argv, int first) {
     } else if (argument == "--write-workload") a.write_workload = value();
     else if (argument == "--report") a.report = value();
     else if (argument == "--measured") a.measured = value();
+    else if (argument == "--attention-impl") {
+      const std::string text = value();
+      if (text == "flash2") a.attention_impl = AttentionImpl::flash2;
+      else if (text == "flash3") a.attention_impl = AttentionImpl::flash3;
+      else throw Error("--attention-impl must be flash2 or flash3, got \"" + text + "\"");
+    }
     else if (argument == "--json") a.json = true;
     else throw Error("unknown argument " + argument + " for e2e");
   }
@@ -145,6 +152,9 @@ int e2e_command(int argc, char** argv, int first) {
     if (name.empty()) name = config.stem().string();
     workload = generate_workload(name, load_hf_config(config), load_trace(a.trace), a.tp, a.policy, a.dtype);
   }
+  if (a.attention_impl)  // what the run uses (PyTorch's flash backend: FlashAttention-2, also on Hopper)
+    for (WorkloadIteration& iteration : workload.iterations)
+      if (iteration.operators.attention) iteration.operators.attention->impl = *a.attention_impl;
   if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
   if (workload.iterations.empty()) throw Error("the workload has no iteration");
 
@@ -258,7 +268,9 @@ int e2e_command(int argc, char** argv, int first) {
                svg::bar_chart(fmt::format("{} on {}, TP {}: time per operator over the run (ms)", workload.model, gpu.name,
                                           workload.tp_size),
                               bars, 0));
-    if (!a.json) fmt::print("wrote {} and {}\n", (dir / "iterations.csv").string(), (dir / "operators.svg").string());
+    if (!a.json)
+      fmt::print("wrote {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "operators.svg").string(),
+                 compared.empty() ? "" : " and " + (dir / "iterations.svg").string());
   }
   return 0;
 }

@@ -31,7 +31,8 @@ constexpr const char* kUsage = R"(usage:
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
   pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--measured M.csv] [--json] [--report DIR]
   pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
-                [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--write-workload W.json] [...as above]
+                [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--attention-impl flash2|flash3] [--write-workload W.json]
+                [...as above]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example

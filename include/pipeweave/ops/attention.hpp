@@ -103,17 +103,21 @@ struct Attention {
   bool operator==(const Attention&) const = default;
 };
 
-// FlashAttention-2's tiles for this head size, on any GPU (what PyTorch's flash backend runs,
-// Hopper included): its forward kernel's kBlockM x kBlockN for prefill, the split-KV kernel's
-// 64-row tiles for decode.
-inline AttentionConfig flash2_config(const Attention& attention) {
-  const bool decode = attention.is_decode();
-  const std::int64_t hd = attention.head_dim;
+// FlashAttention-2's tiles for a head size, on any GPU (what PyTorch's flash backend runs,
+// Hopper included): its forward kernel's kBlockM x kBlockN, or its split-KV kernel's 64-row
+// tiles, which decode runs when the KV is split.
+inline AttentionConfig flash2_tiles(std::int64_t head_dim, bool split_kernel) {
   AttentionConfig config;
   config.impl = AttentionImpl::flash2;
-  config.tile_q = decode ? 64 : 128;
-  config.tile_kv = decode ? (hd <= 64 ? 256 : (hd <= 128 ? 128 : 64)) : (hd <= 64 ? 128 : (hd <= 128 ? 64 : 32));
+  config.tile_q = split_kernel ? 64 : 128;
+  config.tile_kv = split_kernel ? (head_dim <= 64 ? 256 : (head_dim <= 128 ? 128 : 64))
+                                : (head_dim <= 64 ? 128 : (head_dim <= 128 ? 64 : 32));
   return config;
+}
+// Decode is given the split-KV kernel's tiles; demand() moves it to the forward kernel's when
+// FlashAttention's heuristic does not split.
+inline AttentionConfig flash2_config(const Attention& attention) {
+  return flash2_tiles(attention.head_dim, attention.is_decode());
 }
 
 // FlashAttention-3's tiles for this head size (Hopper and later; decode: 64-row tiles).
@@ -167,19 +171,29 @@ inline double attention_head_units(const Attention& attention) {
 }
 
 // KV splits: the config's, or FlashAttention's heuristic over the query-tile units.
+// FlashAttention-2 runs it against twice the SM count ("we're using 128 threads per block":
+// two of its CTAs share an SM); FlashAttention-3 against the SM count.
 inline int attention_splits(const Attention& attention, const AttentionConfig& config, const GpuSpec& gpu) {
   if (config.num_splits > 0) return config.num_splits;
+  const double slots = gpu.sm_count * (config.impl == AttentionImpl::flash2 ? 2.0 : 1.0);
   double units = 0, max_kv_blocks = 0;
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     units += detail::ceil_div(attention_rows(attention, s), config.tile_q) * attention_head_units(attention);
     max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
   }
-  return detail::flash_num_splits(units, gpu.sm_count, max_kv_blocks);
+  return detail::flash_num_splits(units, slots, max_kv_blocks);
 }
 
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
-  const AttentionConfig config = attention.config ? *attention.config : default_config(attention, gpu);
+  AttentionConfig config = attention.config ? *attention.config : default_config(attention, gpu);
+  // FlashAttention-2 decodes through its split-KV kernel (64-row tiles) only when its heuristic
+  // splits; otherwise it runs its plain forward kernel, with that kernel's tiles.
+  if (config.impl == AttentionImpl::flash2 && attention.is_decode() && config.num_splits == 0 &&
+      config.tile_q == 64 && attention_splits(attention, config, gpu) == 1) {
+    const AttentionConfig forward = flash2_tiles(attention.head_dim, /*split_kernel=*/false);
+    config.tile_q = forward.tile_q, config.tile_kv = forward.tile_kv;
+  }
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
   const double bytes = dtype_bytes(attention.dtype);
   const double tensor_rate = detail::tensor_rate(gpu, attention.dtype);
