@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Measures a workload's iterations on the GPU, to check `pipeweave e2e` against.
+
+  validate_e2e.py trace [--requests N] [--seed S] > trace.csv
+      a request trace (num_prefill_tokens,num_decode_tokens,output_tokens): prompts
+      log-uniform from 32 to 3072 tokens, 4 to 96 decode steps; the same for a seed.
+  validate_e2e.py run --workload W.json --out measured.csv [--reps N] [--profile ITER,... --kernels K.jsonl]
+      runs every iteration of a workload (the published layout, as `pipeweave e2e
+      --write-workload` writes it; tensor parallelism 1) as a decoder stack of the model's
+      shape with random bf16 weights, built from the operators the workload lists: cuBLAS
+      GEMMs (torch.nn.functional.linear), FlashAttention-2 (PyTorch's flash backend, the
+      variable-length entry point, causal), and RMSNorm (fused residual add) and SiLU-and-mul
+      as vLLM writes them (the kernels of cuda_kernels/collect.cu, compiled here with nvcc).
+      Each iteration is captured in a CUDA graph and replayed; the median replay time is its
+      measured time (GPU time with no host overhead: the kernels and the gaps between them).
+      --profile replays the named iterations once more under the PyTorch profiler (CUPTI) and
+      writes each kernel's name and duration, in launch order, to --kernels.
+
+Progress goes to stderr, one line per iteration.
+"""
+import argparse
+import csv
+import ctypes
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def make_trace(args):
+    rng = random.Random(args.seed)
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(["num_prefill_tokens", "num_decode_tokens", "output_tokens"])
+    for _ in range(args.requests):
+        prompt = int(round(math.exp(rng.uniform(math.log(32), math.log(3072)))))
+        decodes = rng.randint(4, 96)
+        out.writerow([prompt, decodes, decodes + 1])
+
+
+KERNEL_LAUNCHERS = r"""
+extern "C" void pw_fused_add_rms_norm(void* input, void* residual, const void* weight, int tokens, int hidden, void* stream) {
+  const int threads = hidden < (tokens < 256 ? 1024 : 256) ? hidden : (tokens < 256 ? 1024 : 256);
+  fused_add_rms_norm_kernel<__nv_bfloat16><<<tokens, threads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<__nv_bfloat16*>(input), static_cast<__nv_bfloat16*>(residual),
+      static_cast<const __nv_bfloat16*>(weight), 1e-5f, hidden);
+}
+extern "C" void pw_silu_and_mul(void* out, const void* input, int tokens, int dim, void* stream) {
+  const int threads = dim < 1024 ? dim : 1024;
+  silu_and_mul_kernel<__nv_bfloat16><<<tokens, threads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(input), dim);
+}
+extern "C" int pw_last_error() { return static_cast<int>(cudaGetLastError()); }
+"""
+
+
+def build_kernels(workdir):
+    """The RMSNorm and SiLU-and-mul kernels of collect.cu, with C launchers, as a shared library."""
+    source = open(os.path.join(HERE, "collect.cu")).read()
+    start = source.index("// ---- RMSNorm and SiLU-and-mul, as vLLM writes them")
+    end = source.index("void collect_rows(")
+    path = os.path.join(workdir, "pw_kernels.cu")
+    with open(path, "w") as f:
+        f.write("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n")
+        f.write(source[start:end])
+        f.write(KERNEL_LAUNCHERS)
+    library = os.path.join(workdir, "libpw_kernels.so")
+    nvcc = os.environ.get("NVCC", "nvcc")
+    subprocess.run([nvcc, "-O3", "-std=c++17", "-arch=native", "-shared", "-Xcompiler", "-fPIC", "-o", library, path],
+                   check=True)
+    lib = ctypes.CDLL(library)
+    lib.pw_fused_add_rms_norm.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                          ctypes.c_void_p]
+    lib.pw_silu_and_mul.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    return lib
+
+
+def run(args):
+    import torch
+    import torch.nn.functional as F
+
+    workload = json.load(open(args.workload))
+    if workload["tp_size"] != 1:
+        sys.exit("validate_e2e.py: error: only tensor parallelism 1 runs on one GPU")
+    p = workload["model_params"]
+    if p.get("num_experts", 0):
+        sys.exit("validate_e2e.py: error: the decoder stack here is dense")
+    H, nh, nkv, hd = p["hidden_size"], p["num_attention_heads"], p["num_key_value_heads"], p["head_dim"]
+    I, V, L = p["intermediate_size"], p["vocab_size"], p["num_hidden_layers"]
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    lib = build_kernels(tempfile.mkdtemp())
+
+    def weight(rows, cols):
+        return (torch.randn(rows, cols, device=dev, dtype=torch.bfloat16) * 0.02)
+
+    print(f"weights: {L} layers of {H} hidden, {I} MLP, {nh}/{nkv} heads of {hd}, vocabulary {V}", file=sys.stderr)
+    w_qkv = [weight((nh + 2 * nkv) * hd, H) for _ in range(L)]
+    w_o = [weight(H, nh * hd) for _ in range(L)]
+    w_gate_up = [weight(2 * I, H) for _ in range(L)]
+    w_down = [weight(H, I) for _ in range(L)]
+    w_norm = torch.ones(H, device=dev, dtype=torch.bfloat16)
+    w_lm = weight(V, H)
+
+    def iteration_call(it):
+        ops = it["operators"]
+        q_lens, kv_lens = it["q_lengths"], it["kv_lengths"]
+        T = sum(q_lens)
+        logits = next((g["M"] for g in ops["gemm"] if g["name"] == "lm_head"), 0)
+        cu_q = torch.tensor([0] + list(accumulate(q_lens)), device=dev, dtype=torch.int32)
+        cu_k = torch.tensor([0] + list(accumulate(kv_lens)), device=dev, dtype=torch.int32)
+        q = torch.randn(T, nh, hd, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(sum(kv_lens), nkv, hd, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(sum(kv_lens), nkv, hd, device=dev, dtype=torch.bfloat16)
+        x0 = torch.randn(T, H, device=dev, dtype=torch.bfloat16)
+        residual = torch.randn(T, H, device=dev, dtype=torch.bfloat16)
+        act = torch.empty(T, I, device=dev, dtype=torch.bfloat16)
+        max_q, max_k = max(q_lens), max(kv_lens)
+
+        def call():
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            x = x0
+            for layer in range(L):
+                lib.pw_fused_add_rms_norm(x.data_ptr(), residual.data_ptr(), w_norm.data_ptr(), T, H, stream)
+                F.linear(x, w_qkv[layer])
+                out = torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, True, False)[0]
+                x = F.linear(out.view(T, nh * hd), w_o[layer])
+                lib.pw_fused_add_rms_norm(x.data_ptr(), residual.data_ptr(), w_norm.data_ptr(), T, H, stream)
+                gate_up = F.linear(x, w_gate_up[layer])
+                lib.pw_silu_and_mul(act.data_ptr(), gate_up.data_ptr(), T, I, stream)
+                x = F.linear(act, w_down[layer])
+            lib.pw_fused_add_rms_norm(x.data_ptr(), residual.data_ptr(), w_norm.data_ptr(), T, H, stream)
+            if logits:
+                F.linear(x[:logits], w_lm)
+
+        return call
+
+    kernel_log = open(args.kernels, "w") if args.profile else None
+    out = open(args.out, "w")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["iteration", "phase", "num_tokens", "batch_size", "measured_us", "spread", "reps"])
+    started = time.time()
+    for index, it in enumerate(workload["iterations"]):
+        call = iteration_call(it)
+        call()  # warm-up outside the graph: cuBLAS picks its kernels, FlashAttention its splits
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            call()
+        for _ in range(2):
+            graph.replay()
+        times = []
+        for _ in range(args.reps):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(begin.elapsed_time(end) * 1000)
+        if lib.pw_last_error() != 0:
+            sys.exit(f"validate_e2e.py: error: a kernel failed in iteration {it['iteration']}")
+        if it["iteration"] in args.profile:
+            profile_kernels(graph, it["iteration"], kernel_log)
+        times.sort()
+        median = times[len(times) // 2]
+        spread = (times[-1] - times[0]) / median
+        writer.writerow([it["iteration"], it["phase"], sum(it["q_lengths"]), len(it["q_lengths"]), f"{median:.2f}",
+                         f"{spread:.4f}", args.reps])
+        out.flush()
+        print(f"[{index + 1}/{len(workload['iterations'])}] iteration {it['iteration']} {it['phase']}: "
+              f"{sum(it['q_lengths'])} tokens, {len(it['q_lengths'])} requests: {median / 1000:.3f} ms "
+              f"(spread {100 * spread:.1f}%, {time.time() - started:.0f} s)", file=sys.stderr)
+        del graph
+        torch.cuda.empty_cache()
+    props = torch.cuda.get_device_properties(0)
+    print(json.dumps({"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
+                      "workload": os.path.basename(args.workload), "iterations": len(workload["iterations"]),
+                      "reps": args.reps, "timing": "CUDA graph replay, CUDA events, median"}), file=sys.stderr)
+
+
+def profile_kernels(graph, iteration, log):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        graph.replay()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    events.sort(key=lambda e: e.time_range.start)
+    for e in events:
+        log.write(json.dumps({"iteration": iteration, "kernel": e.name, "us": e.time_range.elapsed_us(),
+                              "start_us": e.time_range.start}) + "\n")
+    log.flush()
+
+
+def accumulate(values):
+    total = 0
+    for value in values:
+        total += value
+        yield total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    trace = commands.add_parser("trace")
+    trace.add_argument("--requests", type=int, default=48)
+    trace.add_argument("--seed", type=int, default=1)
+    measure = commands.add_parser("run")
+    measure.add_argument("--workload", required=True)
+    measure.add_argument("--out", required=True)
+    measure.add_argument("--reps", type=int, default=5)
+    measure.add_argument("--profile", type=lambda text: {int(x) for x in text.split(",") if x}, default=set())
+    measure.add_argument("--kernels", default="kernels.jsonl")
+    args = parser.parse_args()
+    if args.command == "trace":
+        make_trace(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
