@@ -20,8 +20,9 @@
 //   min(row, 1024) threads (RMSNorm: min(row, 256) from 256 tokens on).
 // - Time: CUPTI's activity records of every kernel and memset the call launched, matched to the
 //   call through an external correlation id; one repetition's time runs from the first kernel's
-//   start to the last one's end. Before each repetition the L2 is flushed by writing twice its
-//   size (--l2 cold, the default), so weights come from DRAM as in a real model's forward pass.
+//   start to the last one's end. Before each repetition the L2 is flushed by reading a buffer
+//   twice its size (--l2 cold, the default), so weights come from DRAM as in a real model's
+//   forward pass and no dirty line is left to be written back during the timed call.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -119,6 +120,20 @@ struct Timing {
   std::vector<std::string> kernel_names;  // of the first repetition, in launch order
 };
 
+// Evicts the L2 by reading a buffer twice its size: every line it held is replaced by a clean
+// one. A write flush (a memset, used until 2026-11-22) leaves the L2 full of dirty lines whose
+// write-back runs into the timed call: it made memory-bound decode GEMMs 12-23% slower than
+// the same GEMMs inside a model's forward pass (data/README.md, "End to end").
+__device__ unsigned int g_flush_sink;
+__global__ void read_flush_kernel(const uint4* data, size_t count) {
+  uint32_t folded = 0;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(data + i);
+    folded ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (folded == 0x9e3779b9u) atomicAdd(&g_flush_sink, 1u);  // keeps the loads; (almost) never taken
+}
+
 // Runs `call` --warmup times untimed, then --reps times, each between a flush of the L2
 // (outside the timed window) and tagged with its own external correlation id.
 template <typename Call>
@@ -128,7 +143,10 @@ Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_by
   PW_CHECK(cudaDeviceSynchronize());
   const uint64_t first_id = next_id;
   for (int r = 0; r < reps; ++r) {
-    if (flush) PW_CHECK(cudaMemsetAsync(flush, r & 0xff, flush_bytes));
+    if (flush) {
+      read_flush_kernel<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / sizeof(uint4));
+      PW_CHECK(cudaGetLastError());
+    }
     PW_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, next_id++));
     call();
     uint64_t popped = 0;
@@ -594,6 +612,7 @@ int main(int argc, char** argv) {
   if (options.cold) {
     gpu.flush_bytes = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
     PW_CHECK(cudaMalloc(&gpu.flush, gpu.flush_bytes));
+    PW_CHECK(cudaMemset(gpu.flush, 0x5a, gpu.flush_bytes));
   }
   std::FILE* out = std::fopen(options.out.c_str(), "w");
   if (!out) fail("cannot write " + options.out);
@@ -605,7 +624,7 @@ int main(int argc, char** argv) {
                json_string(driver_version()).c_str(), runtime, cublasLtGetVersion(), options.reps, options.warmup,
                options.cold ? "cold" : "warm");
   std::fprintf(stderr, "pipeweave-collect: %s on %s, %d repetitions after %d warm-up, L2 %s\n", options.op.c_str(),
-               gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed before each" : "warm");
+               gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed (read) before each" : "warm");
   if (options.op == "gemm") collect_gemm(options, gpu, out);
   else collect_rows(options, gpu, out);
   if (std::fclose(out) != 0) fail("cannot write " + options.out);

@@ -9,7 +9,8 @@ through PyTorch's FlashAttention-2 (torch.ops.aten._flash_attention_forward, the
 entry point, so ragged batches and cached prefixes are real); PyTorch is the only dependency,
 which is why this one op is measured from Python: pipeweave-collect (collect.cu) measures the
 others. Timing comes from CUPTI through the PyTorch profiler: every kernel the call launches,
-first start to last end, after the L2 is flushed (written over twice its size) before each call.
+first start to last end, after the L2 is flushed (a buffer twice its size read, so that no dirty
+line is left to be written back during the timed call) before each call.
 The output is raw JSON lines in the layout of pipeweave-collect's (a "device" line, then one
 line per batch, with the kernels' names and launch grids); `pipeweave collect --from-raw`
 turns it into the measurement CSV.
@@ -99,7 +100,7 @@ def measure_chunk(shapes, args, flush):
     with torch.profiler.profile(activities=activities) as profiler:
         for call in calls:
             for _ in range(args.warmup + args.reps):
-                flush.add_(1)
+                torch.sum(flush, dtype=torch.int64)  # a read-only flush: see collect.cu
                 torch.cuda._sleep(1)
                 call()
         torch.cuda.synchronize()
