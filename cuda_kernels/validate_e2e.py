@@ -15,6 +15,9 @@
       measured time (GPU time with no host overhead: the kernels and the gaps between them).
       --profile replays the named iterations once more under the PyTorch profiler (CUPTI) and
       writes each kernel's name and duration, in launch order, to --kernels.
+      While the timed replays run, a thread reads the SM clock and the board power through
+      NVML every 2 ms; each row carries their medians (sm_clock_mhz, power_w), so a time can
+      be set beside the clock the GPU held while it ran (empty where NVML cannot be read).
 
 Progress goes to stderr, one line per iteration.
 """
@@ -143,7 +146,9 @@ def run(args):
     kernel_log = open(args.kernels, "w") if args.profile else None
     out = open(args.out, "w")
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["iteration", "phase", "num_tokens", "batch_size", "measured_us", "spread", "reps"])
+    writer.writerow(["iteration", "phase", "num_tokens", "batch_size", "measured_us", "spread", "reps", "sm_clock_mhz",
+                     "power_w"])
+    sampler = ClockSampler()
     started = time.time()
     for index, it in enumerate(workload["iterations"]):
         call = iteration_call(it)
@@ -155,13 +160,15 @@ def run(args):
         for _ in range(2):
             graph.replay()
         times = []
-        for _ in range(args.reps):
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(begin.elapsed_time(end) * 1000)
+        with sampler:
+            for _ in range(args.reps):
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times.append(begin.elapsed_time(end) * 1000)
+        clock_mhz, power_w = sampler.medians()
         if lib.pw_last_error() != 0:
             sys.exit(f"validate_e2e.py: error: a kernel failed in iteration {it['iteration']}")
         if it["iteration"] in args.profile:
@@ -170,11 +177,11 @@ def run(args):
         median = times[len(times) // 2]
         spread = (times[-1] - times[0]) / median
         writer.writerow([it["iteration"], it["phase"], sum(it["q_lengths"]), len(it["q_lengths"]), f"{median:.2f}",
-                         f"{spread:.4f}", args.reps])
+                         f"{spread:.4f}", args.reps, clock_mhz, power_w])
         out.flush()
         print(f"[{index + 1}/{len(workload['iterations'])}] iteration {it['iteration']} {it['phase']}: "
               f"{sum(it['q_lengths'])} tokens, {len(it['q_lengths'])} requests: {median / 1000:.3f} ms "
-              f"(spread {100 * spread:.1f}%, {time.time() - started:.0f} s)", file=sys.stderr)
+              f"(spread {100 * spread:.1f}%, SM {clock_mhz or '?'} MHz, {power_w or '?'} W, {time.time() - started:.0f} s)", file=sys.stderr)
         del graph
         torch.cuda.empty_cache()
     props = torch.cuda.get_device_properties(0)
@@ -195,6 +202,59 @@ def profile_kernels(graph, iteration, log):
         log.write(json.dumps({"iteration": iteration, "kernel": e.name, "us": e.time_range.elapsed_us(),
                               "start_us": e.time_range.start}) + "\n")
     log.flush()
+
+
+class ClockSampler:
+    """Samples the SM clock (MHz) and board power (W) of GPU 0 through NVML on a thread."""
+
+    def __init__(self, period_s=0.002):
+        import threading
+        self.period_s, self.samples, self.running = period_s, [], False
+        self.lock, self.threading = threading.Lock(), threading
+        try:
+            self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
+            self.handle = ctypes.c_void_p()
+            if self.nvml.nvmlInit_v2() != 0 or self.nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.handle)) != 0:
+                self.nvml = None
+        except OSError:
+            self.nvml = None
+
+    def read(self):
+        clock, milliwatts = ctypes.c_uint(), ctypes.c_uint()
+        if self.nvml.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(clock)) != 0:  # NVML_CLOCK_SM
+            return None
+        if self.nvml.nvmlDeviceGetPowerUsage(self.handle, ctypes.byref(milliwatts)) != 0:
+            return None
+        return clock.value, milliwatts.value / 1000
+
+    def loop(self):
+        while self.running:
+            sample = self.read()
+            if sample:
+                with self.lock:
+                    self.samples.append(sample)
+            time.sleep(self.period_s)
+
+    def __enter__(self):
+        self.samples = []
+        if self.nvml:
+            self.running = True
+            self.thread = self.threading.Thread(target=self.loop, daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.nvml:
+            self.running = False
+            self.thread.join()
+
+    def medians(self):
+        """(median SM clock MHz, median power W) as text, empty strings without samples."""
+        if not self.samples:
+            return "", ""
+        clocks = sorted(c for c, _ in self.samples)
+        powers = sorted(p for _, p in self.samples)
+        return str(clocks[len(clocks) // 2]), f"{powers[len(powers) // 2]:.0f}"
 
 
 def accumulate(values):

@@ -503,9 +503,15 @@ void IterationOverhead::validate() const {
   detail::require_non_negative("overhead.per_kernel_us", per_kernel_us);
 }
 
+void SustainedLoad::validate() const {
+  if (!(tensor_bound_slowdown >= 1) || !std::isfinite(tensor_bound_slowdown))
+    detail::fail_field("sustained.tensor_bound_slowdown", tensor_bound_slowdown, "must be a finite factor >= 1");
+}
+
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
-                                    const IterationOverhead& overhead) {
+                                    const IterationOverhead& overhead, const SustainedLoad& sustained) {
   overhead.validate();
+  sustained.validate();
   WorkloadPrediction result;
   std::map<std::string, OperatorTime> by_name;
   std::vector<double> decode_times;
@@ -518,7 +524,8 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0};
     std::int64_t launches = 0;
     for (std::size_t i = 0; i < named.size(); ++i) {
-      const double us = predictions[i].latency_us * static_cast<double>(named[i].count);
+      const double slowdown = predictions[i].bottleneck == Pipe::tensor ? sustained.tensor_bound_slowdown : 1.0;
+      const double us = predictions[i].latency_us * slowdown * static_cast<double>(named[i].count);
       time.kernels_us += us;
       launches += named[i].count;
       OperatorTime& op = by_name[named[i].name];

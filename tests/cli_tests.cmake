@@ -250,6 +250,10 @@ pipeweave_cli_failure(e2e_tp_must_divide "tp must be 3: must divide num_attentio
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 3)
 pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number >= 0 \\(microseconds\\), got \"-5\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us -5)
+pipeweave_cli_test(e2e_sustained "of which overhead [^\n]*\n +tensor-bound kernels x 1\.16 for the clock under sustained load"
+                   e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16)
+pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor >= 1 [^\n]*got \"0\\.8\""
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 0.8)
 pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.csv"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")
 # --measured: made-up times for the six iterations, to check the comparison's shape (not a measurement).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -270,4 +271,38 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
   CHECK(predict_workload(predictor, w, gpu).overhead_us == 0);
   overhead.per_kernel_us = -1;
   CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, overhead); }), Contains("overhead.per_kernel_us"));
+}
+
+TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  SustainedLoad sustained;
+  sustained.tensor_bound_slowdown = 1.25;
+  const WorkloadPrediction base = predict_workload(predictor, w, gpu);
+  const WorkloadPrediction slowed = predict_workload(predictor, w, gpu, {}, sustained);
+  REQUIRE(slowed.iterations.size() == base.iterations.size());
+  bool some_tensor_bound = false, some_memory_bound = false;
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    double tensor_us = 0, other_us = 0;
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype)) {
+      const Prediction p = predictor.predict(k.kernel, gpu);
+      (p.bottleneck == Pipe::tensor ? tensor_us : other_us) += p.latency_us * static_cast<double>(k.count);
+    }
+    some_tensor_bound |= tensor_us > 0, some_memory_bound |= other_us > 0;
+    INFO("iteration " << i);
+    CHECK(slowed.iterations[i].kernels_us == Approx(1.25 * tensor_us + other_us).epsilon(1e-9));
+  }
+  // The small trace's prefill GEMMs are tensor-bound, its decode GEMMs memory-bound: both kinds occur.
+  CHECK(some_tensor_bound);
+  CHECK(some_memory_bound);
+  CHECK(slowed.median_decode_iteration_us < 1.25 * base.median_decode_iteration_us);
+
+  for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    sustained.tensor_bound_slowdown = bad;
+    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
+               Contains("sustained.tensor_bound_slowdown"));
+  }
 }

@@ -181,6 +181,18 @@ struct IterationOverhead {
   void validate() const;
 };
 
+// A GPU that stays busy with dense math reaches its power limit and lowers its clock. The
+// kernel models learn from kernels measured one at a time, after an idle flush, at the boost
+// clock; a serving engine's prefill runs them back to back. Measured on the H100 (data/README.md,
+// "sustained load"): a Llama-3.1-8B layer's prefill GEMMs run 11-17% slower back to back than
+// alone, the SM clock at 1485-1545 MHz in prefill iterations against 1980 MHz in decode ones.
+// Every kernel whose busiest pipe is the tensor pipe takes `tensor_bound_slowdown` times its
+// predicted time; memory-bound kernels (all of decode) keep theirs. 1 (the default) assumes none.
+struct SustainedLoad {
+  double tensor_bound_slowdown = 1;
+  void validate() const;
+};
+
 struct IterationTime {
   std::int64_t iteration = 0;
   Phase phase = Phase::prefill;
@@ -206,6 +218,6 @@ struct WorkloadPrediction {
 };
 
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
-                                    const IterationOverhead& overhead = {});
+                                    const IterationOverhead& overhead = {}, const SustainedLoad& sustained = {});
 
 }  // namespace pipeweave

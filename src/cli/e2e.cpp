@@ -26,6 +26,7 @@ struct E2eArguments {
   int tp = 1;
   SchedulerPolicy policy;
   IterationOverhead overhead;
+  SustainedLoad sustained;
   DType dtype = DType::bf16;
   std::optional<AttentionImpl> attention_impl;
   bool json = false;
@@ -75,6 +76,19 @@ E2eArguments parse(int argc, char** argv, int first) {
     else if (argument == "--no-chunked-prefill") a.policy.chunked_prefill = false;
     else if (argument == "--overhead-us") a.overhead.per_iteration_us = non_negative(argument, value());
     else if (argument == "--kernel-overhead-us") a.overhead.per_kernel_us = non_negative(argument, value());
+    else if (argument == "--sustained-slowdown") {
+      const std::string text = value();
+      std::size_t used = 0;
+      double factor = 0;
+      try {
+        factor = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || !(factor >= 1) || !std::isfinite(factor))
+        throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower), got \"{}\"", text));
+      a.sustained.tensor_bound_slowdown = factor;
+    }
     else if (argument == "--dtype") {
       const std::string text = value();
       if (text == "bf16") a.dtype = DType::bf16;
@@ -159,7 +173,7 @@ int e2e_command(int argc, char** argv, int first) {
   if (workload.iterations.empty()) throw Error("the workload has no iteration");
 
   const Predictor predictor;
-  const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.overhead);
+  const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.overhead, a.sustained);
 
   // --measured: per iteration, predicted against measured.
   struct Compared {
@@ -213,6 +227,7 @@ int e2e_command(int argc, char** argv, int first) {
                             {"total_us", p.total_us},
                             {"overhead_us", p.overhead_us},
                             {"overhead", {{"per_iteration_us", a.overhead.per_iteration_us}, {"per_kernel_us", a.overhead.per_kernel_us}}},
+                            {"sustained_slowdown", a.sustained.tensor_bound_slowdown},
                             {"operators", operators},
                             {"per_iteration", iterations},
                             {"comparison", comparison}}
@@ -226,6 +241,9 @@ int e2e_command(int argc, char** argv, int first) {
     fmt::print("  of which overhead                       {:>12.3f} ms  ({} us per iteration + {} us per kernel; "
                "--overhead-us, --kernel-overhead-us)\n",
                p.overhead_us / 1000, a.overhead.per_iteration_us, a.overhead.per_kernel_us);
+    if (a.sustained.tensor_bound_slowdown != 1)
+      fmt::print("  tensor-bound kernels x {} for the clock under sustained load (--sustained-slowdown)\n",
+                 a.sustained.tensor_bound_slowdown);
     fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
     for (const OperatorTime& op : p.operators)
       fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);
