@@ -4,9 +4,15 @@
   measure_allreduce.py --out allreduce.csv [--ranks N] [--reps N]
 
 Spawns one process per GPU (torch.distributed, NCCL), and for bf16 buffers from 4 KiB to
-256 MiB times all_reduce (sum) with CUDA events: 5 warm-up calls, then --reps timed ones
-back to back, the median per call. Rank 0 writes `ranks,bytes,measured_us,spread` (bytes:
-each rank's buffer, as `all_reduce:bytes=...,ranks=...` takes it). Progress goes to stderr.
+256 MiB (doubling) times all_reduce (sum) with CUDA events, three ways:
+  eager   one call between two events, as a host launching one collective sees it
+          (the host's launch latency lies inside the window for small messages);
+  graph   --calls calls captured in one CUDA graph, the replay's time divided by --calls:
+          the GPU's own time per all-reduce, as a serving engine's CUDA-graph decode runs it
+          (falls back to nothing, with a message, where NCCL cannot be captured).
+5 warm-up calls, then --reps timed ones, the median. Rank 0 writes
+`ranks,bytes,mode,measured_us,spread` (bytes: each rank's buffer, as
+`all_reduce:bytes=...,ranks=...` takes it). Progress goes to stderr.
 """
 import argparse
 import os
@@ -20,33 +26,57 @@ def worker(rank, args):
     os.environ.setdefault("MASTER_PORT", "29517")
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=args.ranks)
-    sizes = [4096 * 4 ** i for i in range(0, 12)]  # 4 KiB .. 16 GiB capped below
-    sizes = [s for s in sizes if s <= 256 * 2 ** 20]
+    sizes = [4096 * 2 ** i for i in range(0, 17)]  # 4 KiB .. 256 MiB
     rows = []
-    for size in sizes:
-        buffer = torch.ones(size // 2, dtype=torch.bfloat16, device="cuda")
-        for _ in range(5):
-            dist.all_reduce(buffer)
+    graph_ok = True
+
+    def timed(run, calls):
+        for _ in range(2):
+            run()
         torch.cuda.synchronize()
         dist.barrier()
         times = []
         for _ in range(args.reps):
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
-            dist.all_reduce(buffer)
+            run()
             end.record()
             end.synchronize()
-            times.append(begin.elapsed_time(end) * 1000)
+            times.append(begin.elapsed_time(end) * 1000 / calls)
         times.sort()
         median = times[len(times) // 2]
-        rows.append((args.ranks, size, median, (times[-1] - times[0]) / median))
+        return median, (times[-1] - times[0]) / median
+
+    for size in sizes:
+        buffer = torch.ones(size // 2, dtype=torch.bfloat16, device="cuda")
+        for _ in range(5):
+            dist.all_reduce(buffer)
+        torch.cuda.synchronize()
+        median, spread = timed(lambda: dist.all_reduce(buffer), 1)
+        rows.append((args.ranks, size, "eager", median, spread))
+        line = f"all_reduce {size} bytes x {args.ranks} ranks: eager {median:.1f} us"
+        if graph_ok:
+            try:
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    for _ in range(args.calls):
+                        dist.all_reduce(buffer)
+                median, spread = timed(graph.replay, args.calls)
+                rows.append((args.ranks, size, "graph", median, spread))
+                line += f", in a CUDA graph {median:.1f} us"
+                del graph
+            except Exception as error:  # noqa: BLE001 - report and go on with eager only
+                graph_ok = False
+                if rank == 0:
+                    print(f"measure_allreduce.py: NCCL could not be captured in a CUDA graph ({error}); "
+                          "eager only", file=sys.stderr)
         if rank == 0:
-            print(f"all_reduce {size} bytes x {args.ranks} ranks: {median:.1f} us", file=sys.stderr, flush=True)
+            print(line, file=sys.stderr, flush=True)
     if rank == 0:
         with open(args.out, "w") as f:
-            f.write("ranks,bytes,measured_us,spread\n")
+            f.write("ranks,bytes,mode,measured_us,spread\n")
             for r in rows:
-                f.write(f"{r[0]},{r[1]},{r[2]:.2f},{r[3]:.4f}\n")
+                f.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.2f},{r[4]:.4f}\n")
     dist.destroy_process_group()
 
 
@@ -55,6 +85,7 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--ranks", type=int, default=0, help="GPUs to use (default: all)")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=20, help="all-reduces per CUDA graph")
     args = parser.parse_args()
     import torch
     import torch.multiprocessing as mp

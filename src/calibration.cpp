@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
+#include "csv_support.hpp"
 #include "json_support.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/io.hpp"
+#include "pipeweave/predictor.hpp"
 
 namespace pipeweave {
 namespace {
@@ -203,7 +206,68 @@ MicrobenchLog load_microbench_log(const std::string& path) {
   }
 }
 
-Calibration calibrate(std::span<const MicrobenchLog> logs) {
+std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_view csv_text, const std::string& source) {
+  std::vector<AllReduceMeasurement> rows;
+  detail::for_each_csv_row(csv_text, source, {"ranks", "bytes", "mode", "measured_us"}, [&](const detail::CsvRow& row) {
+    AllReduceMeasurement m;
+    m.ranks = static_cast<int>(row.integer("ranks", 2));
+    m.bytes = row.positive("bytes");
+    m.mode = row.text("mode");
+    if (m.mode != "graph" && m.mode != "eager") detail::fail_field(row.where("mode"), "\"" + m.mode + "\"", "must be graph or eager");
+    m.measured_us = row.positive("measured_us");
+    rows.push_back(std::move(m));
+  });
+  if (rows.empty()) throw Error(source + ": no measurement");
+  return rows;
+}
+
+std::vector<AllReduceMeasurement> load_allreduce_measurements(const std::string& path) {
+  return allreduce_measurements_from_csv(detail::read_file(path, "all-reduce measurements"), path);
+}
+
+LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSpec& gpu) {
+  std::vector<const AllReduceMeasurement*> rows;
+  for (const AllReduceMeasurement& m : measurements)
+    if (m.mode == "graph") rows.push_back(&m);
+  if (rows.empty()) throw Error("fitting the link needs all-reduces measured in a CUDA graph (mode graph); none was given");
+  const Predictor analytical = Predictor::analytical();
+  GpuSpec trial = gpu;
+  auto mape = [&](double bandwidth_gb_s, double latency_us) {
+    trial.link_bandwidth_gb_s = bandwidth_gb_s, trial.link_latency_us = latency_us;
+    double sum = 0;
+    for (const AllReduceMeasurement* m : rows) {
+      const Collective op{CollectiveKind::all_reduce, m->bytes, m->ranks, DType::bf16};
+      sum += std::abs(analytical.predict(op, trial).latency_us - m->measured_us) / m->measured_us;
+    }
+    return 100 * sum / static_cast<double>(rows.size());
+  };
+  LinkFit fit;
+  fit.rows = static_cast<int>(rows.size());
+  fit.mape_pct_before = mape(gpu.link_bandwidth_gb_s, gpu.link_latency_us);
+  fit.bandwidth_before_gb_s = gpu.link_bandwidth_gb_s, fit.latency_before_us = gpu.link_latency_us;
+  // The error is piecewise smooth in (log bandwidth, log latency): a coarse grid over
+  // 1 GB/s..10 TB/s and 10 ns..10 ms, then finer grids around the best point.
+  double log_bw_best = 0, log_lat_best = 0, best = std::numeric_limits<double>::infinity();
+  double log_bw_low = 0, log_bw_high = 4, log_lat_low = -2, log_lat_high = 4;
+  constexpr int kSteps = 40;
+  for (int round = 0; round < 8; ++round) {
+    const double bw_step = (log_bw_high - log_bw_low) / kSteps, lat_step = (log_lat_high - log_lat_low) / kSteps;
+    for (int i = 0; i <= kSteps; ++i)
+      for (int j = 0; j <= kSteps; ++j) {
+        const double log_bw = log_bw_low + i * bw_step, log_lat = log_lat_low + j * lat_step;
+        const double error = mape(std::pow(10.0, log_bw), std::pow(10.0, log_lat));
+        if (error < best) best = error, log_bw_best = log_bw, log_lat_best = log_lat;
+      }
+    log_bw_low = log_bw_best - 2 * bw_step, log_bw_high = log_bw_best + 2 * bw_step;
+    log_lat_low = log_lat_best - 2 * lat_step, log_lat_high = log_lat_best + 2 * lat_step;
+  }
+  fit.link_bandwidth_gb_s = std::pow(10.0, log_bw_best);
+  fit.link_latency_us = std::pow(10.0, log_lat_best);
+  fit.mape_pct = best;
+  return fit;
+}
+
+Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce) {
   if (logs.empty()) throw Error("calibration needs at least one microbenchmark log");
   Calibration out;
   out.device = logs.front().device;
@@ -319,8 +383,15 @@ Calibration calibrate(std::span<const MicrobenchLog> logs) {
                 std::to_string(device.cuda_runtime / 1000) + "." + std::to_string(device.cuda_runtime % 1000 / 10) +
                 "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load";
   if (!kept.empty()) spec.source += "; not measured, kept from the catalog: " + kept.substr(2);
-  spec.source += out.catalog ? "; link figures from the catalog (" + out.catalog->name + ")"
-                             : "; not in the catalog: link figures assume PCIe 4.0 x16";
+  if (!allreduce.empty()) {
+    out.link = fit_link(allreduce, spec);
+    spec.link_bandwidth_gb_s = out.link->link_bandwidth_gb_s;
+    spec.link_latency_us = out.link->link_latency_us;
+    spec.source += "; link figures fitted to " + std::to_string(out.link->rows) + " all-reduces timed in CUDA graphs";
+  } else {
+    spec.source += out.catalog ? "; link figures from the catalog (" + out.catalog->name + ")"
+                               : "; not in the catalog: link figures assume PCIe 4.0 x16";
+  }
   spec.validate();
   return out;
 }
@@ -354,6 +425,12 @@ std::string to_json(const Calibration& calibration) {
       {"catalog_entry", calibration.catalog ? json(calibration.catalog->name) : json(nullptr)},
       {"logs", calibration.logs},
       {"figures", figures}};
+  if (const auto& link = calibration.link)
+    document["calibration"]["link_fit"] = {{"all_reduces", link->rows},
+                                           {"link_bandwidth_gb_s", link->link_bandwidth_gb_s},
+                                           {"link_latency_us", link->link_latency_us},
+                                           {"mape_pct", link->mape_pct},
+                                           {"mape_pct_with_catalog_figures", link->mape_pct_before}};
   return document.dump(2) + "\n";
 }
 

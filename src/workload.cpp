@@ -8,6 +8,7 @@
 #include <numeric>
 #include <nlohmann/json.hpp>
 
+#include "csv_support.hpp"
 #include "json_support.hpp"
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/error.hpp"
@@ -366,42 +367,12 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
 
 std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source) {
   std::vector<TraceRequest> trace;
-  std::map<std::string, std::size_t> columns;
-  std::size_t line_number = 0, start = 0;
   const std::string where(source);
-  while (start < csv_text.size()) {
-    std::size_t end = csv_text.find('\n', start);
-    if (end == std::string_view::npos) end = csv_text.size();
-    std::string_view line = csv_text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    const std::vector<std::string> cells = split_csv_line(line);
-    if (columns.empty()) {
-      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
-      for (const char* name : {"num_prefill_tokens", "num_decode_tokens", "output_tokens"})
-        if (!columns.contains(name)) throw Error(where + ": the header has no column " + name);
-      continue;
-    }
-    auto value = [&](const char* name, std::int64_t minimum) {
-      const std::string at = where + " line " + std::to_string(line_number) + " column " + name;
-      const std::size_t index = columns.at(name);
-      if (index >= cells.size()) throw Error(at + " is missing");
-      std::size_t used = 0;
-      long long parsed = -1;
-      try {
-        parsed = std::stoll(cells[index], &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != cells[index].size() || parsed < minimum)
-        detail::fail_field(at, "\"" + cells[index] + "\"", minimum == 1 ? "must be a positive integer" : "must be an integer >= 0");
-      return static_cast<std::int64_t>(parsed);
-    };
-    trace.push_back({value("num_prefill_tokens", 1), value("num_decode_tokens", 0), value("output_tokens", 0)});
-  }
-  if (columns.empty()) throw Error(where + ": no header row");
+  detail::for_each_csv_row(csv_text, where, {"num_prefill_tokens", "num_decode_tokens", "output_tokens"},
+                           [&](const detail::CsvRow& row) {
+                             trace.push_back({row.integer("num_prefill_tokens", 1), row.integer("num_decode_tokens", 0),
+                                              row.integer("output_tokens", 0)});
+                           });
   if (trace.empty()) throw Error(where + ": no request");
   return trace;
 }

@@ -119,6 +119,14 @@ add_test(NAME cli.calibrate_report_files
          COMMAND ${CMAKE_COMMAND} -DREPORT=${calibration_report} -P "${CMAKE_CURRENT_SOURCE_DIR}/check_calibration_report.cmake")
 set_tests_properties(cli.calibrate_report_files PROPERTIES FIXTURES_REQUIRED calibrated_spec LABELS cli)
 
+# All-reduce times made as 5 us + bytes / 300 GB/s (graph rows; eager rows 25 us slower, ignored):
+# the fit must find those two figures, and say how far the catalog's 450 GB/s and 2 us were.
+set(link_report "${CMAKE_CURRENT_BINARY_DIR}/link_report")
+pipeweave_cli_test(calibrate_link
+  "link fitted to 5 all-reduces timed in CUDA graphs: 300\\.0 GB/s per direction, 5\\.00 us per step \\(mean error 0\\.0%; [0-9.]+% with 450 GB/s and 2\\.00 us\\)\n +ranks +bytes +measured_us +before_us +fitted_us\n +2 +4096 +5\\.01 +2\\.01 +5\\.01\n.*wrote [^\n]*link\\.csv and [^\n]*link\\.svg"
+  calibrate --from-log "${synthetic_log}" --link "${cli_data}/allreduce_synthetic.csv" --report "${link_report}")
+pipeweave_cli_failure(calibrate_link_missing "cannot open all-reduce measurements file .*no_such\\.csv"
+                      calibrate --from-log "${synthetic_log}" --link "${CMAKE_CURRENT_BINARY_DIR}/no_such.csv")
 pipeweave_cli_failure(calibrate_missing_log "cannot open microbenchmark log file .*no_such_log\\.json"
                       calibrate --from-log "${CMAKE_CURRENT_BINARY_DIR}/no_such_log.json")
 file(READ "${synthetic_log}" synthetic_text)

@@ -11,6 +11,7 @@
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/io.hpp"
+#include "pipeweave/predictor.hpp"
 #include "test_support.hpp"
 
 using namespace pipeweave;
@@ -337,11 +338,78 @@ TEST_CASE("the committed calibration logs reproduce the committed specs") {
     std::vector<MicrobenchLog> logs;
     for (int run = 1; run <= 3; ++run)
       logs.push_back(load_microbench_log(dir + gpu + ".calibration/microbench-" + std::to_string(run) + ".json"));
-    const Calibration calibration = calibrate(logs);
+    // The H200's link figures were fitted to all-reduces timed on two of them (NVLink).
+    std::vector<AllReduceMeasurement> allreduce;
+    if (gpu == "H200-SXM") allreduce = load_allreduce_measurements(dir + gpu + ".calibration/allreduce_2xH200.csv");
+    const Calibration calibration = calibrate(logs, allreduce);
     const GpuSpec committed = load_gpu_spec(dir + gpu + ".calibrated.json");
     CHECK(calibration.spec == committed);
     CHECK(committed.name == gpu);
     // Measured, not copied from the catalog: the sustained clock is below the datasheet's.
     CHECK(committed.sm_clock_mhz < find_gpu(gpu).sm_clock_mhz);
   }
+}
+
+namespace {
+// All-reduce times as the collective model gives them on `gpu`, at sizes from 4 KiB to 256 MiB.
+std::vector<AllReduceMeasurement> modelled_allreduces(const GpuSpec& gpu, int ranks) {
+  std::vector<AllReduceMeasurement> rows;
+  const Predictor analytical = Predictor::analytical();
+  for (double bytes = 4096; bytes <= 268435456; bytes *= 4) {
+    const Collective op{CollectiveKind::all_reduce, bytes, ranks, DType::bf16};
+    rows.push_back({ranks, bytes, "graph", analytical.predict(op, gpu).latency_us});
+  }
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("fit_link recovers the link figures that produced the timings") {
+  GpuSpec truth = find_gpu("H200-SXM");
+  truth.link_bandwidth_gb_s = 317;
+  truth.link_latency_us = 8.5;
+  std::vector<AllReduceMeasurement> rows = modelled_allreduces(truth, 2);
+  for (const AllReduceMeasurement& row : modelled_allreduces(truth, 8)) rows.push_back(row);
+  // Eager rows carry the host's launch; they must not pull the fit.
+  rows.push_back({2, 4096, "eager", 35.0});
+  rows.push_back({2, 1048576, "eager", 500.0});
+
+  const GpuSpec& start = find_gpu("H200-SXM");  // the catalog's 450 GB/s and 2 us
+  const LinkFit fit = fit_link(rows, start);
+  CHECK(fit.rows == 18);
+  CHECK(fit.link_bandwidth_gb_s == Approx(317).epsilon(0.01));
+  CHECK(fit.link_latency_us == Approx(8.5).epsilon(0.01));
+  CHECK(fit.mape_pct < 0.5);
+  CHECK(fit.mape_pct_before > 20);
+  CHECK(fit.bandwidth_before_gb_s == start.link_bandwidth_gb_s);
+  CHECK(fit.latency_before_us == start.link_latency_us);
+
+  std::vector<AllReduceMeasurement> eager_only{{2, 4096, "eager", 35.0}};
+  CHECK_THAT(error_of([&] { fit_link(eager_only, start); }), Contains("mode graph"));
+}
+
+TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are named") {
+  const auto rows = allreduce_measurements_from_csv(
+      "ranks,bytes,mode,measured_us,spread\n2,4096,eager,32.1,0.1\n2,4096,graph,9.13,0.02\n\n8,1048576,graph,40.5,0.01\n",
+      "ar.csv");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[1].ranks == 2);
+  CHECK(rows[1].bytes == 4096);
+  CHECK(rows[1].mode == "graph");
+  CHECK(rows[1].measured_us == 9.13);
+  CHECK(rows[2].ranks == 8);
+  CHECK(rows[2].bytes == 1048576);
+
+  auto error_with = [](const std::string& text) { return error_of([&] { allreduce_measurements_from_csv(text, "ar.csv"); }); };
+  CHECK_THAT(error_with("ranks,bytes,measured_us\n2,4096,9\n"), Contains("ar.csv: the header has no column mode"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n1,4096,graph,9\n"),
+             Contains("ar.csv line 2 column ranks") && Contains("\"1\"") && Contains(">= 2"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,-4096,graph,9\n"),
+             Contains("ar.csv line 2 column bytes") && Contains("\"-4096\"") && Contains("positive number"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,nan\n"), Contains("ar.csv line 2 column measured_us"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,replay,9\n"),
+             Contains("ar.csv line 2 column mode") && Contains("graph or eager"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096\n"), Contains("ar.csv line 2 column mode is missing"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n"), Contains("ar.csv: no measurement"));
+  CHECK_THAT(error_with(""), Contains("ar.csv: no header row"));
+  CHECK_THAT(error_of([] { load_allreduce_measurements("/no/such/allreduce.csv"); }), Contains("/no/such/allreduce.csv"));
 }

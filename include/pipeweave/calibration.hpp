@@ -87,12 +87,44 @@ struct CalibratedFigure {
   double fraction_of_peak() const { return peak_at_clock > 0 ? measured / peak_at_clock : 0; }
 };
 
+// ---- The link: bandwidth and latency from measured all-reduces ------------------------------
+
+// One all-reduce timed on `ranks` GPUs of one host (cuda_kernels/measure_allreduce.py).
+struct AllReduceMeasurement {
+  int ranks = 0;
+  double bytes = 0;  // each rank's buffer
+  std::string mode;  // "graph": per call inside a CUDA graph (the GPU's time); "eager": one launch
+  double measured_us = 0;
+};
+
+// Reads measure_allreduce.py's CSV (columns ranks, bytes, mode, measured_us; others ignored);
+// a missing column or a malformed cell is an error naming the file, line and column.
+std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_view csv_text, const std::string& source);
+std::vector<AllReduceMeasurement> load_allreduce_measurements(const std::string& path);
+
+struct LinkFit {
+  double link_bandwidth_gb_s = 0;
+  double link_latency_us = 0;
+  int rows = 0;                 // measurements fitted (mode "graph")
+  double mape_pct = 0;          // mean |predicted - measured| / measured with the fitted figures
+  double mape_pct_before = 0;   // the same with the spec's own link figures,
+  double bandwidth_before_gb_s = 0, latency_before_us = 0;  // which were these
+};
+
+// The link figures under which the collective model (ops/collective.hpp) best reproduces the
+// all-reduces measured in CUDA graphs: the bandwidth and per-step latency minimising the mean
+// relative error, found by a search over both in log space. Eager rows are left out: their
+// time includes the host's launch, which a CUDA-graph serving engine does not pay.
+// Throws pipeweave::Error when no row was measured in a CUDA graph.
+LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSpec& gpu);
+
 struct Calibration {
   MeasuredDevice device;
   std::optional<GpuSpec> catalog;  // the catalog entry the device name finds, if any
   GpuSpec spec;                    // the calibrated spec, validated
   std::vector<CalibratedFigure> figures;
   int logs = 0;
+  std::optional<LinkFit> link;  // when all-reduce measurements were given
 };
 
 // Pools the runs of one or more logs taken on the same GPU (several invocations give the
@@ -107,7 +139,9 @@ struct Calibration {
 //   its `source` says so). A figure the logs lack keeps the catalog's value and `source` says so.
 // Throws pipeweave::Error when there is no log, the logs are of different GPUs, a benchmark is
 // unknown, or a GPU not in the catalog lacks a figure the spec needs.
-Calibration calibrate(std::span<const MicrobenchLog> logs);
+// With `allreduce` measurements (taken on several of this GPU), the link figures are fitted to
+// them (fit_link) instead of taken from the catalog, and `source` says so.
+Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce = {});
 
 // The spec file `pipeweave calibrate --out` writes: the GpuSpec (format "pipeweave-gpu") plus a
 // free-form `calibration` record of every figure, its spread and clock, and the device.

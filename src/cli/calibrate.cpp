@@ -32,6 +32,7 @@ struct CalibrateArguments {
   std::string log_dir;
   std::string report_dir;
   std::vector<std::string> from_logs;
+  std::string link;  // all-reduce timings (measure_allreduce.py) to fit the link figures to
 };
 
 CalibrateArguments parse(int argc, char** argv, int first) {
@@ -48,6 +49,7 @@ CalibrateArguments parse(int argc, char** argv, int first) {
     else if (argument == "--log-dir") arguments.log_dir = value();
     else if (argument == "--report") arguments.report_dir = value();
     else if (argument == "--from-log") arguments.from_logs.push_back(value());
+    else if (argument == "--link") arguments.link = value();
     else if (argument == "--runs") {
       const std::string text = value();
       std::size_t used = 0;
@@ -116,6 +118,39 @@ void print_table(const Calibration& calibration) {
              spec.xu_ops_per_clk_per_sm, spec.smem_bytes_per_clk_per_sm, spec.dram_bandwidth_gb_s, spec.l2_bandwidth_gb_s);
 }
 
+// Each all-reduce timed in a CUDA graph, measured against the model with the figures the fit
+// started from and with the fitted ones.
+struct LinkRow {
+  const AllReduceMeasurement* measured;
+  double before_us, after_us;
+};
+std::vector<LinkRow> link_rows(const Calibration& calibration, const std::vector<AllReduceMeasurement>& measured) {
+  std::vector<LinkRow> rows;
+  if (!calibration.link) return rows;
+  const Predictor analytical = Predictor::analytical();
+  GpuSpec before = calibration.spec;
+  before.link_bandwidth_gb_s = calibration.link->bandwidth_before_gb_s;
+  before.link_latency_us = calibration.link->latency_before_us;
+  for (const AllReduceMeasurement& m : measured) {
+    if (m.mode != "graph") continue;
+    const Collective op{CollectiveKind::all_reduce, m.bytes, m.ranks, DType::bf16};
+    rows.push_back({&m, analytical.predict(op, before).latency_us, analytical.predict(op, calibration.spec).latency_us});
+  }
+  return rows;
+}
+
+void print_link(const Calibration& calibration, const std::vector<LinkRow>& rows) {
+  const LinkFit& fit = *calibration.link;
+  fmt::print("link fitted to {} all-reduces timed in CUDA graphs: {:.1f} GB/s per direction, {:.2f} us per step "
+             "(mean error {:.1f}%; {:.1f}% with {:.0f} GB/s and {:.2f} us)\n",
+             fit.rows, fit.link_bandwidth_gb_s, fit.link_latency_us, fit.mape_pct, fit.mape_pct_before,
+             fit.bandwidth_before_gb_s, fit.latency_before_us);
+  fmt::print("{:>6} {:>12} {:>12} {:>12} {:>12}\n", "ranks", "bytes", "measured_us", "before_us", "fitted_us");
+  for (const LinkRow& r : rows)
+    fmt::print("{:>6} {:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f}\n", r.measured->ranks, r.measured->bytes, r.measured->measured_us,
+               r.before_us, r.after_us);
+}
+
 std::string csv(const Calibration& calibration) {
   std::string text = "benchmark,label,unit,measured,spread,run_to_run_spread,runs,logs,clock_mhz,peak_at_clock,"
                      "fraction_of_peak,catalog,sets\n";
@@ -152,10 +187,14 @@ int calibrate_command(int argc, char** argv, int first) {
       if (!arguments.log_dir.empty()) write_text(fs::path(arguments.log_dir) / fmt::format("microbench-{}.json", run), text);
     }
   }
-  const Calibration calibration = calibrate(logs);
+  std::vector<AllReduceMeasurement> allreduce;
+  if (!arguments.link.empty()) allreduce = load_allreduce_measurements(arguments.link);
+  const Calibration calibration = calibrate(logs, allreduce);
+  const std::vector<LinkRow> rows = link_rows(calibration, allreduce);
   const std::string spec_json = to_json(calibration);
   if (arguments.json) fmt::print("{}", spec_json);
   else print_table(calibration);
+  if (!arguments.json && calibration.link) print_link(calibration, rows);
   if (!arguments.out.empty()) {
     write_text(arguments.out, spec_json);
     if (!arguments.json) fmt::print("wrote {}\n", arguments.out);
@@ -165,6 +204,24 @@ int calibrate_command(int argc, char** argv, int first) {
     write_text(dir / "calibration.csv", csv(calibration));
     write_text(dir / "calibration.svg", chart(calibration));
     if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "calibration.csv").string(), (dir / "calibration.svg").string());
+    if (calibration.link) {
+      std::string text = "ranks,bytes,measured_us,before_us,fitted_us\n";
+      svg::Series before{fmt::format("{:.0f} GB/s {:.1f} us", calibration.link->bandwidth_before_gb_s,
+                                     calibration.link->latency_before_us), {}};
+      svg::Series after{fmt::format("fit {:.0f} GB/s {:.1f} us", calibration.link->link_bandwidth_gb_s,
+                                    calibration.link->link_latency_us), {}};
+      for (const LinkRow& r : rows) {
+        text += fmt::format("{},{:.0f},{:.6g},{:.6g},{:.6g}\n", r.measured->ranks, r.measured->bytes, r.measured->measured_us,
+                            r.before_us, r.after_us);
+        before.points.emplace_back(r.measured->measured_us, r.before_us);
+        after.points.emplace_back(r.measured->measured_us, r.after_us);
+      }
+      write_text(dir / "link.csv", text);
+      write_text(dir / "link.svg", svg::scatter_log_log(fmt::format("{}: all-reduce, predicted against measured (CUDA graphs)",
+                                                                    calibration.spec.name),
+                                                        "measured (us)", "predicted (us)", {before, after}));
+      if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "link.csv").string(), (dir / "link.svg").string());
+    }
   }
   return 0;
 }

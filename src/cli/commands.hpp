@@ -3,7 +3,8 @@
 
 namespace pipeweave::cli {
 
-// pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--from-log FILE]... [--out spec.json] [--json] [--report DIR]
+// pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--from-log FILE]... [--link allreduce.csv] [--out spec.json]
+//                     [--json] [--report DIR]
 int calibrate_command(int argc, char** argv, int first);
 
 // pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes LIST]

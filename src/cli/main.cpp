@@ -21,6 +21,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave rank --gpu NAME|spec.json [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
+                      [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
@@ -64,7 +65,9 @@ calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this progr
 PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints each figure
 against the spec sheet, and writes a GPU spec that predict --gpu accepts. --log-dir keeps the
 raw logs; --from-log re-derives the spec from saved logs without a GPU; --report writes
-calibration.csv and calibration.svg.
+calibration.csv and calibration.svg. --link F (ranks,bytes,mode,measured_us: all-reduces timed
+by cuda_kernels/measure_allreduce.py) fits the link bandwidth and latency to the rows timed in
+CUDA graphs instead of taking the catalog's; with --report also link.csv and link.svg.
 
 shapes prints a shape list (real models' layers at TP 1/2/4/8 and 1 to 32k tokens, plus random
 shapes; --seed fixes it); collect measures each shape on the GPU with pipeweave-collect (every
