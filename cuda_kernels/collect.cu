@@ -1,7 +1,7 @@
 // pipeweave-collect: measures real kernels on the GPU in hand, for training data.
 //
 //   pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE
-//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]
+//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--reverse]
 //
 // FILE (--shapes) is a CSV with a header row: `dtype,m,n,k` (gemm), `dtype,tokens,hidden,
 // fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul). The output is raw: one JSON object
@@ -282,6 +282,7 @@ struct Options {
   std::string op, shapes, out;
   int algos = 8, reps = 10, warmup = 3;
   bool cold = true;
+  bool reverse = false;  // measure a shape's candidates last to first (checks for order effects)
 };
 
 struct Gpu {
@@ -359,7 +360,8 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
                    dtype_name(dtype), where.c_str(), m, n, k, static_cast<int>(heuristic));
     }
     const float alpha = 1.0f, beta = 0.0f;
-    for (int candidate = 0; candidate < returned; ++candidate) {
+    for (int position = 0; position < returned; ++position) {
+      const int candidate = options.reverse ? returned - 1 - position : position;
       const cublasLtMatmulHeuristicResult_t& result = results[candidate];
       if (result.state != CUBLAS_STATUS_SUCCESS) continue;
       const cublasLtMatmulAlgo_t& algo = result.algo;
@@ -575,7 +577,7 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
 
 constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
-    "[--l2 cold|warm]\n";
+    "[--l2 cold|warm] [--reverse]\n";
 
 }  // namespace
 
@@ -586,6 +588,10 @@ int main(int argc, char** argv) {
     if (argument == "--help" || argument == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    }
+    if (argument == "--reverse") {
+      options.reverse = true;
+      continue;
     }
     if (i + 1 >= argc) fail("unknown argument or missing value: " + argument);
     const std::string value = argv[++i];
