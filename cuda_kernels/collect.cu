@@ -1,7 +1,7 @@
 // pipeweave-collect: measures real kernels on the GPU in hand, for training data.
 //
 //   pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE
-//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--reverse]
+//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--reverse] [--interleave]
 //
 // FILE (--shapes) is a CSV with a header row: `dtype,m,n,k` (gemm), `dtype,tokens,hidden,
 // fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul). The output is raw: one JSON object
@@ -22,7 +22,9 @@
 //   call through an external correlation id; one repetition's time runs from the first kernel's
 //   start to the last one's end. Before each repetition the L2 is flushed by reading a buffer
 //   twice its size (--l2 cold, the default), so weights come from DRAM as in a real model's
-//   forward pass and no dirty line is left to be written back during the timed call.
+//   forward pass and no dirty line is left to be written back during the timed call. A GEMM's
+//   candidates are timed one after another (--interleave: round-robin, rep r of each before
+//   rep r+1 of any; see time_calls for what each does to the clock).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -37,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -134,21 +137,32 @@ __global__ void read_flush_kernel(const uint4* data, size_t count) {
   if (folded == 0x9e3779b9u) atomicAdd(&g_flush_sink, 1u);  // keeps the loads; (almost) never taken
 }
 
-// Runs `call` --warmup times untimed, then --reps times, each between a flush of the L2
-// (outside the timed window) and tagged with its own external correlation id.
-template <typename Call>
-Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_bytes) {
+// Times several calls (a GEMM's candidate algorithms) together: each runs --warmup times
+// untimed, then --reps times, each after a flush of the L2 (outside the timed window) and
+// tagged with its own external correlation id; one call's repetitions after another's, or
+// round-robin (`interleave`: rep r of every call before rep r+1 of any). Measured on the H100
+// (data/README.md, "How reproducible"): in order, the last of eight long GEMMs runs at a
+// lower clock than the first (+-3% over 300 us); interleaved, that bias is gone, but the GPU
+// idles less, its clock is lower throughout, and short kernels read 4% slower than in order
+// and than inside a decode step. The collection keeps the order.
+std::vector<Timing> time_calls(const std::vector<std::function<void()>>& calls, int warmup, int reps, void* flush,
+                               size_t flush_bytes, bool interleave) {
   static uint64_t next_id = 1;
-  for (int i = 0; i < warmup; ++i) call();
+  const size_t count = calls.size();
+  if (count == 0) return {};
+  for (const auto& call : calls)
+    for (int i = 0; i < warmup; ++i) call();
   PW_CHECK(cudaDeviceSynchronize());
   const uint64_t first_id = next_id;
-  for (int r = 0; r < reps; ++r) {
+  // id - first_id = rep * count + call (interleaved) or call * reps + rep (one call after another)
+  for (size_t step = 0; step < count * static_cast<size_t>(reps); ++step) {
+    const size_t which = interleave ? step % count : step / static_cast<size_t>(reps);
     if (flush) {
       read_flush_kernel<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / sizeof(uint4));
       PW_CHECK(cudaGetLastError());
     }
     PW_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, next_id++));
-    call();
+    calls[which]();
     uint64_t popped = 0;
     PW_CHECK(cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped));
   }
@@ -156,15 +170,16 @@ Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_by
   PW_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
 
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::map<uint64_t, std::vector<const Record*>> by_rep;
+  std::map<uint64_t, std::vector<const Record*>> by_step;
   for (const Record& record : g_records) {
     const auto found = g_external.find(record.correlation);
     if (found != g_external.end() && found->second >= first_id && found->second < next_id)
-      by_rep[found->second].push_back(&record);
+      by_step[found->second - first_id].push_back(&record);
   }
   const size_t records_seen = g_records.size(), correlations_seen = g_external.size();
-  Timing timing;
-  for (auto& [id, records] : by_rep) {
+  std::vector<Timing> timings(count);
+  for (auto& [step, records] : by_step) {
+    Timing& timing = timings[interleave ? step % count : step / static_cast<size_t>(reps)];
     std::sort(records.begin(), records.end(), [](const Record* a, const Record* b) { return a->start < b->start; });
     uint64_t start = records.front()->start, end = 0;
     for (const Record* r : records) end = std::max(end, r->end);
@@ -174,11 +189,17 @@ Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_by
   }
   g_records.clear();
   g_external.clear();
-  if (timing.durations_us.size() != static_cast<size_t>(reps))
-    fail("CUPTI returned kernel records for " + std::to_string(timing.durations_us.size()) + " of " +
-         std::to_string(reps) + " repetitions (" + std::to_string(records_seen) + " kernel/memset records, " +
-         std::to_string(correlations_seen) + " external correlations)");
-  return timing;
+  for (const Timing& timing : timings)
+    if (timing.durations_us.size() != static_cast<size_t>(reps))
+      fail("CUPTI returned kernel records for " + std::to_string(timing.durations_us.size()) + " of " +
+           std::to_string(reps) + " repetitions of a call (" + std::to_string(records_seen) + " kernel/memset records, " +
+           std::to_string(correlations_seen) + " external correlations)");
+  return timings;
+}
+
+template <typename Call>
+Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_bytes) {
+  return time_calls({std::function<void()>(call)}, warmup, reps, flush, flush_bytes, false).front();
 }
 
 // ---- Output -----------------------------------------------------------------------------------
@@ -282,7 +303,8 @@ struct Options {
   std::string op, shapes, out;
   int algos = 8, reps = 10, warmup = 3;
   bool cold = true;
-  bool reverse = false;  // measure a shape's candidates last to first (checks for order effects)
+  bool reverse = false;   // measure a shape's candidates last to first (checks for order effects)
+  bool interleave = false;  // a GEMM's candidates round-robin instead of one after another
 };
 
 struct Gpu {
@@ -360,16 +382,25 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
                    dtype_name(dtype), where.c_str(), m, n, k, static_cast<int>(heuristic));
     }
     const float alpha = 1.0f, beta = 0.0f;
+    std::vector<int> measured;  // candidate indices, in the order their calls are first made
+    std::vector<std::function<void()>> calls;
     for (int position = 0; position < returned; ++position) {
       const int candidate = options.reverse ? returned - 1 - position : position;
-      const cublasLtMatmulHeuristicResult_t& result = results[candidate];
-      if (result.state != CUBLAS_STATUS_SUCCESS) continue;
-      const cublasLtMatmulAlgo_t& algo = result.algo;
-      auto call = [&] {
+      if (results[candidate].state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasLtMatmulHeuristicResult_t* result = &results[candidate];
+      measured.push_back(candidate);
+      calls.push_back([&, result] {
         PW_CHECK(cublasLtMatmul(handle, op, &alpha, weights, a_layout, activations, b_layout, &beta, output, d_layout,
-                                output, d_layout, &algo, workspace, result.workspaceSize, 0));
-      };
-      const Timing timing = time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes);
+                                output, d_layout, &result->algo, workspace, result->workspaceSize, 0));
+      });
+    }
+    const std::vector<Timing> timings =
+        time_calls(calls, options.warmup, options.reps, gpu.flush, gpu.flush_bytes, options.interleave);
+    for (size_t i = 0; i < measured.size(); ++i) {
+      const int candidate = measured[i];
+      const cublasLtMatmulHeuristicResult_t& result = results[candidate];
+      const cublasLtMatmulAlgo_t& algo = result.algo;
+      const Timing& timing = timings[i];
 
       const int algo_id = algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
       const uint32_t tile_id = algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
@@ -577,7 +608,7 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
 
 constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
-    "[--l2 cold|warm] [--reverse]\n";
+    "[--l2 cold|warm] [--reverse] [--interleave]\n";
 
 }  // namespace
 
@@ -589,8 +620,8 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (argument == "--reverse") {
-      options.reverse = true;
+    if (argument == "--reverse" || argument == "--interleave") {
+      (argument == "--reverse" ? options.reverse : options.interleave) = true;
       continue;
     }
     if (i + 1 >= argc) fail("unknown argument or missing value: " + argument);
