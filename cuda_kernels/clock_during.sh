@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Runs a command while nvidia-smi samples GPU 0's SM clock and board power every 10 ms;
+# Runs a command while nvidia-smi samples one GPU's (PW_SMI_GPU, default 0) SM clock and board power every 10 ms;
 # writes the samples to LOG and prints their median and range to stderr.
 #   cuda_kernels/clock_during.sh LOG COMMAND [ARGS...]
 # Used to set a measurement beside the clock the GPU held while it ran (data/README.md).
 set -euo pipefail
 [[ $# -ge 2 ]] || { echo "usage: $0 LOG COMMAND [ARGS...]" >&2; exit 2; }
 log=$1; shift
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits -lms 10 > "$log" &
+nvidia-smi -i "${PW_SMI_GPU:-0}" --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits -lms 10 > "$log" &
 sampler=$!
 status=0
 "$@" || status=$?

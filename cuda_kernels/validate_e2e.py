@@ -6,12 +6,15 @@
       log-uniform from 32 to 3072 tokens, 4 to 96 decode steps; the same for a seed.
   validate_e2e.py run --workload W.json --out measured.csv [--reps N] [--profile ITER,... --kernels K.jsonl]
       runs every iteration of a workload (the published layout, as `pipeweave e2e
-      --write-workload` writes it; tensor parallelism 1) as a decoder stack of the model's
-      shape with random bf16 weights, built from the operators the workload lists: cuBLAS
+      --write-workload` writes it) as a decoder stack of the model's shape with random bf16
+      weights, built from the operators the workload lists: cuBLAS
       GEMMs (torch.nn.functional.linear), FlashAttention-2 (PyTorch's flash backend, the
       variable-length entry point, causal), and RMSNorm (fused residual add) and SiLU-and-mul
       as vLLM writes them (the kernels of cuda_kernels/collect.cu, compiled here with nvcc).
-      Each iteration is captured in a CUDA graph and replayed; the median replay time is its
+      Under tensor parallelism N (the workload's tp_size) one process per GPU runs its shard
+      (heads, MLP width and vocabulary divided by N), with NCCL all-reduces after the output and
+      down projections and an all-gather of the logits, inside the same CUDA graph; rank 0's
+      times are written. Each iteration is captured in a CUDA graph and replayed; the median replay time is its
       measured time (GPU time with no host overhead: the kernels and the gaps between them).
       --profile replays the named iterations once more under the PyTorch profiler (CUPTI) and
       writes each kernel's name and duration, in launch order, to --kernels.
@@ -83,26 +86,53 @@ def build_kernels(workdir):
     return lib
 
 
-def run(args):
+def run_tensor_parallel(rank, args, world):
+    import torch
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29518")
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+    try:
+        run(args, rank, world)
+    finally:
+        dist.destroy_process_group()
+
+
+def run(args, rank=0, world=1):
     import torch
     import torch.nn.functional as F
 
     workload = json.load(open(args.workload))
-    if workload["tp_size"] != 1:
-        sys.exit("validate_e2e.py: error: only tensor parallelism 1 runs on one GPU")
+    if workload["tp_size"] != world:
+        sys.exit(f"validate_e2e.py: error: the workload is for tensor parallelism {workload['tp_size']}, run on {world}")
     p = workload["model_params"]
     if p.get("num_experts", 0):
         sys.exit("validate_e2e.py: error: the decoder stack here is dense")
-    H, nh, nkv, hd = p["hidden_size"], p["num_attention_heads"], p["num_key_value_heads"], p["head_dim"]
-    I, V, L = p["intermediate_size"], p["vocab_size"], p["num_hidden_layers"]
-    dev = torch.device("cuda")
-    torch.manual_seed(0)
+    H, hd, L = p["hidden_size"], p["head_dim"], p["num_hidden_layers"]
+    # Per GPU under tensor parallelism (Megatron split): heads, MLP width and vocabulary divided.
+    nh, nkv = p["num_attention_heads"] // world, max(1, p["num_key_value_heads"] // world)
+    I, V = p["intermediate_size"] // world, p["vocab_size"] // world
+    expected = {"qkv_proj": ((nh + 2 * nkv) * hd, H), "o_proj": (H, nh * hd), "gate_up_proj": (2 * I, H),
+                "down_proj": (H, I), "lm_head": (V, H)}
+    for it in workload["iterations"]:
+        for g in it["operators"]["gemm"]:
+            if (g["N"], g["K"]) != expected[g["name"]]:
+                sys.exit(f"validate_e2e.py: error: iteration {it['iteration']} {g['name']} is N={g['N']}, K={g['K']}; "
+                         f"this stack runs N, K = {expected[g['name']]}")
+    if world > 1:
+        import torch.distributed as dist
+    dev = torch.device("cuda", rank)
+    torch.manual_seed(rank)
     lib = build_kernels(tempfile.mkdtemp())
+    chatty = rank == 0
 
     def weight(rows, cols):
         return (torch.randn(rows, cols, device=dev, dtype=torch.bfloat16) * 0.02)
 
-    print(f"weights: {L} layers of {H} hidden, {I} MLP, {nh}/{nkv} heads of {hd}, vocabulary {V}", file=sys.stderr)
+    if chatty:
+        print(f"weights per GPU ({world}): {L} layers of {H} hidden, {I} MLP, {nh}/{nkv} heads of {hd}, vocabulary {V}",
+              file=sys.stderr)
     w_qkv = [weight((nh + 2 * nkv) * hd, H) for _ in range(L)]
     w_o = [weight(H, nh * hd) for _ in range(L)]
     w_gate_up = [weight(2 * I, H) for _ in range(L)]
@@ -124,6 +154,7 @@ def run(args):
         residual = torch.randn(T, H, device=dev, dtype=torch.bfloat16)
         act = torch.empty(T, I, device=dev, dtype=torch.bfloat16)
         max_q, max_k = max(q_lens), max(kv_lens)
+        gathered = torch.empty(world * max(logits, 1), V, device=dev, dtype=torch.bfloat16)
 
         def call():
             stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
@@ -133,22 +164,30 @@ def run(args):
                 F.linear(x, w_qkv[layer])
                 out = torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, True, False)[0]
                 x = F.linear(out.view(T, nh * hd), w_o[layer])
+                if world > 1:
+                    dist.all_reduce(x)
                 lib.pw_fused_add_rms_norm(x.data_ptr(), residual.data_ptr(), w_norm.data_ptr(), T, H, stream)
                 gate_up = F.linear(x, w_gate_up[layer])
                 lib.pw_silu_and_mul(act.data_ptr(), gate_up.data_ptr(), T, I, stream)
                 x = F.linear(act, w_down[layer])
+                if world > 1:
+                    dist.all_reduce(x)
             lib.pw_fused_add_rms_norm(x.data_ptr(), residual.data_ptr(), w_norm.data_ptr(), T, H, stream)
             if logits:
-                F.linear(x[:logits], w_lm)
+                local = F.linear(x[:logits], w_lm)
+                if world > 1:
+                    dist.all_gather_into_tensor(gathered[:world * logits], local)
 
         return call
 
+    if args.profile and world > 1:
+        sys.exit("validate_e2e.py: error: --profile runs on one GPU only")
     kernel_log = open(args.kernels, "w") if args.profile else None
-    out = open(args.out, "w")
+    out = open(args.out if chatty else os.devnull, "w")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["iteration", "phase", "num_tokens", "batch_size", "measured_us", "spread", "reps", "sm_clock_mhz",
                      "power_w"])
-    sampler = ClockSampler()
+    sampler = ClockSampler(index=rank)
     started = time.time()
     for index, it in enumerate(workload["iterations"]):
         call = iteration_call(it)
@@ -159,6 +198,9 @@ def run(args):
             call()
         for _ in range(2):
             graph.replay()
+        torch.cuda.synchronize()
+        if world > 1:
+            dist.barrier()  # every rank starts its timed replays together: their collectives meet
         times = []
         with sampler:
             for _ in range(args.reps):
@@ -179,15 +221,19 @@ def run(args):
         writer.writerow([it["iteration"], it["phase"], sum(it["q_lengths"]), len(it["q_lengths"]), f"{median:.2f}",
                          f"{spread:.4f}", args.reps, clock_mhz, power_w])
         out.flush()
-        print(f"[{index + 1}/{len(workload['iterations'])}] iteration {it['iteration']} {it['phase']}: "
-              f"{sum(it['q_lengths'])} tokens, {len(it['q_lengths'])} requests: {median / 1000:.3f} ms "
-              f"(spread {100 * spread:.1f}%, SM {clock_mhz or '?'} MHz, {power_w or '?'} W, {time.time() - started:.0f} s)", file=sys.stderr)
+        if chatty:
+            print(f"[{index + 1}/{len(workload['iterations'])}] iteration {it['iteration']} {it['phase']}: "
+                  f"{sum(it['q_lengths'])} tokens, {len(it['q_lengths'])} requests: {median / 1000:.3f} ms "
+                  f"(spread {100 * spread:.1f}%, SM {clock_mhz or '?'} MHz, {power_w or '?'} W, "
+                  f"{time.time() - started:.0f} s)", file=sys.stderr)
         del graph
         torch.cuda.empty_cache()
-    props = torch.cuda.get_device_properties(0)
-    print(json.dumps({"gpu": props.name, "torch": torch.__version__, "cuda": torch.version.cuda,
-                      "workload": os.path.basename(args.workload), "iterations": len(workload["iterations"]),
-                      "reps": args.reps, "timing": "CUDA graph replay, CUDA events, median"}), file=sys.stderr)
+    props = torch.cuda.get_device_properties(rank)
+    if chatty:
+        print(json.dumps({"gpu": props.name, "gpus": world, "torch": torch.__version__, "cuda": torch.version.cuda,
+                          "nccl": ".".join(map(str, torch.cuda.nccl.version())) if world > 1 else None,
+                          "workload": os.path.basename(args.workload), "iterations": len(workload["iterations"]),
+                          "reps": args.reps, "timing": "CUDA graph replay, CUDA events, median"}), file=sys.stderr)
 
 
 def profile_kernels(graph, iteration, log):
@@ -205,16 +251,16 @@ def profile_kernels(graph, iteration, log):
 
 
 class ClockSampler:
-    """Samples the SM clock (MHz) and board power (W) of GPU 0 through NVML on a thread."""
+    """Samples the SM clock (MHz) and board power (W) of one GPU through NVML on a thread."""
 
-    def __init__(self, period_s=0.002):
+    def __init__(self, period_s=0.002, index=0):
         import threading
         self.period_s, self.samples, self.running = period_s, [], False
         self.lock, self.threading = threading.Lock(), threading
         try:
             self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
             self.handle = ctypes.c_void_p()
-            if self.nvml.nvmlInit_v2() != 0 or self.nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.handle)) != 0:
+            if self.nvml.nvmlInit_v2() != 0 or self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
                 self.nvml = None
         except OSError:
             self.nvml = None
@@ -279,8 +325,13 @@ def main():
     args = parser.parse_args()
     if args.command == "trace":
         make_trace(args)
-    else:
+        return
+    tp = json.load(open(args.workload))["tp_size"]
+    if tp == 1:
         run(args)
+    else:  # one process per GPU, NCCL between them; rank 0 writes --out
+        import torch.multiprocessing as mp
+        mp.spawn(run_tensor_parallel, args=(args, tp), nprocs=tp)
 
 
 if __name__ == "__main__":

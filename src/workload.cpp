@@ -11,6 +11,7 @@
 #include "csv_support.hpp"
 #include "json_support.hpp"
 #include "pipeweave/dataset.hpp"
+#include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 
 namespace pipeweave {
@@ -477,6 +478,13 @@ void IterationOverhead::validate() const {
 void SustainedLoad::validate() const {
   if (!(tensor_bound_slowdown >= 1) || !std::isfinite(tensor_bound_slowdown))
     detail::fail_field("sustained.tensor_bound_slowdown", tensor_bound_slowdown, "must be a finite factor >= 1");
+  if (!(at_tensor_utilization >= 0 && at_tensor_utilization <= 1))
+    detail::fail_field("sustained.at_tensor_utilization", at_tensor_utilization, "must be in [0, 1]");
+}
+
+double SustainedLoad::slowdown_at(double tensor_utilization) const {
+  const double share = at_tensor_utilization > 0 ? std::min(1.0, tensor_utilization / at_tensor_utilization) : 1.0;
+  return 1 + (tensor_bound_slowdown - 1) * share;
 }
 
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
@@ -493,10 +501,22 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     for (const WorkloadKernel& k : named) kernels.push_back(k.kernel);
     const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
     IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0};
+    // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies.
+    double slowdown = 1;
+    if (sustained.tensor_bound_slowdown != 1) {
+      double tensor_us = 0, kernel_us = 0;
+      for (std::size_t i = 0; i < named.size(); ++i) {
+        const Demand demand = compute_demand(predictor.configured(kernels[i], gpu), gpu);
+        const double count = static_cast<double>(named[i].count);
+        tensor_us += at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6 * count;
+        kernel_us += predictions[i].latency_us * count;
+      }
+      slowdown = sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);
+    }
     std::int64_t launches = 0;
     for (std::size_t i = 0; i < named.size(); ++i) {
-      const double slowdown = predictions[i].bottleneck == Pipe::tensor ? sustained.tensor_bound_slowdown : 1.0;
-      const double us = predictions[i].latency_us * slowdown * static_cast<double>(named[i].count);
+      const double us = predictions[i].latency_us * (predictions[i].bottleneck == Pipe::tensor ? slowdown : 1.0) *
+                        static_cast<double>(named[i].count);
       time.kernels_us += us;
       launches += named[i].count;
       OperatorTime& op = by_name[named[i].name];

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/predictor.hpp"
 #include "pipeweave/workload.hpp"
@@ -300,9 +301,37 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
   CHECK(some_memory_bound);
   CHECK(slowed.median_decode_iteration_us < 1.25 * base.median_decode_iteration_us);
 
+  // Measured at a tensor utilisation U, the slowdown scales with each iteration's own u.
+  sustained.at_tensor_utilization = 0.8;
+  const WorkloadPrediction scaled = predict_workload(predictor, w, gpu, {}, sustained);
+  bool some_partial = false;
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    double tensor_bound_us = 0, other_us = 0, tensor_work_us = 0;
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype)) {
+      const Prediction p = predictor.predict(k.kernel, gpu);
+      const double count = static_cast<double>(k.count);
+      (p.bottleneck == Pipe::tensor ? tensor_bound_us : other_us) += p.latency_us * count;
+      tensor_work_us += at(compute_demand(k.kernel, gpu).gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6 * count;
+    }
+    const double u = tensor_work_us / (tensor_bound_us + other_us);
+    const double factor = 1 + 0.25 * std::min(1.0, u / 0.8);
+    some_partial |= tensor_bound_us > 0 && u < 0.8;
+    INFO("iteration " << i << ", tensor utilisation " << u);
+    CHECK(scaled.iterations[i].kernels_us == Approx(factor * tensor_bound_us + other_us).epsilon(1e-9));
+  }
+  CHECK(some_partial);  // a decode iteration with tensor-bound kernels but a low utilisation
+  CHECK(sustained.slowdown_at(0.4) == Approx(1.125));
+  CHECK(sustained.slowdown_at(0.95) == Approx(1.25));
+
   for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     sustained.tensor_bound_slowdown = bad;
     CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
                Contains("sustained.tensor_bound_slowdown"));
+  }
+  sustained.tensor_bound_slowdown = 1.1;
+  for (const double bad : {-0.1, 1.5, std::nan("")}) {
+    sustained.at_tensor_utilization = bad;
+    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
+               Contains("sustained.at_tensor_utilization"));
   }
 }

@@ -183,13 +183,19 @@ struct IterationOverhead {
 
 // A GPU that stays busy with dense math reaches its power limit and lowers its clock. The
 // kernel models learn from kernels measured one at a time, after an idle flush, at the boost
-// clock; a serving engine's prefill runs them back to back. Measured on the H100 (data/README.md,
-// "sustained load"): a Llama-3.1-8B layer's prefill GEMMs run 11-17% slower back to back than
-// alone, the SM clock at 1485-1545 MHz in prefill iterations against 1980 MHz in decode ones.
-// Every kernel whose busiest pipe is the tensor pipe takes `tensor_bound_slowdown` times its
-// predicted time; memory-bound kernels (all of decode) keep theirs. 1 (the default) assumes none.
+// clock; a serving engine's prefill runs them back to back. Measured (data/README.md,
+// "Sustained load"): a Llama-3.1-8B layer's four prefill GEMMs run 1.16x (H100) and 1.20x
+// (H200) slower back to back than alone, at a tensor utilisation of 0.77; in the stack the SM
+// clock sits at 1485-1545 MHz in prompt iterations against 1950-1980 MHz in decode ones.
+// The power drawn, and so the clock lost, follows the tensor load: in an iteration whose
+// tensor utilisation is u (tensor-pipe work at the spec's rate over the iteration's predicted
+// kernel time), every tensor-bound kernel takes 1 + (tensor_bound_slowdown - 1) x
+// min(1, u / at_tensor_utilization) times its predicted time; other kernels keep theirs.
+// With at_tensor_utilization = 0 the full slowdown applies at any load. 1 (the default): none.
 struct SustainedLoad {
   double tensor_bound_slowdown = 1;
+  double at_tensor_utilization = 0;  // the utilisation the slowdown was measured at, in [0, 1]
+  double slowdown_at(double tensor_utilization) const;
   void validate() const;
 };
 

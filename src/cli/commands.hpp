@@ -22,7 +22,7 @@ int train_command(int argc, char** argv, int first);
 
 // pipeweave e2e --gpu G (--workload W.json | --model config.json --trace T.csv [--tp N] [--max-batched-tokens N]
 //               [--max-seqs N] [--no-chunked-prefill] [--dtype D]) [--overhead-us X] [--kernel-overhead-us X]
-//               [--sustained-slowdown F] [--write-workload F] [--json] [--report DIR]
+//               [--sustained-slowdown F [--sustained-utilization U]] [--write-workload F] [--json] [--report DIR]
 int e2e_command(int argc, char** argv, int first);
 
 }  // namespace pipeweave::cli

@@ -88,6 +88,18 @@ E2eArguments parse(int argc, char** argv, int first) {
       if (used == 0 || used != text.size() || !(factor >= 1) || !std::isfinite(factor))
         throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower), got \"{}\"", text));
       a.sustained.tensor_bound_slowdown = factor;
+    } else if (argument == "--sustained-utilization") {
+      const std::string text = value();
+      std::size_t used = 0;
+      double share = -1;
+      try {
+        share = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size() || !(share >= 0 && share <= 1))
+        throw Error(fmt::format("--sustained-utilization must be a tensor utilisation in [0, 1], got \"{}\"", text));
+      a.sustained.at_tensor_utilization = share;
     }
     else if (argument == "--dtype") {
       const std::string text = value();
@@ -228,6 +240,7 @@ int e2e_command(int argc, char** argv, int first) {
                             {"overhead_us", p.overhead_us},
                             {"overhead", {{"per_iteration_us", a.overhead.per_iteration_us}, {"per_kernel_us", a.overhead.per_kernel_us}}},
                             {"sustained_slowdown", a.sustained.tensor_bound_slowdown},
+                            {"sustained_utilization", a.sustained.at_tensor_utilization},
                             {"operators", operators},
                             {"per_iteration", iterations},
                             {"comparison", comparison}}
@@ -242,8 +255,11 @@ int e2e_command(int argc, char** argv, int first) {
                "--overhead-us, --kernel-overhead-us)\n",
                p.overhead_us / 1000, a.overhead.per_iteration_us, a.overhead.per_kernel_us);
     if (a.sustained.tensor_bound_slowdown != 1)
-      fmt::print("  tensor-bound kernels x {} for the clock under sustained load (--sustained-slowdown)\n",
-                 a.sustained.tensor_bound_slowdown);
+      fmt::print("  tensor-bound kernels x {} for the clock under sustained load (--sustained-slowdown){}\n",
+                 a.sustained.tensor_bound_slowdown,
+                 a.sustained.at_tensor_utilization > 0
+                     ? fmt::format(", in proportion to each iteration's tensor utilisation up to {}", a.sustained.at_tensor_utilization)
+                     : "");
     fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
     for (const OperatorTime& op : p.operators)
       fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);

@@ -30,8 +30,8 @@ constexpr const char* kUsage = R"(usage:
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
-  pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F]
-                [--measured M.csv] [--json] [--report DIR]
+  pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F
+                [--sustained-utilization U]] [--measured M.csv] [--json] [--report DIR]
   pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
                 [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--attention-impl flash2|flash3] [--write-workload W.json]
                 [...as above]
@@ -58,7 +58,9 @@ num_decode_tokens, output_tokens) and a tensor-parallel size under continuous ba
 prefill unless --no-chunked-prefill). It prints the prefill time, the median decode iteration,
 the total and the time per operator; the overhead outside kernels is 0 unless given.
 --sustained-slowdown F multiplies every tensor-bound kernel's time by F: the clock a GPU holds
-under sustained dense load, below the one its kernels were measured at alone (data/README.md).
+under sustained dense load, below the one its kernels were measured at alone (data/README.md);
+with --sustained-utilization U (the tensor utilisation F was measured at), an iteration whose
+tensor utilisation is u gets 1 + (F - 1) x min(1, u / U).
 --measured M.csv (columns iteration, measured_us) compares each iteration with a measurement.
 
 calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by
