@@ -9,7 +9,10 @@ Spawns one process per GPU (torch.distributed, NCCL), and for bf16 buffers from 
           (the host's launch latency lies inside the window for small messages);
   graph   --calls calls captured in one CUDA graph, the replay's time divided by --calls:
           the GPU's own time per all-reduce, as a serving engine's CUDA-graph decode runs it
-          (falls back to nothing, with a message, where NCCL cannot be captured).
+          (falls back to nothing, with a message, where NCCL cannot be captured);
+  stream  --calls pairs of (GEMM tokens x hidden x hidden that writes the buffer, all-reduce of
+          it) in one CUDA graph, less the same GEMMs alone, per call: the all-reduce as a
+          tensor-parallel layer runs it, waiting for the GEMM on both GPUs (from 8 KiB).
 5 warm-up calls, then --reps timed ones, the median. Rank 0 writes
 `ranks,bytes,mode,measured_us,spread` (bytes: each rank's buffer, as
 `all_reduce:bytes=...,ranks=...` takes it). Progress goes to stderr.
@@ -65,6 +68,25 @@ def worker(rank, args):
                 rows.append((args.ranks, size, "graph", median, spread))
                 line += f", in a CUDA graph {median:.1f} us"
                 del graph
+                if size >= 8192:  # in a stream of work: a GEMM makes the buffer, the all-reduce follows
+                    tokens = size // (2 * args.hidden)
+                    x = torch.randn(tokens, args.hidden, dtype=torch.bfloat16, device="cuda")
+                    w = torch.randn(args.hidden, args.hidden, dtype=torch.bfloat16, device="cuda") * 0.02
+                    out = buffer.view(tokens, args.hidden)
+                    with_reduce, gemms_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+                    torch.matmul(x, w, out=out)
+                    with torch.cuda.graph(with_reduce):
+                        for _ in range(args.calls):
+                            torch.matmul(x, w, out=out)
+                            dist.all_reduce(out)
+                    with torch.cuda.graph(gemms_only):
+                        for _ in range(args.calls):
+                            torch.matmul(x, w, out=out)
+                    both, spread = timed(with_reduce.replay, args.calls)
+                    alone, _ = timed(gemms_only.replay, args.calls)
+                    rows.append((args.ranks, size, "stream", both - alone, spread * both / (both - alone)))
+                    line += f", after a {tokens}x{args.hidden}x{args.hidden} GEMM {both - alone:.1f} us"
+                    del with_reduce, gemms_only, x, w
             except Exception as error:  # noqa: BLE001 - report and go on with eager only
                 graph_ok = False
                 if rank == 0:
@@ -86,6 +108,7 @@ def main():
     parser.add_argument("--ranks", type=int, default=0, help="GPUs to use (default: all)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--calls", type=int, default=20, help="all-reduces per CUDA graph")
+    parser.add_argument("--hidden", type=int, default=4096, help="the GEMM's width in stream mode")
     args = parser.parse_args()
     import torch
     import torch.multiprocessing as mp

@@ -213,7 +213,8 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     m.ranks = static_cast<int>(row.integer("ranks", 2));
     m.bytes = row.positive("bytes");
     m.mode = row.text("mode");
-    if (m.mode != "graph" && m.mode != "eager") detail::fail_field(row.where("mode"), "\"" + m.mode + "\"", "must be graph or eager");
+    if (m.mode != "graph" && m.mode != "eager" && m.mode != "stream")
+      detail::fail_field(row.where("mode"), "\"" + m.mode + "\"", "must be graph, eager or stream");
     m.measured_us = row.positive("measured_us");
     rows.push_back(std::move(m));
   });

@@ -372,6 +372,7 @@ TEST_CASE("fit_link recovers the link figures that produced the timings") {
   // Eager rows carry the host's launch; they must not pull the fit.
   rows.push_back({2, 4096, "eager", 35.0});
   rows.push_back({2, 1048576, "eager", 500.0});
+  rows.push_back({2, 1048576, "stream", 1.0});
 
   const GpuSpec& start = find_gpu("H200-SXM");  // the catalog's 450 GB/s and 2 us
   const LinkFit fit = fit_link(rows, start);
@@ -407,7 +408,7 @@ TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are 
              Contains("ar.csv line 2 column bytes") && Contains("\"-4096\"") && Contains("positive number"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,nan\n"), Contains("ar.csv line 2 column measured_us"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,replay,9\n"),
-             Contains("ar.csv line 2 column mode") && Contains("graph or eager"));
+             Contains("ar.csv line 2 column mode") && Contains("graph, eager or stream"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096\n"), Contains("ar.csv line 2 column mode is missing"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n"), Contains("ar.csv: no measurement"));
   CHECK_THAT(error_with(""), Contains("ar.csv: no header row"));

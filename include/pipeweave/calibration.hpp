@@ -93,7 +93,9 @@ struct CalibratedFigure {
 struct AllReduceMeasurement {
   int ranks = 0;
   double bytes = 0;  // each rank's buffer
-  std::string mode;  // "graph": per call inside a CUDA graph (the GPU's time); "eager": one launch
+  // "graph": per call inside a CUDA graph (the GPU's time); "eager": one launch; "stream": after
+  // a GEMM writing its buffer, in a CUDA graph, less the GEMM (kept for the record; not fitted)
+  std::string mode;
   double measured_us = 0;
 };
 
@@ -113,8 +115,9 @@ struct LinkFit {
 
 // The link figures under which the collective model (ops/collective.hpp) best reproduces the
 // all-reduces measured in CUDA graphs: the bandwidth and per-step latency minimising the mean
-// relative error, found by a search over both in log space. Eager rows are left out: their
-// time includes the host's launch, which a CUDA-graph serving engine does not pay.
+// relative error, found by a search over both in log space. Eager rows are left out (their
+// time includes the host's launch, which a CUDA-graph serving engine does not pay), and so are
+// stream rows (a difference of two timings, and below the graph rows: see data/README.md).
 // Throws pipeweave::Error when no row was measured in a CUDA graph.
 LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSpec& gpu);
 
