@@ -2,7 +2,7 @@
 # the committed lists in data/shapes/ are what `pipeweave shapes --op OP --seed 1` prints.
 #   cmake -DCLI=<pipeweave> -DWORK=<dir> -DCOMMITTED=<data/shapes> -P check_shapes.cmake
 file(MAKE_DIRECTORY "${WORK}")
-foreach(op gemm rmsnorm silu_mul attention)
+foreach(op gemm rmsnorm silu_mul attention attention_decode)
   execute_process(COMMAND ${CLI} shapes --op ${op} --seed 1 OUTPUT_VARIABLE first RESULT_VARIABLE rc1)
   execute_process(COMMAND ${CLI} shapes --op ${op} --seed 1 OUTPUT_VARIABLE second RESULT_VARIABLE rc2)
   execute_process(COMMAND ${CLI} shapes --op ${op} --seed 2 OUTPUT_VARIABLE other RESULT_VARIABLE rc3)

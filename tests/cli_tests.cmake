@@ -161,7 +161,11 @@ add_test(NAME cli.shapes_seeded
          COMMAND ${CMAKE_COMMAND} -DCLI=${cli} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/shapes_seeded
                  -DCOMMITTED=${PROJECT_SOURCE_DIR}/data/shapes -P "${CMAKE_CURRENT_SOURCE_DIR}/check_shapes.cmake")
 set_tests_properties(cli.shapes_seeded PROPERTIES LABELS cli)
-pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm, silu_mul or attention, got \"conv\"" shapes --op conv)
+pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm, silu_mul, attention or attention_decode, got \"conv\"" shapes --op conv)
+# Serving-context decode batches: every query length 1, every context at most 4 digits (the cap is 8192;
+# CMake's regular expressions have no {m,n}).
+pipeweave_cli_test(shapes_attention_decode "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,1(/1)*,[0-9][0-9]?[0-9]?[0-9]?(/[0-9][0-9]?[0-9]?[0-9]?)*,[0-9]+,[0-9]+,128,1\n)+$"
+                   shapes --op attention_decode --count 6)
 pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\nbf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,128,1\n"
                    shapes --op attention --count 4)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)

@@ -17,12 +17,15 @@ gemm_options=(--epochs 300 --lr 3e-3 --batch 512)
 for op in gemm rmsnorm silu_mul attention; do
   options=(--epochs 150)
   [[ $op == gemm ]] && options=("${gemm_options[@]}")
-  "$cli" train --op "$op" --data "$data/H100-SXM/$op.csv" --data "$data/H200-SXM/$op.csv" --specs data/gpus \
-    "${options[@]}" --out "data/models/$op.json" 2> "$report/$op.train.log"
-  "$cli" eval --model "data/models/$op.json" --held-out --data "$data/H100-SXM/$op.csv" --data "$data/H200-SXM/$op.csv" \
-    --specs data/gpus --json > "$report/$op.eval.json"
-  "$cli" eval --model "data/models/$op.json" --held-out --data "$data/H100-SXM/$op.csv" --data "$data/H200-SXM/$op.csv" \
-    --specs data/gpus
+  files=()
+  for gpu in H100-SXM H200-SXM; do
+    files+=(--data "$data/$gpu/$op.csv")
+    # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv)
+    [[ $op == attention ]] && files+=(--data "$data/$gpu/attention_decode.csv")
+  done
+  "$cli" train --op "$op" "${files[@]}" --specs data/gpus "${options[@]}" --out "data/models/$op.json" 2> "$report/$op.train.log"
+  "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus --json > "$report/$op.eval.json"
+  "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus
 done
 # The autotuner's question: how well the GEMM model orders each held-out shape's cuBLASLt candidates.
 "$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \

@@ -22,7 +22,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
                       [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
-  pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
+  pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
   pipeweave collect --from-raw FILE --out FILE.csv
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]

@@ -119,7 +119,12 @@ std::vector<std::string> row_shapes(Random& random, int count, bool norm, const 
 // Attention batches: causal prefill (ragged, some with a cached prefix, as chunked prefill
 // makes them) and decode (one new token per sequence over ragged contexts), with the head
 // counts of the models above split over 1/2/4/8 GPUs.
-std::vector<std::string> attention_shapes(Random& random, int count, const std::vector<std::string>& dtypes) {
+// `serving_decode`: decode batches only, at the contexts a serving run holds: each batch draws a
+// context cap C (64 to 8192 tokens) and every request a context up to C. The list above draws
+// contexts up to 32k for half of each batch, so a batch of 40 almost always holds a 20k+ one,
+// and a model trained on it alone overshot short-context decode (data/README.md, "End to end").
+std::vector<std::string> attention_shapes(Random& random, int count, const std::vector<std::string>& dtypes,
+                                          bool serving_decode = false) {
   constexpr double kMaxKvBytes = 8.0 * 1024 * 1024 * 1024;  // K and V of the whole batch
   std::set<std::string> seen;
   std::vector<std::string> rows;
@@ -138,8 +143,12 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
     const std::int64_t heads = std::max(1, model.heads / tp), kv_heads = std::max(1, model.kv_heads / tp);
     if (heads % kv_heads) continue;
     std::vector<std::int64_t> q_lens, kv_lens;
-    const bool decode = random.unit() < 0.5;
-    if (decode) {
+    const bool decode = serving_decode || random.unit() < 0.5;
+    if (serving_decode) {
+      const std::int64_t batch = random.log_uniform(1, 256);
+      const std::int64_t cap = random.log_uniform(64, 8192);
+      for (std::int64_t b = 0; b < batch; ++b) q_lens.push_back(1), kv_lens.push_back(random.log_uniform(16, cap));
+    } else if (decode) {
       const std::int64_t batch = random.log_uniform(1, 256);
       const std::int64_t typical = random.log_uniform(64, 32768);
       for (std::int64_t b = 0; b < batch; ++b) {
@@ -209,18 +218,20 @@ int shapes_command(int argc, char** argv, int first) {
     else if (argument == "--dtypes") dtype_text = value();
     else throw Error("unknown argument " + argument + " for shapes");
   }
-  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention";
+  const bool serving_decode = op == "attention_decode";
+  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention" || serving_decode;
   if (!gemm && !norm && !attention && op != "silu_mul")
-    detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm, silu_mul or attention");
+    detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm, silu_mul, attention or attention_decode");
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
-  if (count == 0) count = gemm ? 2600 : 3200;
+  if (count == 0) count = gemm ? 2600 : serving_decode ? 800 : 3200;
 
-  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull + (gemm ? 1 : norm ? 2 : attention ? 4 : 3));
+  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull +
+                (gemm ? 1 : norm ? 2 : serving_decode ? 5 : attention ? 4 : 3));
   const std::vector<std::string> rows = gemm        ? gemm_shapes(random, count, dtypes)
-                                        : attention ? attention_shapes(random, count, dtypes)
+                                        : attention ? attention_shapes(random, count, dtypes, serving_decode)
                                                     : row_shapes(random, count, norm, dtypes);
   fmt::print("{}\n", gemm        ? "dtype,m,n,k"
                     : norm      ? "dtype,tokens,hidden,fused_residual"
