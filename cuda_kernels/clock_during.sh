@@ -10,7 +10,7 @@ nvidia-smi -i "${PW_SMI_GPU:-0}" --query-gpu=timestamp,clocks.sm,power.draw --fo
 sampler=$!
 status=0
 "$@" || status=$?
-kill "$sampler"; wait "$sampler" 2>/dev/null || true
+kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
 awk -F', *' '$2 > 0 { print $2, $3 }' "$log" | sort -n | awk -v file="$log" '
   { clock[NR] = $1; power += $2 } END {
     if (NR == 0) { print "clock_during: no samples in " file > "/dev/stderr"; exit }

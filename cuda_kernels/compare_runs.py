@@ -70,6 +70,9 @@ def main():
         shapes[k[:5]].append((a[k], b[k]))
     rhos = [spearman([x for x, _ in v], [y for _, y in v]) for v in shapes.values() if len(v) >= 3]
     rhos = [r for r in rhos if r is not None]
+    if not rhos:
+        sys.exit("compare_runs.py: error: no shape has 3 or more candidates in both files")
+    positions = sorted({k[5] for k in common})
     result = {
         "rows": len(common),
         "mean_abs_log_ratio_pct": statistics.mean(moves),
@@ -78,7 +81,7 @@ def main():
         "per_shape_spearman_mean": statistics.mean(rhos),
         "per_shape_spearman_median": statistics.median(rhos),
         "mean_log_ratio_pct_by_size_and_position": {
-            size: [round(statistics.mean(by_position[(size, p)]), 3) for p in range(8) if by_position[(size, p)]]
+            size: {p: round(statistics.mean(by_position[(size, p)]), 3) for p in positions if by_position[(size, p)]}
             for size in ("under 50 us", "50-300 us", "over 300 us")},
     }
     if args.json:
@@ -88,9 +91,9 @@ def main():
           f"median {result['median_abs_log_ratio_pct']:.2f}%")
     print(f"per-shape Spearman of the two orders over {result['shapes']} shapes: mean "
           f"{result['per_shape_spearman_mean']:.3f}, median {result['per_shape_spearman_median']:.3f}")
-    print("mean log(B/A) % by candidate 0..7:")
+    print("mean log(B/A) % by candidate " + " ".join(f"{p:>5}" for p in positions) + ":")
     for size, values in result["mean_log_ratio_pct_by_size_and_position"].items():
-        print(f"  {size:<12} " + " ".join(f"{v:+.2f}" for v in values))
+        print(f"  {size:<12} " + " ".join(f"{values[p]:+.2f}" if p in values else "    -" for p in positions))
 
 
 if __name__ == "__main__":

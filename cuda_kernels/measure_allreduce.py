@@ -12,7 +12,8 @@ Spawns one process per GPU (torch.distributed, NCCL), and for bf16 buffers from 
           (falls back to nothing, with a message, where NCCL cannot be captured);
   stream  --calls pairs of (GEMM tokens x hidden x hidden that writes the buffer, all-reduce of
           it) in one CUDA graph, less the same GEMMs alone, per call: the all-reduce as a
-          tensor-parallel layer runs it, waiting for the GEMM on both GPUs (from 8 KiB).
+          tensor-parallel layer runs it, waiting for the GEMM on both GPUs (sizes that are a
+          whole number of rows of --hidden; rows where the difference is not positive are dropped).
 5 warm-up calls, then --reps timed ones, the median. Rank 0 writes
 `ranks,bytes,mode,measured_us,spread` (bytes: each rank's buffer, as
 `all_reduce:bytes=...,ranks=...` takes it). Progress goes to stderr.
@@ -68,30 +69,35 @@ def worker(rank, args):
                 rows.append((args.ranks, size, "graph", median, spread))
                 line += f", in a CUDA graph {median:.1f} us"
                 del graph
-                if size >= 8192:  # in a stream of work: a GEMM makes the buffer, the all-reduce follows
-                    tokens = size // (2 * args.hidden)
-                    x = torch.randn(tokens, args.hidden, dtype=torch.bfloat16, device="cuda")
-                    w = torch.randn(args.hidden, args.hidden, dtype=torch.bfloat16, device="cuda") * 0.02
-                    out = buffer.view(tokens, args.hidden)
-                    with_reduce, gemms_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-                    torch.matmul(x, w, out=out)
-                    with torch.cuda.graph(with_reduce):
-                        for _ in range(args.calls):
-                            torch.matmul(x, w, out=out)
-                            dist.all_reduce(out)
-                    with torch.cuda.graph(gemms_only):
-                        for _ in range(args.calls):
-                            torch.matmul(x, w, out=out)
-                    both, spread = timed(with_reduce.replay, args.calls)
-                    alone, _ = timed(gemms_only.replay, args.calls)
-                    rows.append((args.ranks, size, "stream", both - alone, spread * both / (both - alone)))
-                    line += f", after a {tokens}x{args.hidden}x{args.hidden} GEMM {both - alone:.1f} us"
-                    del with_reduce, gemms_only, x, w
             except Exception as error:  # noqa: BLE001 - report and go on with eager only
                 graph_ok = False
                 if rank == 0:
                     print(f"measure_allreduce.py: NCCL could not be captured in a CUDA graph ({error}); "
                           "eager only", file=sys.stderr)
+        if graph_ok and size % (2 * args.hidden) == 0:  # in a stream of work: a GEMM makes the buffer
+            try:
+                tokens = size // (2 * args.hidden)
+                x = torch.randn(tokens, args.hidden, dtype=torch.bfloat16, device="cuda")
+                w = torch.randn(args.hidden, args.hidden, dtype=torch.bfloat16, device="cuda") * 0.02
+                out = buffer.view(tokens, args.hidden)
+                with_reduce, gemms_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+                torch.matmul(x, w, out=out)
+                with torch.cuda.graph(with_reduce):
+                    for _ in range(args.calls):
+                        torch.matmul(x, w, out=out)
+                        dist.all_reduce(out)
+                with torch.cuda.graph(gemms_only):
+                    for _ in range(args.calls):
+                        torch.matmul(x, w, out=out)
+                both, spread = timed(with_reduce.replay, args.calls)
+                alone, _ = timed(gemms_only.replay, args.calls)
+                if both > alone:  # a difference of two timings: kept only where it is positive
+                    rows.append((args.ranks, size, "stream", both - alone, spread * both / (both - alone)))
+                    line += f", after a {tokens}x{args.hidden}x{args.hidden} GEMM {both - alone:.1f} us"
+                del with_reduce, gemms_only, x, w
+            except Exception as error:  # noqa: BLE001 - the other modes stand without it
+                if rank == 0:
+                    print(f"measure_allreduce.py: the stream timing failed at {size} bytes ({error})", file=sys.stderr)
         if rank == 0:
             print(line, file=sys.stderr, flush=True)
     if rank == 0:

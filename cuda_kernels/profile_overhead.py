@@ -8,7 +8,7 @@ K is what `validate_e2e.py run --profile ITER,... --kernels K` writes (each prof
 iteration's kernels and their durations), M the same run's measured iteration times, W the
 workload. For each profiled decode iteration: (graph time - sum of kernel durations) is the
 gap between kernels, and the kernels that are none of the modelled ones (cuBLAS GEMMs with
-their split-K reduce and memset, FlashAttention, RMSNorm, SiLU-and-mul; here PyTorch's
+their split-K reduce and memset, FlashAttention, RMSNorm, SiLU-and-mul, NCCL; here PyTorch's
 copies around the attention call) are time the workload does not hold; both divided by the
 iteration's modelled launches. Prints one line per iteration and the median. Prompt
 iterations are left out: their graph time also holds the clock drop of sustained load.
@@ -21,7 +21,7 @@ import gzip
 import json
 import statistics
 
-MODELLED = ("nvjet", "flash", "rms", "silu", "splitKreduce", "Memset")
+MODELLED = ("nvjet", "flash", "rms", "silu", "splitKreduce", "Memset", "nccl")
 
 
 def main():

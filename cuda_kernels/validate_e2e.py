@@ -180,14 +180,13 @@ def run(args, rank=0, world=1):
 
         return call
 
-    if args.profile and world > 1:
-        sys.exit("validate_e2e.py: error: --profile runs on one GPU only")
     kernel_log = open(args.kernels, "w") if args.profile else None
     out = open(args.out if chatty else os.devnull, "w")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["iteration", "phase", "num_tokens", "batch_size", "measured_us", "spread", "reps", "sm_clock_mhz",
                      "power_w"])
-    sampler = ClockSampler(index=rank)
+    props = torch.cuda.get_device_properties(rank)
+    sampler = ClockSampler(index=rank, pci_bus_id=f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0")
     started = time.time()
     for index, it in enumerate(workload["iterations"]):
         call = iteration_call(it)
@@ -253,14 +252,19 @@ def profile_kernels(graph, iteration, log):
 class ClockSampler:
     """Samples the SM clock (MHz) and board power (W) of one GPU through NVML on a thread."""
 
-    def __init__(self, period_s=0.002, index=0):
+    def __init__(self, period_s=0.002, index=0, pci_bus_id=None):
         import threading
         self.period_s, self.samples, self.running = period_s, [], False
         self.lock, self.threading = threading.Lock(), threading
         try:
             self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
             self.handle = ctypes.c_void_p()
-            if self.nvml.nvmlInit_v2() != 0 or self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) != 0:
+            # NVML numbers GPUs ignoring CUDA_VISIBLE_DEVICES: find this process's GPU by its PCI bus id.
+            # (falls back to the index where the bus id is not found)
+            found = self.nvml.nvmlInit_v2() == 0 and (
+                (pci_bus_id and self.nvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode(), ctypes.byref(self.handle)) == 0)
+                or self.nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self.handle)) == 0)
+            if not found:
                 self.nvml = None
         except OSError:
             self.nvml = None
@@ -327,6 +331,8 @@ def main():
         make_trace(args)
         return
     tp = json.load(open(args.workload))["tp_size"]
+    if args.profile and tp > 1:
+        sys.exit("validate_e2e.py: error: --profile runs on one GPU only (tensor parallelism 1)")
     if tp == 1:
         run(args)
     else:  # one process per GPU, NCCL between them; rank 0 writes --out

@@ -210,7 +210,7 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
   std::vector<AllReduceMeasurement> rows;
   detail::for_each_csv_row(csv_text, source, {"ranks", "bytes", "mode", "measured_us"}, [&](const detail::CsvRow& row) {
     AllReduceMeasurement m;
-    m.ranks = static_cast<int>(row.integer("ranks", 2));
+    m.ranks = static_cast<int>(row.integer("ranks", 2, 4096));
     m.bytes = row.positive("bytes");
     m.mode = row.text("mode");
     if (m.mode != "graph" && m.mode != "eager" && m.mode != "stream")
@@ -219,6 +219,8 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     rows.push_back(std::move(m));
   });
   if (rows.empty()) throw Error(source + ": no measurement");
+  if (std::none_of(rows.begin(), rows.end(), [](const AllReduceMeasurement& m) { return m.mode == "graph"; }))
+    throw Error(source + ": no all-reduce timed in a CUDA graph (mode graph), which the link fit needs");
   return rows;
 }
 
@@ -431,7 +433,9 @@ std::string to_json(const Calibration& calibration) {
                                            {"link_bandwidth_gb_s", link->link_bandwidth_gb_s},
                                            {"link_latency_us", link->link_latency_us},
                                            {"mape_pct", link->mape_pct},
-                                           {"mape_pct_with_catalog_figures", link->mape_pct_before}};
+                                           {"link_bandwidth_gb_s_before", link->bandwidth_before_gb_s},
+                                           {"link_latency_us_before", link->latency_before_us},
+                                           {"mape_pct_before", link->mape_pct_before}};
   return document.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 // when it is missing or malformed.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -18,18 +19,27 @@ class CsvRow {
  public:
   CsvRow(const std::string& source, std::size_t line_number, const std::map<std::string, std::size_t>& columns,
          std::vector<std::string> cells)
-      : source_(source), line_number_(line_number), columns_(columns), cells_(std::move(cells)) {}
+      : source_(source), line_number_(line_number), columns_(columns), cells_(std::move(cells)) {
+    if (cells_.size() > columns_.size())
+      throw Error(source_ + " line " + std::to_string(line_number_) + " has " + std::to_string(cells_.size()) +
+                  " cells, the header " + std::to_string(columns_.size()));
+  }
+  // It refers to the reader's header and file name: it lives only inside for_each_csv_row.
+  CsvRow(const CsvRow&) = delete;
+  CsvRow& operator=(const CsvRow&) = delete;
 
   // "<source> line N column NAME", the field name errors carry.
   std::string where(const std::string& column) const {
     return source_ + " line " + std::to_string(line_number_) + " column " + column;
   }
   const std::string& text(const std::string& column) const {
-    const std::size_t index = columns_.at(column);
-    if (index >= cells_.size()) throw Error(where(column) + " is missing");
-    return cells_[index];
+    const auto found = columns_.find(column);
+    if (found == columns_.end()) throw Error(source_ + ": the header has no column " + column);
+    if (found->second >= cells_.size()) throw Error(where(column) + " is missing");
+    return cells_[found->second];
   }
-  std::int64_t integer(const std::string& column, std::int64_t minimum) const {
+  std::int64_t integer(const std::string& column, std::int64_t minimum,
+                       std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) const {
     const std::string& cell = text(column);
     std::size_t used = 0;
     long long parsed = minimum - 1;
@@ -38,9 +48,12 @@ class CsvRow {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != cell.size() || parsed < minimum)
+    if (used == 0 || used != cell.size() || parsed < minimum || parsed > maximum)
       fail_field(where(column), "\"" + cell + "\"",
-                 minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
+                 maximum < std::numeric_limits<std::int64_t>::max()
+                     ? "must be an integer from " + std::to_string(minimum) + " to " + std::to_string(maximum)
+                 : minimum == 1 ? "must be a positive integer"
+                                : "must be an integer >= " + std::to_string(minimum));
     return static_cast<std::int64_t>(parsed);
   }
   double positive(const std::string& column) const {

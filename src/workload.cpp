@@ -483,7 +483,9 @@ void SustainedLoad::validate() const {
 }
 
 double SustainedLoad::slowdown_at(double tensor_utilization) const {
-  const double share = at_tensor_utilization > 0 ? std::min(1.0, tensor_utilization / at_tensor_utilization) : 1.0;
+  // std::max first: a NaN or negative utilisation counts as none.
+  const double share =
+      at_tensor_utilization > 0 ? std::min(1.0, std::max(0.0, tensor_utilization / at_tensor_utilization)) : 1.0;
   return 1 + (tensor_bound_slowdown - 1) * share;
 }
 

@@ -268,6 +268,8 @@ pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor >
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 0.8)
 pipeweave_cli_test(e2e_sustained_utilization "x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\), in proportion to each iteration's tensor utilisation up to 0\\.92"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16 --sustained-utilization 0.92)
+pipeweave_cli_failure(e2e_utilization_needs_slowdown "--sustained-utilization scales --sustained-slowdown: give both"
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-utilization 0.9)
 pipeweave_cli_failure(e2e_bad_sustained_utilization "--sustained-utilization must be a tensor utilisation in \\[0, 1\\], got \"2\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16 --sustained-utilization 2)
 pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.csv"

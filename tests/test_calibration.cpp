@@ -403,7 +403,11 @@ TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are 
   auto error_with = [](const std::string& text) { return error_of([&] { allreduce_measurements_from_csv(text, "ar.csv"); }); };
   CHECK_THAT(error_with("ranks,bytes,measured_us\n2,4096,9\n"), Contains("ar.csv: the header has no column mode"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n1,4096,graph,9\n"),
-             Contains("ar.csv line 2 column ranks") && Contains("\"1\"") && Contains(">= 2"));
+             Contains("ar.csv line 2 column ranks") && Contains("\"1\"") && Contains("from 2 to 4096"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n9999999999,4096,graph,9\n"), Contains("from 2 to 4096"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,9,7\n"), Contains("ar.csv line 2 has 5 cells, the header 4"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,eager,30\n2,4096,stream,6\n"),
+             Contains("ar.csv: no all-reduce timed in a CUDA graph"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,-4096,graph,9\n"),
              Contains("ar.csv line 2 column bytes") && Contains("\"-4096\"") && Contains("positive number"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,nan\n"), Contains("ar.csv line 2 column measured_us"));

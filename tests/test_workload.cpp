@@ -322,6 +322,8 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
   CHECK(some_partial);  // a decode iteration with tensor-bound kernels but a low utilisation
   CHECK(sustained.slowdown_at(0.4) == Approx(1.125));
   CHECK(sustained.slowdown_at(0.95) == Approx(1.25));
+  CHECK(sustained.slowdown_at(-0.3) == 1.0);             // no load, no slowdown
+  CHECK(sustained.slowdown_at(std::nan("")) == 1.0);
 
   for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     sustained.tensor_bound_slowdown = bad;

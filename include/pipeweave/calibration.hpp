@@ -100,7 +100,8 @@ struct AllReduceMeasurement {
 };
 
 // Reads measure_allreduce.py's CSV (columns ranks, bytes, mode, measured_us; others ignored);
-// a missing column or a malformed cell is an error naming the file, line and column.
+// a missing column or a malformed cell is an error naming the file, line and column, and so is
+// a file with no row timed in a CUDA graph (mode graph), the rows the link fit uses.
 std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_view csv_text, const std::string& source);
 std::vector<AllReduceMeasurement> load_allreduce_measurements(const std::string& path);
 

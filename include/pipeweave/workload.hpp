@@ -185,7 +185,7 @@ struct IterationOverhead {
 // kernel models learn from kernels measured one at a time, after an idle flush, at the boost
 // clock; a serving engine's prefill runs them back to back. Measured (data/README.md,
 // "Sustained load"): a Llama-3.1-8B layer's four prefill GEMMs run 1.16x (H100) and 1.20x
-// (H200) slower back to back than alone, at a tensor utilisation of 0.77; in the stack the SM
+// (H200) slower back to back than alone, at a tensor utilisation of 0.92 (0.97); in the stack the SM
 // clock sits at 1485-1545 MHz in prompt iterations against 1950-1980 MHz in decode ones.
 // The power drawn, and so the clock lost, follows the tensor load: in an iteration whose
 // tensor utilisation is u (tensor-pipe work at the spec's rate over the iteration's predicted

@@ -120,6 +120,8 @@ E2eArguments parse(int argc, char** argv, int first) {
     else throw Error("unknown argument " + argument + " for e2e");
   }
   if (a.gpu.empty()) throw Error("e2e needs --gpu NAME or --gpu spec.json");
+  if (a.sustained.at_tensor_utilization > 0 && a.sustained.tensor_bound_slowdown == 1)
+    throw Error("--sustained-utilization scales --sustained-slowdown: give both");
   const bool from_file = !a.workload.empty(), generated = !a.model.empty() || !a.trace.empty();
   if (from_file == generated)
     throw Error("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
