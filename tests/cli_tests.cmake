@@ -280,5 +280,8 @@ pipeweave_cli_test(e2e_measured "predicted against measured per iteration:\n +al
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv")
 pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv, [^\n]*operators\\.svg and [^\n]*iterations\\.svg"
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_report")
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_bad.csv" "iteration,measured_us\n0,12abc\n")
+pipeweave_cli_failure(e2e_measured_bad_cell "e2e_measured_bad\\.csv line 2 column measured_us must be a positive number, got \"12abc\""
+                      ${e2e_args} --measured "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_bad.csv")
 pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_one.csv" --measured "${cli_data}/e2e_measured_small.csv")

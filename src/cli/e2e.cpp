@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "../csv_support.hpp"
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
@@ -46,16 +47,9 @@ std::int64_t whole_number(const std::string& flag, const std::string& text, std:
 }
 
 double non_negative(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(value >= 0) || !std::isfinite(value))
-    throw Error(fmt::format("{} must be a number >= 0 (microseconds), got \"{}\"", flag, text));
-  return value;
+  const std::optional<double> value = parse_number(text);
+  if (!value || *value < 0) throw Error(fmt::format("{} must be a number >= 0 (microseconds), got \"{}\"", flag, text));
+  return *value;
 }
 
 E2eArguments parse(int argc, char** argv, int first) {
@@ -78,28 +72,16 @@ E2eArguments parse(int argc, char** argv, int first) {
     else if (argument == "--kernel-overhead-us") a.overhead.per_kernel_us = non_negative(argument, value());
     else if (argument == "--sustained-slowdown") {
       const std::string text = value();
-      std::size_t used = 0;
-      double factor = 0;
-      try {
-        factor = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || !(factor >= 1) || !std::isfinite(factor))
+      const std::optional<double> factor = parse_number(text);
+      if (!factor || *factor < 1)
         throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower), got \"{}\"", text));
-      a.sustained.tensor_bound_slowdown = factor;
+      a.sustained.tensor_bound_slowdown = *factor;
     } else if (argument == "--sustained-utilization") {
       const std::string text = value();
-      std::size_t used = 0;
-      double share = -1;
-      try {
-        share = std::stod(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || !(share >= 0 && share <= 1))
+      const std::optional<double> share = parse_number(text);
+      if (!share || *share < 0 || *share > 1)
         throw Error(fmt::format("--sustained-utilization must be a tensor utilisation in [0, 1], got \"{}\"", text));
-      a.sustained.at_tensor_utilization = share;
+      a.sustained.at_tensor_utilization = *share;
     }
     else if (argument == "--dtype") {
       const std::string text = value();
@@ -131,36 +113,9 @@ E2eArguments parse(int argc, char** argv, int first) {
 
 // iteration -> measured microseconds, from a CSV with (at least) columns iteration, measured_us.
 std::map<std::int64_t, double> read_measured(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open measured iterations file " + path);
   std::map<std::int64_t, double> out;
-  std::map<std::string, std::size_t> columns;
-  std::size_t line_number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::vector<std::string> cells = split_csv_line(line);
-    if (columns.empty()) {
-      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
-      for (const char* name : {"iteration", "measured_us"})
-        if (!columns.contains(name)) throw Error(path + ": the header has no column " + name);
-      continue;
-    }
-    const std::string where = fmt::format("{} line {}", path, line_number);
-    if (cells.size() <= std::max(columns["iteration"], columns["measured_us"])) throw Error(where + " has too few cells");
-    const std::int64_t iteration = whole_number(where + " iteration", cells[columns["iteration"]], 0);
-    std::size_t used = 0;
-    double us = -1;
-    try {
-      us = std::stod(cells[columns["measured_us"]], &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || !(us > 0) || !std::isfinite(us))
-      throw Error(fmt::format("{} measured_us must be a positive number, got \"{}\"", where, cells[columns["measured_us"]]));
-    out[iteration] = us;
-  }
+  detail::for_each_csv_row(read_text(path, "measured iterations"), path, {"iteration", "measured_us"},
+                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.positive("measured_us"); });
   if (out.empty()) throw Error(path + ": no measured iteration");
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
@@ -89,6 +90,18 @@ void write_text(const fs::path& path, const std::string& text) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
   if (!out || !(out << text)) throw Error("cannot write " + path.string());
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
 }
 
 std::string read_text(const fs::path& path, const std::string& what) {

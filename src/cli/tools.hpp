@@ -3,6 +3,7 @@
 // tool itself needs no CUDA, and they are found beside it (or through an environment variable).
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "pipeweave/gpu_spec.hpp"
@@ -26,6 +27,10 @@ GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::st
                      std::string& source);
 // Parses a --spec value, GPU=FILE, into `named`.
 void add_named_spec(const std::string& text, std::map<std::string, std::string>& named);
+
+// A flag's value as a number: the whole text parsed, finite; nothing otherwise (the caller
+// names the flag and what it must be).
+std::optional<double> parse_number(const std::string& text);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -37,15 +37,9 @@ std::vector<int> parse_hidden(const std::string& text) {
 }
 
 double fraction_value(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(value > 0 && value < 1)) detail::fail_field(flag, text, "must be a fraction between 0 and 1");
-  return value;
+  const std::optional<double> value = parse_number(text);
+  if (!value || !(*value > 0 && *value < 1)) detail::fail_field(flag, text, "must be a fraction between 0 and 1");
+  return *value;
 }
 
 int whole(const std::string& flag, const std::string& text, int low, int high) {
