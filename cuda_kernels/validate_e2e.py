@@ -227,7 +227,6 @@ def run(args, rank=0, world=1):
                   f"{time.time() - started:.0f} s)", file=sys.stderr)
         del graph
         torch.cuda.empty_cache()
-    props = torch.cuda.get_device_properties(rank)
     if chatty:
         print(json.dumps({"gpu": props.name, "gpus": world, "torch": torch.__version__, "cuda": torch.version.cuda,
                           "nccl": ".".join(map(str, torch.cuda.nccl.version())) if world > 1 else None,
