@@ -1,7 +1,7 @@
 // pipeweave-collect: measures real kernels on the GPU in hand, for training data.
 //
 //   pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE
-//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--reverse] [--interleave]
+//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--rest R] [--reverse] [--interleave]
 //
 // FILE (--shapes) is a CSV with a header row: `dtype,m,n,k` (gemm), `dtype,tokens,hidden,
 // fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul). The output is raw: one JSON object
@@ -25,6 +25,10 @@
 //   forward pass and no dirty line is left to be written back during the timed call. A GEMM's
 //   candidates are timed one after another (--interleave: round-robin, rep r of each before
 //   rep r+1 of any; see time_calls for what each does to the clock).
+// - Rest (--rest R, default 0): after each configuration the GPU idles R times as long as that
+//   configuration kept it busy, so that the clock a long GEMM pulled down does not carry over to
+//   the next one. Without it, a shape measured after heavy ones read 5-7% slower on the H100
+//   (data/README.md, "How reproducible").
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -34,6 +38,7 @@
 #include "tool_support.cuh"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +49,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -203,6 +209,15 @@ Timing time_call(Call&& call, int warmup, int reps, void* flush, size_t flush_by
   return time_calls({std::function<void()>(call)}, warmup, reps, flush, flush_bytes, false).front();
 }
 
+// Runs `measure`, then leaves the GPU idle for `rest` times as long as it took.
+template <typename Measure>
+auto measured_then_rest(double rest, Measure&& measure) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = measure();
+  if (rest > 0) std::this_thread::sleep_for((std::chrono::steady_clock::now() - start) * rest);
+  return result;
+}
+
 // ---- Output -----------------------------------------------------------------------------------
 
 std::string timing_json(const Timing& timing) {
@@ -304,6 +319,7 @@ struct Options {
   std::string op, shapes, out;
   int algos = 8, reps = 10, warmup = 3;
   bool cold = true;
+  double rest = 0;        // idle time after each configuration, as a multiple of its measurement's
   bool reverse = false;   // measure a shape's candidates last to first (checks for order effects)
   bool interleave = false;  // a GEMM's candidates round-robin instead of one after another
 };
@@ -397,9 +413,13 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
     }
     std::vector<Timing> timings;
     if (options.interleave) {
-      timings = time_calls(calls, options.warmup, options.reps, gpu.flush, gpu.flush_bytes, true);
+      timings = measured_then_rest(options.rest, [&] {
+        return time_calls(calls, options.warmup, options.reps, gpu.flush, gpu.flush_bytes, true);
+      });
     } else {  // each candidate's warm-up and repetitions by themselves, then the next (host work between)
-      for (const auto& call : calls) timings.push_back(time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes));
+      for (const auto& call : calls)
+        timings.push_back(measured_then_rest(
+            options.rest, [&] { return time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes); }));
     }
     for (size_t i = 0; i < measured.size(); ++i) {
       const int candidate = measured[i];
@@ -595,7 +615,8 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
       }
       PW_CHECK(cudaGetLastError());
     };
-    const Timing timing = time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes);
+    const Timing timing = measured_then_rest(
+        options.rest, [&] { return time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes); });
     if (norm)
       std::fprintf(out, "{\"op\": \"rmsnorm\", \"dtype\": \"%s\", \"tokens\": %lld, \"hidden\": %lld, \"fused_residual\": %d, "
                         "\"threads\": %d, \"l2\": \"%s\", %s}\n",
@@ -613,7 +634,7 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
 
 constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
-    "[--l2 cold|warm] [--reverse] [--interleave]\n";
+    "[--l2 cold|warm] [--rest R] [--reverse] [--interleave]\n";
 
 }  // namespace
 
@@ -638,6 +659,12 @@ int main(int argc, char** argv) {
     else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
     else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
     else if (argument == "--l2" && (value == "cold" || value == "warm")) options.cold = value == "cold";
+    else if (argument == "--rest") {
+      char* end = nullptr;
+      options.rest = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(options.rest >= 0) || options.rest > 100)
+        fail("--rest must be a number from 0 to 100, got \"" + value + "\"");
+    }
     else fail("unknown argument " + argument + " " + value);
   }
   if (options.op != "gemm" && options.op != "rmsnorm" && options.op != "silu_mul")
@@ -661,12 +688,12 @@ int main(int argc, char** argv) {
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   std::fprintf(out, "{\"op\": \"device\", \"name\": %s, \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"driver\": %s, "
-                    "\"cuda_runtime\": %d, \"cublaslt\": %zu, \"reps\": %d, \"warmup\": %d, \"l2\": \"%s\"}\n",
+                    "\"cuda_runtime\": %d, \"cublaslt\": %zu, \"reps\": %d, \"warmup\": %d, \"l2\": \"%s\", \"rest\": %g}\n",
                json_string(gpu.prop.name).c_str(), gpu.prop.major, gpu.prop.minor, gpu.prop.multiProcessorCount,
                json_string(driver_version()).c_str(), runtime, cublasLtGetVersion(), options.reps, options.warmup,
-               options.cold ? "cold" : "warm");
-  std::fprintf(stderr, "pipeweave-collect: %s on %s, %d repetitions after %d warm-up, L2 %s\n", options.op.c_str(),
-               gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed (read) before each" : "warm");
+               options.cold ? "cold" : "warm", options.rest);
+  std::fprintf(stderr, "pipeweave-collect: %s on %s, %d repetitions after %d warm-up, L2 %s, rest %g x\n", options.op.c_str(),
+               gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed (read) before each" : "warm", options.rest);
   if (options.op == "gemm") collect_gemm(options, gpu, out);
   else collect_rows(options, gpu, out);
   if (std::fclose(out) != 0) fail("cannot write " + options.out);

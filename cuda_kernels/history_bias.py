@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Does a GEMM's measured time depend on what the GPU ran just before it?
+
+  history_bias.py EVAL_REPORT.csv SHAPES.csv MEASURED.csv [--gpu NAME] [--window N]
+
+EVAL_REPORT.csv: the per-row CSV of `pipeweave eval --report DIR` (held-out GEMM rows).
+SHAPES.csv: the shape list in the order it was collected (data/shapes/gemm.csv).
+MEASURED.csv: the measurement CSV of that collection (every shape, every candidate).
+
+For each held-out shape, the model's mean log(predicted / measured) over its candidates (its
+bias), against the GPU time the collection spent on the N shapes measured before it (every
+candidate, 3 warm-up + 10 timed calls each). A clock that the previous shapes pulled down shows
+as a negative correlation: the heavier the history, the slower the shape measured, the lower
+the prediction against it. Prints the correlation and the mean bias per e-fold of history time.
+Standard library only.
+"""
+import argparse
+import collections
+import csv
+import math
+import statistics
+
+
+def correlation(a, b):
+    ma, mb = statistics.mean(a), statistics.mean(b)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    return cov / math.sqrt(sum((x - ma) ** 2 for x in a) * sum((y - mb) ** 2 for y in b))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("report")
+    parser.add_argument("shapes")
+    parser.add_argument("measured")
+    parser.add_argument("--gpu", default="H100-SXM")
+    parser.add_argument("--window", type=int, default=3, help="shapes before each one that count (default 3)")
+    args = parser.parse_args()
+
+    with open(args.shapes) as f:
+        order = [(r["dtype"], r["m"], r["n"], r["k"]) for r in csv.DictReader(f)]
+    busy_us = collections.defaultdict(float)
+    with open(args.measured) as f:
+        for r in csv.DictReader(f):
+            if r["gpu"] == args.gpu:
+                busy_us[(r["dtype"], r["m"], r["n"], r["k"])] += 13 * float(r["duration_us"])
+    bias = collections.defaultdict(list)
+    with open(args.report) as f:
+        for r in csv.DictReader(f):
+            if r["gpu"] != args.gpu or r["family"] != "gemm":
+                continue
+            keys = dict(item.split("=", 1) for item in r["kernel"].split(":", 1)[1].split(","))
+            shape = (keys["dtype"], keys["m"], keys["n"], keys["k"])
+            bias[shape].append(math.log(float(r["predicted_us"]) / float(r["measured_us"])))
+    position = {shape: i for i, shape in enumerate(order)}
+    history, shape_bias = [], []
+    for shape, values in bias.items():
+        i = position[shape]
+        if i == 0:
+            continue
+        before = sum(busy_us[order[j]] for j in range(max(0, i - args.window), i))
+        history.append(math.log(before))
+        shape_bias.append(statistics.mean(values))
+    print(f"{args.gpu}: {len(history)} held-out shapes; correlation of the model's bias with the log of the GPU time "
+          f"of the {args.window} shapes before: {correlation(history, shape_bias):+.3f}")
+    bins = collections.defaultdict(list)
+    for h, b in zip(history, shape_bias):
+        bins[int(h)].append(b)
+    print("history (GPU time before)   shapes   mean bias")
+    for e in sorted(bins):
+        print(f"  {math.exp(e) / 1e3:9.1f}-{math.exp(e + 1) / 1e3:9.1f} ms   {len(bins[e]):6d}   {100 * statistics.mean(bins[e]):+6.2f}%")
+
+
+if __name__ == "__main__":
+    main()
