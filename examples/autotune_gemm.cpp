@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
     // predict() on the GEMM without a config uses the same choice.
     const pw::Prediction plain = predictor.predict(gemm, gpu);
     const pw::GemmConfig best = predictor.best_gemm_config(gemm, gpu);
-    std::printf("predict() without a config: %.2f us, with tile %dx%dx%d, split-K %d, %d stages, cluster %dx%d\n",
+    std::printf("predict() without a config: %.2f us, with tile %dx%dx%d, split-K %d, %d stages, cluster %dx%d, %s%s\n",
                 plain.latency_us, best.tile_m, best.tile_n, best.tile_k, best.split_k, best.stages, best.cluster_m,
-                best.cluster_n);
+                best.cluster_n, std::string(pw::to_string(best.schedule)).c_str(), best.swap_ab ? ", swap_ab" : "");
     if (plain.source == pw::PredictionSource::analytical_bound)
       std::printf("(no trained GEMM model: ranked by the roofline bound, which favours configs real kernels run slowly)\n");
     return 0;

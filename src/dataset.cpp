@@ -72,13 +72,35 @@ class Row {
 
 MeasuredKernel gemm_row(const Row& row) {
   Gemm gemm{.m = row.integer("m"), .n = row.integer("n"), .k = row.integer("k"), .dtype = row.dtype()};
-  gemm.config = GemmConfig{.tile_m = static_cast<int>(row.integer("tile_m")),
-                           .tile_n = static_cast<int>(row.integer("tile_n")),
-                           .tile_k = static_cast<int>(row.integer("tile_k")),
-                           .split_k = static_cast<int>(row.integer("split_k")),
-                           .stages = static_cast<int>(row.integer("stages")),
-                           .cluster_m = static_cast<int>(row.integer("cluster_m")),
-                           .cluster_n = static_cast<int>(row.integer("cluster_n"))};
+  GemmConfig config;
+  config.tile_m = static_cast<int>(row.integer("tile_m"));
+  config.tile_n = static_cast<int>(row.integer("tile_n"));
+  config.tile_k = static_cast<int>(row.integer("tile_k"));
+  config.split_k = static_cast<int>(row.integer("split_k"));
+  config.stages = static_cast<int>(row.integer("stages"));
+  config.cluster_m = static_cast<int>(row.integer("cluster_m"));
+  config.cluster_n = static_cast<int>(row.integer("cluster_n"));
+  gemm.config = config;
+  // Hopper's MMA shape and schedule: optional columns (a GEMM library that does not say them
+  // leaves GemmConfig's defaults); when present, every value must be one of the documented ones.
+  if (row.has("swap_ab")) {
+    const std::string& cell = row.text("swap_ab");
+    if (cell != "0" && cell != "1") detail::fail_field(row.where() + ": swap_ab", "\"" + cell + "\"", "must be 0 or 1");
+    gemm.config->swap_ab = cell == "1";
+  }
+  if (row.has("schedule")) {
+    const std::string& cell = row.text("schedule");
+    const auto schedule = parse_gemm_schedule(cell);
+    if (!schedule)
+      detail::fail_field(row.where() + ": schedule", "\"" + cell + "\"", "must be ping_pong, cooperative or cooperative_split_n");
+    gemm.config->schedule = *schedule;
+  }
+  if (row.has("raster")) {
+    const std::string& cell = row.text("raster");
+    const auto raster = parse_gemm_raster(cell);
+    if (!raster) detail::fail_field(row.where() + ": raster", "\"" + cell + "\"", "must be m or n");
+    gemm.config->raster = *raster;
+  }
   const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
   return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
                         !row.has("is_default") || row.text("is_default") == "1",

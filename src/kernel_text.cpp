@@ -115,9 +115,22 @@ Kernel parse_gemm(KeyValues& values) {
     config.stages = static_cast<int>(values.integer("stages", 0));
     config.cluster_m = static_cast<int>(values.integer("cluster_m", 1));
     config.cluster_n = static_cast<int>(values.integer("cluster_n", 1));
+    config.swap_ab = values.flag("swap_ab", false);
+    if (values.has("schedule")) {
+      const std::string text = values.text("schedule", "");
+      const auto schedule = parse_gemm_schedule(text);
+      if (!schedule) detail::fail_field("gemm.schedule", "\"" + text + "\"", "must be ping_pong, cooperative or cooperative_split_n");
+      config.schedule = *schedule;
+    }
+    if (values.has("raster")) {
+      const std::string text = values.text("raster", "");
+      const auto raster = parse_gemm_raster(text);
+      if (!raster) detail::fail_field("gemm.raster", "\"" + text + "\"", "must be m or n");
+      config.raster = *raster;
+    }
     gemm.config = config;
   } else {
-    for (const char* key : {"split_k", "stages", "cluster_m", "cluster_n"})
+    for (const char* key : {"split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster"})
       if (values.has(key)) throw Error(std::string("gemm.") + key + " needs tile_m, tile_n and tile_k too");
   }
   return gemm;
@@ -247,7 +260,9 @@ std::string to_string(const Kernel& kernel) {
           if (op.config)
             out << ",tile_m=" << op.config->tile_m << ",tile_n=" << op.config->tile_n << ",tile_k=" << op.config->tile_k
                 << ",split_k=" << op.config->split_k << ",stages=" << op.config->stages
-                << ",cluster_m=" << op.config->cluster_m << ",cluster_n=" << op.config->cluster_n;
+                << ",cluster_m=" << op.config->cluster_m << ",cluster_n=" << op.config->cluster_n
+                << ",swap_ab=" << (op.config->swap_ab ? 1 : 0) << ",schedule=" << to_string(op.config->schedule)
+                << ",raster=" << to_string(op.config->raster);
         } else if constexpr (std::is_same_v<Op, Attention>) {
           if (all_equal(op.q_lens) && all_equal(op.kv_lens))
             out << "batch=" << op.q_lens.size() << ",q_len=" << op.q_lens.front() << ",kv_len=" << op.kv_lens.front();
@@ -288,7 +303,8 @@ std::string describe_config(const Kernel& kernel, const GpuSpec& gpu) {
     GemmConfig config = gemm->config ? *gemm->config : default_config(*gemm, gpu);
     if (config.stages == 0) config.stages = detail::gemm_stages_that_fit(config, gemm->dtype, gpu);
     out << "tile " << config.tile_m << 'x' << config.tile_n << 'x' << config.tile_k << " split_k " << config.split_k
-        << " stages " << config.stages << " cluster " << config.cluster_m << 'x' << config.cluster_n;
+        << " stages " << config.stages << " cluster " << config.cluster_m << 'x' << config.cluster_n
+        << (config.swap_ab ? " swap_ab " : " ") << to_string(config.schedule) << " raster " << to_string(config.raster);
     defaulted = !gemm->config;
   } else if (const Attention* attention = kernel.get_if<Attention>()) {
     const AttentionConfig config = attention->config ? *attention->config : default_config(*attention, gpu);

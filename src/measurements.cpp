@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -40,13 +41,15 @@ std::string number(double value) {
 }
 
 struct Timing {
-  double median_us;
-  double spread;  // (max - min) / median
-  int reps;
+  double median_us;   // the median over runs of each run's median
+  double spread;      // (max - min) / median of one run's repetitions, the largest over runs
+  int reps;           // repetitions per run
+  int runs;
+  double run_spread;  // (max - min) / median of the runs' medians (0 for one run)
   std::vector<std::string> kernels;
 };
 
-Timing read_timing(const Fields& fields, const std::string& prefix) {
+std::vector<double> read_durations(const Fields& fields, const std::string& prefix) {
   const json& durations = fields.get("durations_us");
   if (!durations.is_array() || durations.empty())
     detail::fail_field(prefix + "durations_us", durations.dump().substr(0, 60), "must be a non-empty array");
@@ -56,11 +59,36 @@ Timing read_timing(const Fields& fields, const std::string& prefix) {
       detail::fail_field(prefix + "durations_us", d.dump(), "must hold only positive numbers");
     values.push_back(d.get<double>());
   }
-  Timing timing{median(values), 0, static_cast<int>(values.size()), fields.texts("kernels")};
-  const auto [low, high] = std::minmax_element(values.begin(), values.end());
-  timing.spread = (*high - *low) / timing.median_us;
-  if (timing.kernels.empty()) detail::fail_field(prefix + "kernels", "[]", "must name the kernels the call launched");
+  return values;
+}
+
+// One measured configuration: its record in the first run, and its repetitions in every run.
+struct PooledRecord {
+  const Fields& fields;
+  std::string prefix;
+  std::vector<std::vector<double>> durations;  // per run
+};
+
+Timing read_timing(const PooledRecord& record) {
+  std::vector<double> medians;
+  double spread = 0;
+  for (const std::vector<double>& run : record.durations) {
+    medians.push_back(median(run));
+    const auto [low, high] = std::minmax_element(run.begin(), run.end());
+    spread = std::max(spread, (*high - *low) / medians.back());
+  }
+  const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+  Timing timing{median(medians), spread, static_cast<int>(record.durations.front().size()),
+                static_cast<int>(medians.size()), 0, record.fields.texts("kernels")};
+  timing.run_spread = (*high - *low) / timing.median_us;
+  if (timing.kernels.empty()) detail::fail_field(record.prefix + "kernels", "[]", "must name the kernels the call launched");
   return timing;
+}
+
+// The cells every op's row ends with.
+std::string timing_cells(const Timing& timing, const Fields& f) {
+  return number(timing.spread) + ',' + std::to_string(timing.reps) + ',' + std::to_string(timing.runs) + ',' +
+         number(timing.run_spread) + ',' + f.text("l2");
 }
 
 // The kernel that does the work: the GEMM, not the memset or the split-K reduction beside it.
@@ -74,20 +102,33 @@ std::string main_kernel(const std::vector<std::string>& kernels) {
 
 constexpr const char* kGemmHeader =
     "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,"
-    "candidates,kernels,config_source,config_agrees,reduction_scheme,raster,workspace_bytes,spread,reps,l2,kernel\n";
+    "candidates,kernels,config_source,config_agrees,reduction_scheme,swap_ab,schedule,raster,workspace_bytes,spread,reps,runs,"
+    "run_spread,l2,kernel\n";
 
-std::string gemm_row(const Fields& f, const std::string& prefix, const std::string& gpu) {
-  const Timing timing = read_timing(f, prefix);
+std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
+  const Fields& f = record.fields;
+  const std::string& prefix = record.prefix;
+  const Timing timing = read_timing(record);
   const std::string kernel = main_kernel(timing.kernels);
   const std::optional<CublasKernelName> parsed = parse_cublas_kernel_name(kernel);
   const int attr_tile_m = f.integer("tile_m"), attr_tile_n = f.integer("tile_n"), attr_tile_k = f.integer("tile_k");
   const int attr_cluster_m = f.integer("cluster_m"), attr_cluster_n = f.integer("cluster_n");
   // cuBLAS's M runs along the weights (our n), its N along the tokens (our m).
   int tile_m, tile_n, tile_k, stages, cluster_m, cluster_n;
-  std::string source, agrees = "", raster = "";
+  // The MMA shape and schedule come from the name alone (the algo attributes do not say them);
+  // a kernel without such a name gets GemmConfig's defaults.
+  std::string source, agrees = "";
+  GemmConfig defaults;
+  bool swap_ab = defaults.swap_ab;
+  GemmSchedule schedule = defaults.schedule;
+  GemmRaster raster = defaults.raster;
   if (parsed) {
     tile_m = parsed->tile_n, tile_n = parsed->tile_m, tile_k = parsed->tile_k, stages = parsed->stages;
-    cluster_m = parsed->cluster_n, cluster_n = parsed->cluster_m, source = "kernel_name", raster = parsed->raster;
+    cluster_m = parsed->cluster_n, cluster_n = parsed->cluster_m, source = "kernel_name";
+    // cuBLAS's "h" walks along its N (our m), "v" along its M (our n); its output layout
+    // letter T says that it computes our m on the MMA's N side.
+    raster = parsed->raster == "h" ? GemmRaster::along_m : GemmRaster::along_n;
+    swap_ab = parsed->output_transposed, schedule = parsed->schedule;
     const bool same = attr_tile_m == parsed->tile_m && attr_tile_n == parsed->tile_n && attr_tile_k == parsed->tile_k &&
                       attr_cluster_m == parsed->cluster_m && attr_cluster_n == parsed->cluster_n;
     agrees = same ? "1" : "0";
@@ -103,28 +144,31 @@ std::string gemm_row(const Fields& f, const std::string& prefix, const std::stri
       << ',' << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
       << cluster_m << ',' << cluster_n << ',' << number(timing.median_us) << ',' << candidate << ','
       << (candidate == 0 ? 1 : 0) << ',' << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ','
-      << agrees << ',' << f.integer("reduction_scheme") << ',' << raster << ',' << number(f.number("workspace_bytes")) << ','
-      << number(timing.spread) << ',' << timing.reps << ',' << f.text("l2") << ',' << csv_cell(kernel) << '\n';
+      << agrees << ',' << f.integer("reduction_scheme") << ',' << (swap_ab ? 1 : 0) << ',' << to_string(schedule) << ','
+      << to_string(raster) << ',' << number(f.number("workspace_bytes")) << ',' << timing_cells(timing, f) << ','
+      << csv_cell(kernel) << '\n';
   return row.str();
 }
 
-constexpr const char* kRmsNormHeader = "gpu,dtype,tokens,hidden,fused_residual,threads,duration_us,spread,reps,l2,kernel\n";
-constexpr const char* kSiluMulHeader = "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,l2,kernel\n";
+constexpr const char* kRmsNormHeader =
+    "gpu,dtype,tokens,hidden,fused_residual,threads,duration_us,spread,reps,runs,run_spread,l2,kernel\n";
+constexpr const char* kSiluMulHeader = "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,runs,run_spread,l2,kernel\n";
 
-std::string row_op_row(const Fields& f, const std::string& prefix, const std::string& gpu, bool norm) {
-  const Timing timing = read_timing(f, prefix);
+std::string row_op_row(const PooledRecord& record, const std::string& gpu, bool norm) {
+  const Fields& f = record.fields;
+  const Timing timing = read_timing(record);
   std::ostringstream row;
   row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("tokens") << ',';
   if (norm) row << f.integer("hidden") << ',' << f.integer("fused_residual") << ',';
   else row << f.integer("dim") << ',';
-  row << f.integer("threads") << ',' << number(timing.median_us) << ',' << number(timing.spread) << ',' << timing.reps << ','
-      << f.text("l2") << ',' << csv_cell(main_kernel(timing.kernels)) << '\n';
+  row << f.integer("threads") << ',' << number(timing.median_us) << ',' << timing_cells(timing, f) << ','
+      << csv_cell(main_kernel(timing.kernels)) << '\n';
   return row.str();
 }
 
 constexpr const char* kAttentionHeader =
     "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
-    "spread,reps,l2,kernels,kernel\n";
+    "spread,reps,runs,run_spread,l2,kernels,kernel\n";
 
 std::string join_lengths(const json& values, const std::string& field) {
   if (!values.is_array() || values.empty()) detail::fail_field(field, values.dump().substr(0, 60), "must be a non-empty array");
@@ -139,8 +183,10 @@ std::string join_lengths(const json& values, const std::string& field) {
 
 // FlashAttention-2's kernels carry their traits: Flash_fwd_kernel_traits<kHeadDim, kBlockM,
 // kBlockN, kNWarps, ...>; the split-KV kernel's launch grid is (m blocks, splits, batch x heads).
-std::string attention_row(const Fields& f, const std::string& prefix, const std::string& gpu) {
-  const Timing timing = read_timing(f, prefix);
+std::string attention_row(const PooledRecord& record, const std::string& gpu) {
+  const Fields& f = record.fields;
+  const std::string& prefix = record.prefix;
+  const Timing timing = read_timing(record);
   static const std::regex traits(R"(Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
   const std::string& kernel = timing.kernels.front();
   std::smatch match;
@@ -158,8 +204,8 @@ std::string attention_row(const Fields& f, const std::string& prefix, const std:
       << join_lengths(q_lens, prefix + "q_lens") << ',' << join_lengths(f.get("kv_lens"), prefix + "kv_lens") << ','
       << f.integer("heads") << ',' << f.integer("kv_heads") << ',' << f.integer("head_dim") << ',' << f.integer("causal") << ','
       << f.text("implementation") << ',' << match[2] << ',' << match[3] << ',' << match[4] << ',' << splits << ','
-      << number(timing.median_us) << ',' << number(timing.spread) << ',' << timing.reps << ',' << f.text("l2") << ','
-      << timing.kernels.size() << ',' << csv_cell(kernel) << '\n';
+      << number(timing.median_us) << ',' << timing_cells(timing, f) << ',' << timing.kernels.size() << ','
+      << csv_cell(kernel) << '\n';
   return row.str();
 }
 
@@ -171,16 +217,32 @@ std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel
   std::cmatch match;
   if (!std::regex_match(kernel_name.data(), kernel_name.data() + kernel_name.size(), match, pattern)) return std::nullopt;
   auto integer = [&](int group) { return std::stoi(match[group].str()); };
-  CublasKernelName name{integer(1), integer(2), integer(3), integer(4), integer(5), integer(6), match[7].str(), false};
+  CublasKernelName name{integer(1), integer(2), integer(3), integer(4), integer(5), integer(6), match[7].str()};
   const std::string rest = "_" + match[8].str() + "_";
   name.split_k = rest.find("_splitK_") != std::string::npos;
+  name.schedule = rest.find("_coopA_") != std::string::npos   ? GemmSchedule::cooperative
+                  : rest.find("_coopB_") != std::string::npos ? GemmSchedule::cooperative_split_n
+                                                              : GemmSchedule::ping_pong;
+  // The last tag spells the layouts of A, B and the output: TNT or TNN for a TN GEMM.
+  const std::size_t layout = match[8].str().rfind('_');
+  const std::string layouts = match[8].str().substr(layout == std::string::npos ? 0 : layout + 1);
+  name.output_transposed = layouts.size() == 3 && layouts[2] == 'T';
   if (name.tile_m <= 0 || name.tile_n <= 0 || name.tile_k <= 0 || name.cluster_m <= 0 || name.cluster_n <= 0) return std::nullopt;
   return name;
 }
 
-std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
-  std::string csv, op, gpu;
+namespace {
+
+// One run's records: the device line's GPU name and every other line, parsed.
+struct ParsedRun {
+  std::string gpu, op;
+  std::vector<std::pair<json, std::size_t>> records;  // document, line number
+};
+
+ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
+  ParsedRun run;
   std::size_t line_number = 0, start = 0;
+  bool seen_device = false;
   while (start < raw_jsonl.size()) {
     std::size_t end = raw_jsonl.find('\n', start);
     if (end == std::string_view::npos) end = raw_jsonl.size();
@@ -188,7 +250,7 @@ std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
     start = end + 1;
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const std::string prefix = "line " + std::to_string(line_number) + ": ";
+    const std::string prefix = run_prefix + "line " + std::to_string(line_number) + ": ";
     json document;
     try {
       document = detail::parse_json(line, "the record");
@@ -197,31 +259,92 @@ std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
     }
     const Fields f(document, prefix);
     const std::string kind = f.text("op");
-    if (line_number == 1 || op.empty()) {
+    if (!seen_device) {
       if (kind != "device") detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be \"device\" on the first line");
       const std::string device = f.text("name");
       try {
-        gpu = find_gpu(device).name;
+        run.gpu = find_gpu(device).name;
       } catch (const Error&) {
-        gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
+        run.gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
       }
-      op = "?";
+      seen_device = true;
       continue;
     }
-    if (op == "?") {
+    if (run.op.empty()) {
       if (kind != "gemm" && kind != "rmsnorm" && kind != "silu_mul" && kind != "attention")
         detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be gemm, rmsnorm, silu_mul or attention");
-      op = kind;
-      csv = kind == "gemm" ? kGemmHeader : kind == "rmsnorm" ? kRmsNormHeader : kind == "attention" ? kAttentionHeader : kSiluMulHeader;
-    } else if (kind != op) {
-      detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be the file's op (\"" + op + "\"): one op per file");
+      run.op = kind;
+    } else if (kind != run.op) {
+      detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be the file's op (\"" + run.op + "\"): one op per file");
     }
-    csv += op == "gemm"        ? gemm_row(f, prefix, gpu)
-           : op == "attention" ? attention_row(f, prefix, gpu)
-                               : row_op_row(f, prefix, gpu, op == "rmsnorm");
+    run.records.emplace_back(std::move(document), line_number);
   }
-  if (op.empty()) throw Error("the raw measurements are empty: no device line");
-  if (op == "?") throw Error("the raw measurements hold no measured kernel");
+  if (!seen_device) throw Error(run_prefix + "the raw measurements are empty: no device line");
+  if (run.op.empty()) throw Error(run_prefix + "the raw measurements hold no measured kernel");
+  return run;
+}
+
+// What identifies a measured configuration across runs: everything but its timings.
+std::string record_key(const json& record) {
+  json key = record;
+  key.erase("durations_us");
+  return key.dump();
+}
+
+}  // namespace
+
+std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
+  const RawRun run{"", std::string(raw_jsonl)};
+  return measurements_csv_from_raw(std::span<const RawRun>(&run, 1));
+}
+
+std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
+  if (runs.empty()) throw Error("no raw measurements to convert");
+  auto run_prefix = [&](std::size_t i) -> std::string {
+    if (!runs[i].name.empty()) return runs[i].name + ": ";
+    return runs.size() == 1 ? "" : "run " + std::to_string(i + 1) + ": ";
+  };
+  std::vector<ParsedRun> parsed;
+  for (std::size_t i = 0; i < runs.size(); ++i) parsed.push_back(parse_run(runs[i].jsonl, run_prefix(i)));
+  const ParsedRun& first = parsed.front();
+  // Later runs may hold the records in another order (a reversed run): match them by content.
+  std::vector<std::map<std::string, std::vector<std::size_t>>> unmatched(parsed.size());
+  for (std::size_t r = 1; r < parsed.size(); ++r) {
+    if (parsed[r].gpu != first.gpu)
+      detail::fail_field(run_prefix(r) + "device name", "\"" + parsed[r].gpu + "\"", "must be the first run's GPU (\"" + first.gpu + "\")");
+    if (parsed[r].op != first.op)
+      detail::fail_field(run_prefix(r) + "op", "\"" + parsed[r].op + "\"", "must be the first run's op (\"" + first.op + "\")");
+    for (std::size_t j = parsed[r].records.size(); j-- > 0;)
+      unmatched[r][record_key(parsed[r].records[j].first)].push_back(j);  // popped from the back: file order
+  }
+  std::string csv = first.op == "gemm"        ? kGemmHeader
+                    : first.op == "rmsnorm"   ? kRmsNormHeader
+                    : first.op == "attention" ? kAttentionHeader
+                                              : kSiluMulHeader;
+  for (const auto& [document, line] : first.records) {
+    const std::string prefix = run_prefix(0) + "line " + std::to_string(line) + ": ";
+    const Fields f(document, prefix);
+    PooledRecord record{f, prefix, {read_durations(f, prefix)}};
+    const std::string key = runs.size() > 1 ? record_key(document) : std::string();
+    for (std::size_t r = 1; r < parsed.size(); ++r) {
+      const auto found = unmatched[r].find(key);
+      if (found == unmatched[r].end() || found->second.empty())
+        throw Error(run_prefix(r) + "holds no record like " + prefix + "the runs must measure the same configurations");
+      const auto& [other, other_line] = parsed[r].records[found->second.back()];
+      found->second.pop_back();
+      record.durations.push_back(
+          read_durations(Fields(other, run_prefix(r) + "line " + std::to_string(other_line) + ": "), prefix));
+    }
+    csv += first.op == "gemm"        ? gemm_row(record, first.gpu)
+           : first.op == "attention" ? attention_row(record, first.gpu)
+                                     : row_op_row(record, first.gpu, first.op == "rmsnorm");
+  }
+  for (std::size_t r = 1; r < parsed.size(); ++r)
+    for (const auto& [key, left] : unmatched[r])
+      if (!left.empty())
+        throw Error(run_prefix(r) + "line " + std::to_string(parsed[r].records[left.back()].second) +
+                    ": no record like it in " + (runs[0].name.empty() ? std::string("run 1") : runs[0].name) +
+                    ": the runs must measure the same configurations");
   return csv;
 }
 

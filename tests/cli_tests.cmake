@@ -21,7 +21,7 @@ function(pipeweave_cli_failure name error_regex)
 endfunction()
 
 # ---- Ranking configs ----------------------------------------------------------------------
-set(rank_row "\n +1 +[0-9]+\\.[0-9][0-9] +[0-9]+\\.[0-9][0-9] +[01]\\.[0-9][0-9][0-9] +[a-z0-9]+ +gemm:m=4096,n=4096,k=4096,dtype=bf16,tile_m=[0-9]+,tile_n=[0-9]+,tile_k=64,split_k=1,stages=[0-9]+,cluster_m=[12],cluster_n=[12]\n +2 ")
+set(rank_row "\n +1 +[0-9]+\\.[0-9][0-9] +[0-9]+\\.[0-9][0-9] +[01]\\.[0-9][0-9][0-9] +[a-z0-9]+ +gemm:m=4096,n=4096,k=4096,dtype=bf16,tile_m=[0-9]+,tile_n=[0-9]+,tile_k=64,split_k=1,stages=[0-9]+,cluster_m=[12],cluster_n=[12],swap_ab=[01],schedule=[a-z_]+,raster=[mn]\n +2 ")
 pipeweave_cli_test(rank_gemm_candidates "^GPU H100-SXM: [0-9]+ candidates, fastest first\n +rank +latency_us +bound_us +eff +bottleneck +kernel${rank_row}"
                    rank --gpu H100-SXM ${gemm_text})
 pipeweave_cli_test(rank_top "\n +3 [^\n]+\n\\([0-9]+ more; --top 0 prints all\\)" rank --gpu H100-SXM --top 3 ${gemm_text})
@@ -174,6 +174,8 @@ pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to
 set(raw_gemm "${cli_data}/collect_raw_gemm.jsonl")
 set(collected_csv "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm.csv")
 pipeweave_cli_test(collect_from_raw "^wrote 2 rows to [^\n]*collected_gemm\\.csv\n$" collect --from-raw "${raw_gemm}" --out "${collected_csv}")
+pipeweave_cli_test(collect_from_raw_runs "^wrote 2 rows to [^\n]*collected_gemm_runs\\.csv \\(the median of 2 runs\\)\n$"
+                   collect --from-raw "${raw_gemm}" --from-raw "${raw_gemm}" --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_runs.csv")
 pipeweave_cli_failure(collect_needs_out "collect needs --out" collect --from-raw "${raw_gemm}")
 pipeweave_cli_failure(collect_missing_raw "cannot open raw measurements file .*no_such\\.jsonl"
                       collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/no_such.jsonl" --out "${collected_csv}")

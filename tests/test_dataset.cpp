@@ -36,9 +36,38 @@ TEST_CASE("GEMM rows become Gemm kernels with the config that ran") {
   CHECK(gemm.m == 16);
   CHECK(gemm.dtype == DType::fp8_e4m3);
   REQUIRE(gemm.config);
-  CHECK(*gemm.config == GemmConfig{.tile_m = 8, .tile_n = 64, .tile_k = 128, .split_k = 2, .stages = 7, .cluster_m = 2, .cluster_n = 1});
+  GemmConfig expected;  // without the MMA columns: GemmConfig's defaults for those
+  expected.tile_m = 8, expected.tile_n = 64, expected.tile_k = 128, expected.split_k = 2, expected.stages = 7;
+  expected.cluster_m = 2, expected.cluster_n = 1;
+  CHECK(*gemm.config == expected);
   CHECK(rows[0].shape == "gemm:bf16,384,448,1472");
   CHECK(rows[0].shape != rows[1].shape);
+}
+
+TEST_CASE("GEMM rows: the MMA shape, schedule and raster columns") {
+  const std::string header =
+      "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,swap_ab,schedule,raster\n";
+  const std::vector<MeasuredKernel> rows = measurements_from_csv(header +
+                                                                 "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,1,cooperative,m\n"
+                                                                 "H100-SXM,bf16,384,448,1472,64,192,64,1,8,1,1,6.1,0,cooperative_split_n,n\n");
+  REQUIRE(rows.size() == 2);
+  const GemmConfig& swapped = *std::get<Gemm>(rows[0].kernel.op()).config;
+  CHECK(swapped.swap_ab);
+  CHECK(swapped.schedule == GemmSchedule::cooperative);
+  CHECK(swapped.raster == GemmRaster::along_m);
+  const GemmConfig& split_n = *std::get<Gemm>(rows[1].kernel.op()).config;
+  CHECK_FALSE(split_n.swap_ab);
+  CHECK(split_n.schedule == GemmSchedule::cooperative_split_n);
+  CHECK(split_n.raster == GemmRaster::along_n);
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,2,cooperative,m\n", "g.csv"); }),
+             Contains("g.csv:2: swap_ab must be 0 or 1") && Contains("\"2\""));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,1,coopA,m\n", "g.csv"); }),
+             Contains("g.csv:2: schedule must be ping_pong, cooperative or cooperative_split_n") && Contains("coopA"));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,1,cooperative,h\n", "g.csv"); }),
+             Contains("g.csv:2: raster must be m or n") && Contains("\"h\""));
+  // Cooperative needs two warpgroups of 64 rows on the MMA's M side: here tile_m (no swap) is 64.
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,64,128,64,1,8,1,1,5.6,0,cooperative,m\n", "g.csv"); }),
+             Contains("g.csv:2: gemm.tile_m must be a multiple of 128 for the cooperative schedule") && Contains("got 64"));
 }
 
 TEST_CASE("RMSNorm, SiLU-mul and attention rows become their kernels") {

@@ -379,3 +379,47 @@ TEST_CASE("gemm demand: CTA threads by architecture limit residency", "[demand][
   // Ampere: 256-thread CTAs -> floor(2048/256) = 8.
   CHECK(pipeweave::demand(gemm, synthetic_gpu_cc80(4)).resident_ctas_per_sm == 8);
 }
+
+TEST_CASE("gemm demand: the MMA shape and schedule reach the learned stage, not the bound", "[demand][gemm]") {
+  const auto gpu = synthetic_gpu(4);  // compute capability 9.0: warpgroup MMAs
+  GemmConfig config = make_config(64, 256, 64, 1, 2);
+  const auto plain = pipeweave::demand(make_gemm(256, 512, 1024, DType::bf16, config), gpu);
+  // Ping-pong (the default), no swap: each warpgroup owns a whole 64 x 256 tile; two tiles in flight.
+  CHECK(plain.warpgroup_mma_m == 64);
+  CHECK(plain.warpgroup_mma_n == 256);
+  CHECK(plain.tiles_in_flight == 2);
+  CHECK(plain.swap_ab == 0);
+  CHECK(plain.raster_along_m == 0);
+
+  // Split along the MMA's N side: each warpgroup 64 x 128 of one tile, one tile in flight.
+  config.schedule = pipeweave::GemmSchedule::cooperative_split_n;
+  config.raster = pipeweave::GemmRaster::along_m;
+  const auto split_n = pipeweave::demand(make_gemm(256, 512, 1024, DType::bf16, config), gpu);
+  CHECK(split_n.warpgroup_mma_m == 64);
+  CHECK(split_n.warpgroup_mma_n == 128);
+  CHECK(split_n.tiles_in_flight == 1);
+  CHECK(split_n.raster_along_m == 1);
+
+  // swap_ab puts tile_n (256) on the MMA's M side; cooperative halves it: 128 x 64 per warpgroup.
+  config.swap_ab = true;
+  config.schedule = pipeweave::GemmSchedule::cooperative;
+  const auto swapped = pipeweave::demand(make_gemm(256, 512, 1024, DType::bf16, config), gpu);
+  CHECK(swapped.warpgroup_mma_m == 128);
+  CHECK(swapped.warpgroup_mma_n == 64);
+  CHECK(swapped.tiles_in_flight == 1);
+  CHECK(swapped.swap_ab == 1);
+
+  // None of it changes the work: same pipes, same bound.
+  for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
+    CHECK(swapped.gpu_cycles[i] == plain.gpu_cycles[i]);
+    CHECK(swapped.sm_cycles[i] == plain.sm_cycles[i]);
+  }
+  CHECK(swapped.bound_cycles() == plain.bound_cycles());
+
+  // Before Hopper there are no warpgroup MMAs: no MMA shape, one tile at a time.
+  const auto ampere = pipeweave::demand(make_gemm(256, 512, 1024, DType::bf16, make_config(64, 256, 64, 1, 2)),
+                                        synthetic_gpu_cc80(4));
+  CHECK(ampere.warpgroup_mma_m == 0);
+  CHECK(ampere.warpgroup_mma_n == 0);
+  CHECK(ampere.tiles_in_flight == 1);
+}

@@ -388,7 +388,7 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   using pipeweave::kFeatureCount;
   using pipeweave::kFeatureNames;
   using pipeweave::kPipeCount;
-  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 8);
+  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 13);
   // The names: each pipe's whole-GPU cycles, then each pipe's busiest-SM cycles, then the mapping.
   for (std::size_t i = 0; i < kPipeCount; ++i) {
     const std::string pipe(pipeweave::to_string(pipeweave::kAllPipes[i]));
@@ -403,6 +403,11 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   CHECK(kFeatureNames[2 * kPipeCount + 5] == "pipeline_stages");
   CHECK(kFeatureNames[2 * kPipeCount + 6] == "cluster_ctas");
   CHECK(kFeatureNames[2 * kPipeCount + 7] == "kernels");
+  CHECK(kFeatureNames[2 * kPipeCount + 8] == "warpgroup_mma_m");
+  CHECK(kFeatureNames[2 * kPipeCount + 9] == "warpgroup_mma_n");
+  CHECK(kFeatureNames[2 * kPipeCount + 10] == "tiles_in_flight");
+  CHECK(kFeatureNames[2 * kPipeCount + 11] == "swap_ab");
+  CHECK(kFeatureNames[2 * kPipeCount + 12] == "raster_along_m");
 
   const auto gpu = synthetic_gpu(4);
   for (const pipeweave::Kernel& kernel :
@@ -426,6 +431,11 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
     CHECK(f[2 * kPipeCount + 5] == Approx(std::log1p(d.pipeline_stages)).epsilon(1e-6));
     CHECK(f[2 * kPipeCount + 6] == Approx(std::log1p(d.cluster_ctas)).epsilon(1e-6));
     CHECK(f[2 * kPipeCount + 7] == Approx(std::log1p(d.kernels)).epsilon(1e-6));
+    // None of these runs Hopper warpgroup MMAs: no MMA shape, one tile at a time.
+    CHECK(f[2 * kPipeCount + 8] == 0);
+    CHECK(f[2 * kPipeCount + 9] == 0);
+    CHECK(f[2 * kPipeCount + 10] == 1);
+    CHECK(f[2 * kPipeCount + 11] == 0);
   }
 
   // A hand-made demand: 10 CTAs, 2 resident on 4 SMs -> 10/8 waves.

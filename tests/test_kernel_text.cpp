@@ -148,6 +148,22 @@ TEST_CASE("Kernel: gemm dimensions and config must be positive", "[kernel]") {
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 1, -2)), "gemm.cluster_n", "-2");
   // stages = 0 means "as many as fit" and is valid.
   CHECK_NOTHROW(Kernel(with_config(make_gemm_config(128, 128, 64, 1, 0, 1, 1))));
+
+  // The schedules' MMA shapes: cooperative splits the MMA's M side in two 64-row halves (a
+  // multiple of 128), cooperative_split_n its N side in two (a multiple of 16). Which tile
+  // dimension is the M side depends on swap_ab.
+  GemmConfig cooperative = make_gemm_config(64, 256, 64, 1, 0, 1, 1);
+  cooperative.schedule = GemmSchedule::cooperative;
+  require_invalid(with_config(cooperative), "gemm.tile_m must be a multiple of 128 for the cooperative schedule", "64");
+  cooperative.swap_ab = true;  // now tile_n = 256 is the M side
+  CHECK_NOTHROW(Kernel(with_config(cooperative)));
+  cooperative.tile_n = 192;
+  require_invalid(with_config(cooperative), "gemm.tile_n must be a multiple of 128", "192");
+  GemmConfig split_n = make_gemm_config(64, 200, 64, 1, 0, 1, 1);
+  split_n.schedule = GemmSchedule::cooperative_split_n;
+  require_invalid(with_config(split_n), "gemm.tile_n must be a multiple of 16 for the cooperative_split_n schedule", "200");
+  split_n.tile_n = 208;
+  CHECK_NOTHROW(Kernel(with_config(split_n)));
 }
 
 TEST_CASE("Kernel: attention shapes are checked per sequence", "[kernel]") {
@@ -270,6 +286,20 @@ TEST_CASE("parse_kernel: gemm with and without config", "[kernel_text]") {
   SECTION("key order and empty items do not matter") {
     CHECK(parse_kernel("gemm:k=3,,dtype=fp16,n=2,m=1,") == Kernel(make_gemm(1, 2, 3, DType::fp16)));
   }
+  SECTION("Hopper's MMA shape, schedule and raster; defaults: no swap, ping-pong, along n") {
+    const Kernel kernel =
+        parse_kernel("gemm:m=16,n=4096,k=4096,tile_m=16,tile_n=128,tile_k=64,swap_ab=1,schedule=cooperative,raster=m");
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    REQUIRE(gemm->config.has_value());
+    CHECK(gemm->config->swap_ab);
+    CHECK(gemm->config->schedule == GemmSchedule::cooperative);
+    CHECK(gemm->config->raster == GemmRaster::along_m);
+    const Kernel plain_kernel = parse_kernel("gemm:m=16,n=4096,k=4096,tile_m=64,tile_n=128,tile_k=64");
+    const Gemm* plain = plain_kernel.get_if<Gemm>();
+    CHECK_FALSE(plain->config->swap_ab);
+    CHECK(plain->config->schedule == GemmSchedule::ping_pong);
+    CHECK(plain->config->raster == GemmRaster::along_n);
+  }
 }
 
 TEST_CASE("parse_kernel: attention, uniform and ragged batches, with config", "[kernel_text]") {
@@ -367,6 +397,9 @@ TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel
   Gemm configured_gemm = make_gemm(8192, 1024, 28672, DType::int8);
   configured_gemm.config = make_gemm_config(128, 64, 128, 4, 0, 1, 2);
   kernels.emplace_back(configured_gemm);
+  configured_gemm.config->swap_ab = true, configured_gemm.config->tile_n = 256;
+  configured_gemm.config->schedule = GemmSchedule::cooperative, configured_gemm.config->raster = GemmRaster::along_m;
+  kernels.emplace_back(configured_gemm);
   kernels.emplace_back(Attention::prefill(4, 2048, 32, 8, 128));
   kernels.emplace_back(Attention::decode(64, 8000, 64, 8, 128, DType::fp8_e4m3));
   Attention ragged = make_attention({512, 1, 1}, {512, 4096, 900}, 32, 8, 128);
@@ -459,6 +492,14 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
     const std::string message = parse_error("gemm:m=1,n=2,k=3,m=4");
     CHECK_THAT(message, Contains("gemm.m"));
     CHECK_THAT(message, Contains("twice"));
+  }
+  SECTION("bad MMA shape, schedule or raster") {
+    const std::string tiles = "gemm:m=16,n=4096,k=4096,tile_m=16,tile_n=128,tile_k=64,";
+    CHECK_THAT(parse_error(tiles + "swap_ab=2"), Contains("gemm.swap_ab") && Contains("\"2\""));
+    CHECK_THAT(parse_error(tiles + "schedule=coopA"), Contains("gemm.schedule") && Contains("coopA") && Contains("ping_pong"));
+    CHECK_THAT(parse_error(tiles + "raster=h"), Contains("gemm.raster must be m or n") && Contains("\"h\""));
+    CHECK_THAT(parse_error(tiles + "schedule=cooperative"), Contains("gemm.tile_m must be a multiple of 128"));
+    CHECK_THAT(parse_error("gemm:m=1,n=2,k=3,schedule=cooperative"), Contains("gemm.schedule needs tile_m, tile_n and tile_k"));
   }
   SECTION("unknown dtype") {
     const std::string message = parse_error("gemm:m=1,n=2,k=3,dtype=fp64");

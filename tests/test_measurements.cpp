@@ -41,13 +41,17 @@ std::vector<std::string> lines(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("cuBLAS kernel names carry tile, K step, stages, cluster and raster") {
+TEST_CASE("cuBLAS kernel names carry tile, K step, stages, cluster, raster, schedule and layout") {
   const auto name = parse_cublas_kernel_name("nvjet_sm90_tst_128x144_64x6_2x1_v_bz_TNT");
   REQUIRE(name);
-  CHECK(*name == CublasKernelName{128, 144, 64, 6, 2, 1, "v", false});
+  CHECK(*name == CublasKernelName{128, 144, 64, 6, 2, 1, "v", false, GemmSchedule::ping_pong, true});
   const auto fp8 = parse_cublas_kernel_name("nvjet_sm90_qqtst_112x128_128x7_2x1_v_bz_coopA_algo2_TNN");
   REQUIRE(fp8);
-  CHECK(*fp8 == CublasKernelName{112, 128, 128, 7, 2, 1, "v", false});
+  CHECK(*fp8 == CublasKernelName{112, 128, 128, 7, 2, 1, "v", false, GemmSchedule::cooperative, false});
+  const auto split_n = parse_cublas_kernel_name("nvjet_sm90_tst_256x64_64x8_1x1_h_bz_coopB_TNN");
+  REQUIRE(split_n);
+  CHECK(split_n->schedule == GemmSchedule::cooperative_split_n);
+  CHECK_FALSE(split_n->output_transposed);
   const auto split = parse_cublas_kernel_name("nvjet_sm90_tst_96x128_64x7_2x1_v_bz_splitK_TNN");
   REQUIRE(split);
   CHECK(split->split_k);
@@ -68,11 +72,14 @@ TEST_CASE("raw GEMM records become CSV rows in the library's orientation") {
   REQUIRE(csv.size() == 3);
   CHECK(csv[0] ==
         "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,"
-        "candidates,kernels,config_source,config_agrees,reduction_scheme,raster,workspace_bytes,spread,reps,l2,kernel");
+        "candidates,kernels,config_source,config_agrees,reduction_scheme,swap_ab,schedule,raster,workspace_bytes,spread,"
+        "reps,runs,run_spread,l2,kernel");
   // cuBLAS's 64x8 tile (M along n) is tile_m 8 along the 16 tokens, tile_n 64 along n; its 1x2
-  // cluster is 2 along m, 1 along n. Median of 10, 12, 11 = 11; spread (12 - 10) / 11.
+  // cluster is 2 along m, 1 along n. The layout TNT puts the tokens on the MMA's N side
+  // (swap_ab 1); no coop tag: ping-pong; "h" walks along cuBLAS's N, our m. Median of 10, 12,
+  // 11 = 11; spread (12 - 10) / 11; one run, so no spread between runs.
   CHECK(csv[1] ==
-        "H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,16,2,1,11,0,1,7,1,kernel_name,1,0,h,0,0.181818,3,cold,"
+        "H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,16,2,1,11,0,1,7,1,kernel_name,1,0,1,ping_pong,m,0,0.181818,3,1,0,cold,"
         "nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT");
   // A memset launched beside the GEMM counts as a kernel; the row names the GEMM.
   CHECK_THAT(csv[2], Contains(",20.5,1,0,7,2,kernel_name,1,") && Contains(",nvjet_sm90_qqtst_64x8"));
@@ -85,7 +92,43 @@ TEST_CASE("raw GEMM records: the name and the algo attributes are cross-checked"
   // A kernel whose name carries no config: the attributes give it.
   const std::string unnamed = kDevice + "\n" + gemm_record("sm90_xmma_gemm_something") + "\n";
   CHECK_THAT(lines(measurements_csv_from_raw(unnamed))[1],
-             Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,"));
+             Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,") &&
+                 Contains(",0,ping_pong,n,"));  // GemmConfig's defaults: the name is what says them
+}
+
+TEST_CASE("raw GEMM records: several runs pool into one row per configuration") {
+  const std::string a = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[10.0, 12.0, 11.0]", 0);
+  const std::string b = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[20.0, 21.0, 22.0]", 1);
+  const std::string run1 = kDevice + "\n" + a + "\n" + b + "\n";
+  // The second run measured last to first, and slower; the third in order again.
+  const std::string run2 = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[24.0, 26.0, 25.0]", 1) +
+                           "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[13.0, 13.0, 13.0]", 0) + "\n";
+  const std::string run3 = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[9.0, 10.0, 9.5]", 0) +
+                           "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[19.0, 21.0, 20.0]", 1) + "\n";
+  const std::vector<RawRun> runs{{"", run1}, {"", run2}, {"", run3}};
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(runs));
+  REQUIRE(csv.size() == 3);
+  // Candidate 0: run medians 11, 13, 9.5 -> 11; within-run spreads 2/11, 0, 1/9.5 -> the largest,
+  // 0.181818; between runs (13 - 9.5) / 11 = 0.318182.
+  CHECK_THAT(csv[1], Contains(",11,0,1,7,1,kernel_name,") && Contains(",1,ping_pong,m,0,0.181818,3,3,0.318182,cold,"));
+  // Candidate 1 (first run's order): medians 21, 25, 20 -> 21; spreads 2/21, 2/25, 2/20 -> 0.1;
+  // between runs 5 / 21. coopB with layout TNN: cooperative_split_n, m on the MMA's M side.
+  CHECK_THAT(csv[2], Contains(",21,1,0,7,1,kernel_name,") &&
+                         Contains(",0,cooperative_split_n,n,0,0.1,3,3,0.238095,cold,nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB"));
+
+  // A run that lacks a configuration, holds an extra one, or comes from another GPU is refused by name.
+  const std::vector<RawRun> missing{{"a.jsonl", run1}, {"b.jsonl", kDevice + "\n" + a + "\n"}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(missing); }),
+             Contains("b.jsonl: holds no record like a.jsonl: line 3") && Contains("the same configurations"));
+  const std::vector<RawRun> extra{{"a.jsonl", kDevice + "\n" + a + "\n"}, {"b.jsonl", run1}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(extra); }), Contains("b.jsonl: line 3: no record like it in a.jsonl"));
+  std::string other_gpu = run3;
+  other_gpu.replace(other_gpu.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA Future GPU");
+  const std::vector<RawRun> mixed{{"", run1}, {"", other_gpu}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(mixed); }),
+             Contains("run 2: device name") && Contains("NVIDIA Future GPU") && Contains("H100-SXM"));
+  const std::vector<RawRun> bad_second{{"", run1}, {"", kDevice + "\n{\"op\": \n"}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(bad_second); }), Contains("run 2: line 2: the record is not valid JSON"));
 }
 
 TEST_CASE("raw RMSNorm and SiLU-mul records become CSV rows") {
@@ -94,14 +137,14 @@ TEST_CASE("raw RMSNorm and SiLU-mul records become CSV rows") {
       R"({"op": "rmsnorm", "dtype": "bf16", "tokens": 174, "hidden": 14208, "fused_residual": 1, "threads": 1024, "l2": "cold", "kernels": ["rms"], "durations_us": [6.0, 8.0, 7.0, 6.5]})";
   const std::vector<std::string> csv = lines(measurements_csv_from_raw(norm));
   REQUIRE(csv.size() == 2);
-  CHECK(csv[0] == "gpu,dtype,tokens,hidden,fused_residual,threads,duration_us,spread,reps,l2,kernel");
-  CHECK(csv[1] == "H100-SXM,bf16,174,14208,1,1024,6.75,0.296296,4,cold,rms");
+  CHECK(csv[0] == "gpu,dtype,tokens,hidden,fused_residual,threads,duration_us,spread,reps,runs,run_spread,l2,kernel");
+  CHECK(csv[1] == "H100-SXM,bf16,174,14208,1,1024,6.75,0.296296,4,1,0,cold,rms");
   const std::string silu = kDevice + "\n" +
                            R"({"op": "silu_mul", "dtype": "bf16", "tokens": 3, "dim": 2048, "threads": 1024, "l2": "cold", "kernels": ["silu"], "durations_us": [2.5]})";
   const std::vector<std::string> silu_csv = lines(measurements_csv_from_raw(silu));
   REQUIRE(silu_csv.size() == 2);
-  CHECK(silu_csv[0] == "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,l2,kernel");
-  CHECK(silu_csv[1] == "H100-SXM,bf16,3,2048,1024,2.5,0,1,cold,silu");
+  CHECK(silu_csv[0] == "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,runs,run_spread,l2,kernel");
+  CHECK(silu_csv[1] == "H100-SXM,bf16,3,2048,1024,2.5,0,1,1,0,cold,silu");
 }
 
 TEST_CASE("raw records of a GPU the catalog does not know keep its CUDA name") {
@@ -145,9 +188,9 @@ TEST_CASE("raw attention records: FlashAttention-2's traits and split count from
   REQUIRE(csv.size() == 2);
   CHECK(csv[0] ==
         "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
-        "spread,reps,l2,kernels,kernel");
+        "spread,reps,runs,run_spread,l2,kernels,kernel");
   // kBlockM 64, kBlockN 128, 4 warps; 5 splits from the grid's y; median 30, spread 2/30.
-  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,30,0.0666667,3,cold,2,"));
+  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,30,0.0666667,3,1,0,cold,2,"));
   std::string plain = split;
   plain.replace(plain.find("[[1, 5, 16], [16, 1, 1]]"), 24, "[[20, 2, 8]]");
   plain.replace(plain.find("flash_fwd_splitkv_kernel"), 24, "flash_fwd_kernel");

@@ -377,22 +377,27 @@ TEST_CASE("Predictor: the default Predictor needs no files", "[predictor]") {
 TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by architecture", "[predictor][rank]") {
   const GpuSpec& h100 = find_gpu("H100-SXM");
   const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");
-  const auto tiles_m = [](const std::vector<GemmConfig>& configs) {
+  const auto tiles_m = [](const std::vector<GemmConfig>& configs, bool swap_ab = true) {
     std::set<int> seen;
-    for (const GemmConfig& c : configs) seen.insert(c.tile_m);
+    for (const GemmConfig& c : configs)
+      if (c.swap_ab == swap_ab) seen.insert(c.tile_m);
     return seen;
   };
-  // Decode-shaped (m = 1): only the smallest tile that covers m; Hopper's is 8 rows.
+  // Decode-shaped (m = 1): only the smallest tile that covers m: with the tokens on the MMA's
+  // N side (swap_ab) Hopper's is 8 rows, on its M side 64.
   const std::vector<GemmConfig> decode = gemm_candidates(make_gemm(1, 4096, 4096), h100);
   CHECK(tiles_m(decode) == std::set<int>{8});
+  CHECK(tiles_m(decode, false) == std::set<int>{64});
   // m = 100: tiles from m/8 = 12.5 up (16, 32, 64) and the covering 128; nothing larger.
   CHECK(tiles_m(gemm_candidates(make_gemm(100, 4096, 4096), h100)) == std::set<int>{16, 32, 64, 128});
   // A large GEMM: no tile below 64 rows.
   const std::vector<GemmConfig> large = gemm_candidates(make_gemm(8192, 8192, 8192), h100);
   CHECK(tiles_m(large) == std::set<int>{64, 128, 192, 256});
-  // Ampere's smallest tile is 16 rows and it has no clusters.
+  CHECK(tiles_m(large, false) == std::set<int>{64, 128, 192, 256});
+  // Ampere's smallest tile is 16 rows; it has no clusters, no swap and no warpgroup schedules.
   const std::vector<GemmConfig> ampere = gemm_candidates(make_gemm(1, 4096, 4096), a100);
-  CHECK(tiles_m(ampere) == std::set<int>{16});
+  CHECK(tiles_m(ampere, false) == std::set<int>{16});
+  CHECK(tiles_m(ampere, true).empty());
 
   struct Case {
     const std::vector<GemmConfig>& configs;
@@ -404,14 +409,17 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
     const auto& configs = each.configs;
     const GpuSpec* gpu = each.gpu;
     REQUIRE_FALSE(configs.empty());
-    std::set<std::tuple<int, int, int, int, int>> distinct;
+    std::set<std::tuple<int, int, int, int, int, bool, GemmSchedule, GemmRaster>> distinct;
     for (const GemmConfig& c : configs) {
       CHECK_NOTHROW(c.validate());
       CHECK(c.tile_k == 64);  // 128 bytes of bf16
       CHECK(c.tile_m * c.tile_n <= 256 * 256);
       CHECK(c.stages >= 2);
-      if (gpu == &a100) CHECK(c.cluster_m * c.cluster_n == 1);
-      distinct.insert({c.tile_m, c.tile_n, c.split_k, c.cluster_m, c.cluster_n});
+      if (gpu == &a100) CHECK((c.cluster_m * c.cluster_n == 1 && c.schedule == GemmSchedule::ping_pong));
+      // The cooperative pairs cuBLAS offers: split along M where M is 128 or 256, else along N.
+      if (c.schedule == GemmSchedule::cooperative) CHECK(c.mma_m_side() % 128 == 0);
+      if (c.schedule == GemmSchedule::cooperative_split_n) CHECK(c.mma_m_side() % 128 != 0);
+      distinct.insert({c.tile_m, c.tile_n, c.split_k, c.cluster_m, c.cluster_n, c.swap_ab, c.schedule, c.raster});
       // Every candidate runs on the GPU it was made for.
       Gemm gemm = each.shape;
       gemm.config = c;
@@ -430,6 +438,15 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
   bool clustered_n = false;
   for (const GemmConfig& c : decode) clustered_n = clustered_n || c.cluster_n == 2;
   CHECK(clustered_n);
+  // Both schedules of a 128-row M side, and both rasters of a many-wave grid; one tile row
+  // (decode) walks along n only.
+  std::set<GemmSchedule> schedules;
+  std::set<GemmRaster> rasters;
+  for (const GemmConfig& c : large) schedules.insert(c.schedule), rasters.insert(c.raster);
+  CHECK(schedules == std::set<GemmSchedule>{GemmSchedule::ping_pong, GemmSchedule::cooperative,
+                                            GemmSchedule::cooperative_split_n});
+  CHECK(rasters == std::set<GemmRaster>{GemmRaster::along_n, GemmRaster::along_m});
+  for (const GemmConfig& c : decode) CHECK(c.raster == GemmRaster::along_n);
 }
 
 TEST_CASE("Predictor::rank orders candidates by predicted latency, fastest first", "[predictor][rank]") {

@@ -38,3 +38,14 @@ done
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
   --json > "$report/gemm_without_h200.eval.json"
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+# Does a held-out shape's error depend on what the GPU ran before it in the collection? (It did
+# before the GEMMs were measured with rest: data/README.md, "How reproducible".)
+if command -v python3 > /dev/null; then
+  rows=$(mktemp -d)
+  "$cli" eval --model data/models/gemm.json --held-out --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" \
+    --specs data/gpus --report "$rows" > /dev/null
+  for gpu in H100-SXM H200-SXM; do
+    python3 cuda_kernels/history_bias.py "$rows/eval.csv" data/shapes/gemm.csv "$data/$gpu/gemm.csv" --gpu "$gpu"
+  done | tee "$report/gemm.history_bias.txt"
+  rm -r "$rows"
+fi

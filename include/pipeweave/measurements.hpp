@@ -6,8 +6,11 @@
 // files anywhere.
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "pipeweave/ops/gemm.hpp"
 
 namespace pipeweave {
 
@@ -19,6 +22,8 @@ struct CublasKernelName {
   int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, cluster_m = 0, cluster_n = 0;
   std::string raster;  // "v" or "h"
   bool split_k = false;
+  GemmSchedule schedule = GemmSchedule::ping_pong;  // coopA: cooperative, coopB: cooperative_split_n
+  bool output_transposed = false;                   // layouts ending in T (TNT): the output is written transposed
   bool operator==(const CublasKernelName&) const = default;
 };
 
@@ -31,5 +36,17 @@ std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel
 // (m = tokens, row-major): cuBLAS's tile and cluster dimensions are swapped into it.
 // Throws pipeweave::Error naming the line and field of anything malformed.
 std::string measurements_csv_from_raw(std::string_view raw_jsonl);
+
+// Several runs of the same list (e.g. cuda_kernels/repeat_collect.sh), pooled into one CSV:
+// each configuration's duration is the median over runs of each run's median, `runs` counts
+// them and `run_spread` is (max - min) / median of the runs' medians. Records are matched by
+// their content (everything but the timings), so a run in reverse order pools with one in
+// order; a record that is not in every run is an error naming the run and line. Rows follow
+// the first run's order. `name` (a file name) labels errors; empty: "run N".
+struct RawRun {
+  std::string name;
+  std::string jsonl;
+};
+std::string measurements_csv_from_raw(std::span<const RawRun> runs);
 
 }  // namespace pipeweave

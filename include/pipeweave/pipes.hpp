@@ -45,6 +45,16 @@ struct Demand {
   double pipeline_stages = 1;  // loads the main loop keeps in flight
   double cluster_ctas = 1;     // CTAs per thread-block cluster
   double kernels = 1;          // kernel launches (a split-KV combine is a second)
+  // How a tensor-core kernel feeds its MMAs (GEMM on Hopper, see GemmConfig): one
+  // warpgroup's share of the tile on the MMA's M and N sides (0 where there is no such
+  // tile), output tiles a CTA keeps in flight (2 when ping-pong warpgroups overlap one
+  // tile's epilogue with the next one's main loop), whether m runs along the MMA's N side,
+  // and whether consecutive CTAs walk the output along m (1) or along n (0).
+  double warpgroup_mma_m = 0;
+  double warpgroup_mma_n = 0;
+  double tiles_in_flight = 1;
+  double swap_ab = 0;
+  double raster_along_m = 0;
   bool config_defaulted = false;    // true when the implementation config was not given and a default was used
 
   // The physical lower bound: no implementation can finish sooner. Only figures that are
@@ -87,6 +97,11 @@ struct Demand {
     pipeline_stages = std::max(pipeline_stages, next.pipeline_stages);
     cluster_ctas = std::max(cluster_ctas, next.cluster_ctas);
     kernels += next.kernels;
+    warpgroup_mma_m = std::max(warpgroup_mma_m, next.warpgroup_mma_m);
+    warpgroup_mma_n = std::max(warpgroup_mma_n, next.warpgroup_mma_n);
+    tiles_in_flight = std::max(tiles_in_flight, next.tiles_in_flight);
+    swap_ab = std::max(swap_ab, next.swap_ab);
+    raster_along_m = std::max(raster_along_m, next.raster_along_m);
     config_defaulted = config_defaulted || next.config_defaulted;
     return *this;
   }
@@ -94,8 +109,8 @@ struct Demand {
 
 // The learned stage's inputs: log1p of every demand figure plus the mapping's shape.
 // Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
-inline constexpr int kFeatureVersion = 2;
-inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 8;
+inline constexpr int kFeatureVersion = 3;
+inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 13;
 using Features = std::array<float, kFeatureCount>;
 
 inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
@@ -103,7 +118,8 @@ inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
     "smem_gpu_cycles",   "link_gpu_cycles", "tensor_sm_cycles", "fma_sm_cycles", "xu_sm_cycles",
     "dram_sm_cycles",    "l2_sm_cycles",    "smem_sm_cycles",  "link_sm_cycles", "ctas",
     "busiest_sm_ctas",   "resident_ctas_per_sm", "waves", "serial_steps", "pipeline_stages",
-    "cluster_ctas",      "kernels"};
+    "cluster_ctas",      "kernels",         "warpgroup_mma_m", "warpgroup_mma_n", "tiles_in_flight",
+    "swap_ab",           "raster_along_m"};
 
 inline Features features(const Demand& demand, const GpuSpec& gpu) {
   Features out{};
@@ -120,6 +136,11 @@ inline Features features(const Demand& demand, const GpuSpec& gpu) {
   out[2 * kPipeCount + 5] = static_cast<float>(std::log1p(demand.pipeline_stages));
   out[2 * kPipeCount + 6] = static_cast<float>(std::log1p(demand.cluster_ctas));
   out[2 * kPipeCount + 7] = static_cast<float>(std::log1p(demand.kernels));
+  out[2 * kPipeCount + 8] = static_cast<float>(std::log1p(demand.warpgroup_mma_m));
+  out[2 * kPipeCount + 9] = static_cast<float>(std::log1p(demand.warpgroup_mma_n));
+  out[2 * kPipeCount + 10] = static_cast<float>(demand.tiles_in_flight);
+  out[2 * kPipeCount + 11] = static_cast<float>(demand.swap_ab);
+  out[2 * kPipeCount + 12] = static_cast<float>(demand.raster_along_m);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "pipeweave/error.hpp"
@@ -17,7 +18,8 @@ namespace pipeweave::cli {
 namespace fs = std::filesystem;
 
 int collect_command(int argc, char** argv, int first) {
-  std::string op, shapes, out, raw_out, from_raw, tool_options;
+  std::string op, shapes, out, raw_out, tool_options;
+  std::vector<std::string> from_raw;  // several: runs of one list, pooled
   for (int i = first; i < argc; ++i) {
     const std::string argument = argv[i];
     auto value = [&] {
@@ -28,17 +30,18 @@ int collect_command(int argc, char** argv, int first) {
     else if (argument == "--shapes") shapes = value();
     else if (argument == "--out") out = value();
     else if (argument == "--raw") raw_out = value();
-    else if (argument == "--from-raw") from_raw = value();
-    else if (argument == "--algos" || argument == "--reps" || argument == "--warmup" || argument == "--l2")
+    else if (argument == "--from-raw") from_raw.push_back(value());
+    else if (argument == "--algos" || argument == "--reps" || argument == "--warmup" || argument == "--l2" ||
+             argument == "--rest")
       tool_options += " " + argument + " " + shell_quote(value());
     else throw Error("unknown argument " + argument + " for collect");
   }
   if (out.empty()) throw Error("collect needs --out FILE.csv");
-  std::string raw;
+  std::vector<std::string> raw;
   if (!from_raw.empty()) {
     if (!op.empty() || !shapes.empty() || !raw_out.empty() || !tool_options.empty())
-      throw Error("--from-raw converts saved records: it takes only --out");
-    raw = read_text(from_raw, "raw measurements");
+      throw Error("--from-raw converts saved records: it takes only --out (and more --from-raw runs to pool)");
+    for (const std::string& file : from_raw) raw.push_back(read_text(file, "raw measurements"));
   } else {
     if (op == "attention")
       throw Error("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
@@ -53,18 +56,17 @@ int collect_command(int argc, char** argv, int first) {
     run_tool(program,
              fmt::format("--op {} --shapes {} --out {}{}", op, shell_quote(shapes), shell_quote(raw_path.string()), tool_options),
              "the measurements could not run");
-    raw = read_text(raw_path, "raw measurements");
+    raw.push_back(read_text(raw_path, "raw measurements"));
     if (raw_out.empty()) fs::remove(raw_path);
   }
-  std::string csv;
-  try {
-    csv = measurements_csv_from_raw(raw);
-  } catch (const Error& error) {
-    throw Error((from_raw.empty() ? std::string("raw measurements") : from_raw) + ": " + error.what());
-  }
+  std::vector<RawRun> runs;
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    runs.push_back(RawRun{from_raw.empty() ? std::string("raw measurements") : from_raw[i], std::move(raw[i])});
+  const std::string csv = measurements_csv_from_raw(runs);
   write_text(out, csv);
   const auto rows = std::count(csv.begin(), csv.end(), '\n') - 1;
-  fmt::print("wrote {} rows to {}\n", rows, out);
+  if (runs.size() > 1) fmt::print("wrote {} rows to {} (the median of {} runs)\n", rows, out, runs.size());
+  else fmt::print("wrote {} rows to {}\n", rows, out);
   return 0;
 }
 

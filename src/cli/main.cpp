@@ -23,8 +23,8 @@ constexpr const char* kUsage = R"(usage:
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
                       [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
-  pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N]
-  pipeweave collect --from-raw FILE --out FILE.csv
+  pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
+  pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
                  [--default-configs] [--json] [--report DIR]
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
@@ -38,7 +38,8 @@ constexpr const char* kUsage = R"(usage:
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
-  gemm:m=4096,n=4096,k=4096,dtype=bf16[,tile_m=128,tile_n=128,tile_k=64,split_k=1,stages=6,cluster_m=2,cluster_n=1]
+  gemm:m=4096,n=4096,k=4096,dtype=bf16[,tile_m=128,tile_n=128,tile_k=64,split_k=1,stages=6,cluster_m=2,cluster_n=1,
+       swap_ab=0,schedule=ping_pong|cooperative|cooperative_split_n,raster=n|m]
   attention:batch=8,q_len=2048,heads=32,kv_heads=8,head_dim=128[,kv_len=...,causal=1,page_size=16]
   attention:q_lens=512/1/1,kv_lens=512/4096/900,heads=32,kv_heads=8,head_dim=128
   rmsnorm:tokens=8192,hidden=4096,dtype=bf16[,fused_residual=1]

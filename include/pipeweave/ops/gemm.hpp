@@ -5,9 +5,12 @@
 // place groups of tiles together, so only whole clusters fit on the chip.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,6 +20,43 @@
 
 namespace pipeweave {
 
+// How the two consumer warpgroups of a Hopper warp-specialised kernel share the work
+// (CUTLASS's kernel schedules; cuBLAS's nvjet kernels name them too). Every MMA
+// instruction covers 64 rows on the MMA's M side and N = 8..256 columns on its N side.
+enum class GemmSchedule : std::uint8_t {
+  ping_pong,            // one output tile per warpgroup, taking turns: one tile's epilogue runs under
+                        // the other's main loop (nvjet: no tag)
+  cooperative,          // both warpgroups on one tile, split along the MMA's M side, which must be a
+                        // multiple of 128 (nvjet: coopA)
+  cooperative_split_n,  // both on one tile, split along the MMA's N side, which must be a multiple
+                        // of 16 (nvjet: coopB, for M sides of 64 or 192)
+};
+inline constexpr std::array<GemmSchedule, 3> kAllGemmSchedules{GemmSchedule::ping_pong, GemmSchedule::cooperative,
+                                                                GemmSchedule::cooperative_split_n};
+
+constexpr std::string_view to_string(GemmSchedule schedule) {
+  constexpr std::array<std::string_view, 3> names{"ping_pong", "cooperative", "cooperative_split_n"};
+  return names[static_cast<std::size_t>(schedule)];
+}
+
+constexpr std::optional<GemmSchedule> parse_gemm_schedule(std::string_view text) {
+  for (GemmSchedule schedule : kAllGemmSchedules)
+    if (text == to_string(schedule)) return schedule;
+  return std::nullopt;
+}
+
+// The order in which consecutive CTAs walk the output tiles: along m, they share a tile of
+// B (the weights) and step through A's rows; along n, they share a tile of A.
+enum class GemmRaster : std::uint8_t { along_n, along_m };
+
+constexpr std::string_view to_string(GemmRaster raster) { return raster == GemmRaster::along_m ? "m" : "n"; }
+
+constexpr std::optional<GemmRaster> parse_gemm_raster(std::string_view text) {
+  if (text == "m") return GemmRaster::along_m;
+  if (text == "n") return GemmRaster::along_n;
+  return std::nullopt;
+}
+
 struct GemmConfig {
   int tile_m = 0;
   int tile_n = 0;
@@ -25,6 +65,15 @@ struct GemmConfig {
   int stages = 0;  // 0: as many as fit in shared memory
   int cluster_m = 1;
   int cluster_n = 1;
+  // Hopper's MMA shape and schedule. swap_ab: the MMA's M side runs along n and its N side
+  // along m (the tokens), as cuBLAS does for most linear layers (nvjet names ending in T)
+  // and vLLM's CUTLASS kernels do for small batches; without it m is on the M side.
+  bool swap_ab = false;
+  GemmSchedule schedule = GemmSchedule::ping_pong;
+  GemmRaster raster = GemmRaster::along_n;
+
+  int mma_m_side() const { return swap_ab ? tile_n : tile_m; }
+  int mma_n_side() const { return swap_ab ? tile_m : tile_n; }
 
   void validate() const {
     detail::require_positive("gemm.tile_m", tile_m);
@@ -34,6 +83,16 @@ struct GemmConfig {
     detail::require_non_negative("gemm.stages", stages);
     detail::require_positive("gemm.cluster_m", cluster_m);
     detail::require_positive("gemm.cluster_n", cluster_n);
+    const char* m_side = swap_ab ? "gemm.tile_n" : "gemm.tile_m";
+    const char* n_side = swap_ab ? "gemm.tile_m" : "gemm.tile_n";
+    if (schedule == GemmSchedule::cooperative && mma_m_side() % 128 != 0)
+      detail::fail_field(m_side, mma_m_side(),
+                         "must be a multiple of 128 for the cooperative schedule (two warpgroups of 64 rows each on "
+                         "the MMA's M side; swap_ab=" + std::string(swap_ab ? "1" : "0") + ")");
+    if (schedule == GemmSchedule::cooperative_split_n && mma_n_side() % 16 != 0)
+      detail::fail_field(n_side, mma_n_side(),
+                         "must be a multiple of 16 for the cooperative_split_n schedule (two warpgroups of N >= 8 "
+                         "each on the MMA's N side; swap_ab=" + std::string(swap_ab ? "1" : "0") + ")");
   }
   bool operator==(const GemmConfig&) const = default;
 };
@@ -116,55 +175,73 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
 // The configs a GEMM library would consider for this GEMM on this GPU, for a caller that
 // knows only m, n, k (an autotuner ranks them; Predictor::predict takes the best).
 //  - tile_k: 128 bytes of K per step, as in default_config;
-//  - tile_m from {8, 16, 32, 64, 128, 192, 256} on Hopper and later (wgmma's N runs in
-//    steps of 8, and cuBLAS's nvjet kernels put the token dimension there), {16, 32, 64,
-//    128, 256} before: small tiles only where m is small (a tile below 64 rows only when it
-//    is at least m/8), and no tile larger than the smallest one that covers m;
-//  - tile_n from {64, 128, 192, 256}, no larger than the smallest that covers n;
+//  - on Hopper and later, both MMA orientations: with swap_ab the tokens (m) run along the
+//    MMA's N side, in steps of 8 (tile_m from {8, 16, 32, 64, 128, 192, 256}) and n along
+//    its M side (tile_n from {64, 128, 192, 256}), as cuBLAS's nvjet kernels mostly do;
+//    without it tile_m from {64, 128, 192, 256} and tile_n from {64, 128, 192, 256}. Before
+//    Hopper, tile_m from {16, 32, 64, 128, 256} and tile_n from {64, 128, 192, 256};
+//  - small tiles only where m is small (a tile below 64 rows only when it is at least m/8),
+//    and no tile larger than the smallest one that covers its dimension;
 //  - at most 256 x 256 outputs per CTA (the accumulators must fit in registers);
 //  - split-K 2, 4, 8 besides 1 when the output tiles fill at most half the SMs and
 //    every slice keeps at least four K steps;
 //  - stages: as many as fit (at most 8), and at least 2, else the tile is skipped;
-//  - clusters 1x1, 2x1, 1x2 on Hopper and later, no larger than the tile grid.
+//  - clusters 1x1, 2x1, 1x2 on Hopper and later, no larger than the tile grid;
+//  - schedules on Hopper and later: ping-pong always; cooperative when the MMA's M side is a
+//    multiple of 128, else cooperative_split_n when its N side is a multiple of 16 (the pairs
+//    cuBLAS offers); rasters along n and along m when the grid is more than one wave of tiles
+//    in both directions, else along n (the order matters only where tiles share operands in L2).
 inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& gpu) {
   using detail::ceil_div;
   const bool hopper = detail::has_clusters(gpu);
-  const std::vector<int> m_tiles = hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256}
-                                          : std::vector<int>{16, 32, 64, 128, 256};
-  const std::vector<int> n_tiles{64, 128, 192, 256};
+  const std::vector<int> fine_tiles = hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256}
+                                             : std::vector<int>{16, 32, 64, 128, 256};
+  const std::vector<int> coarse_tiles{64, 128, 192, 256};
   const auto covering = [](const std::vector<int>& tiles, std::int64_t size) {
     for (int tile : tiles)
       if (tile >= size) return tile;
     return tiles.back();
   };
-  const int largest_m = covering(m_tiles, gemm.m), largest_n = covering(n_tiles, gemm.n);
   const int tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
   std::vector<GemmConfig> candidates;
-  for (int tile_m : m_tiles) {
-    if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
-    for (int tile_n : n_tiles) {
-      if (tile_n > largest_n || tile_m * tile_n > 256 * 256) continue;
-      GemmConfig base;
-      base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k;
-      if (gpu.smem_bytes_per_sm - 16384 < 2 * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
-      base.stages = detail::gemm_stages_that_fit(base, gemm.dtype, gpu);
-      const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
-      const double k_steps = ceil_div(gemm.k, tile_k);
-      std::vector<int> splits{1};
-      if (tiles_m * tiles_n * 2 <= gpu.sm_count)
-        for (int split : {2, 4, 8})
-          if (k_steps / split >= 4) splits.push_back(split);
-      std::vector<std::pair<int, int>> clusters{{1, 1}};
-      if (hopper) {
-        if (tiles_m >= 2) clusters.emplace_back(2, 1);
-        if (tiles_n >= 2) clusters.emplace_back(1, 2);
-      }
-      for (int split : splits)
-        for (auto [cluster_m, cluster_n] : clusters) {
-          GemmConfig config = base;
-          config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
-          candidates.push_back(config);
+  // Hopper: swap_ab first (tokens on the MMA's N side), then without; before Hopper one orientation.
+  for (const bool swap_ab : hopper ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+    const std::vector<int>& m_tiles = (swap_ab || !hopper) ? fine_tiles : coarse_tiles;
+    const int largest_m = covering(m_tiles, gemm.m), largest_n = covering(coarse_tiles, gemm.n);
+    for (int tile_m : m_tiles) {
+      if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
+      for (int tile_n : coarse_tiles) {
+        if (tile_n > largest_n || tile_m * tile_n > 256 * 256) continue;
+        GemmConfig base;
+        base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k, base.swap_ab = hopper && swap_ab;
+        if (gpu.smem_bytes_per_sm - 16384 < 2 * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
+        base.stages = detail::gemm_stages_that_fit(base, gemm.dtype, gpu);
+        const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
+        const double k_steps = ceil_div(gemm.k, tile_k);
+        std::vector<int> splits{1};
+        if (tiles_m * tiles_n * 2 <= gpu.sm_count)
+          for (int split : {2, 4, 8})
+            if (k_steps / split >= 4) splits.push_back(split);
+        std::vector<std::pair<int, int>> clusters{{1, 1}};
+        std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
+        std::vector<GemmRaster> rasters{GemmRaster::along_n};
+        if (hopper) {
+          if (tiles_m >= 2) clusters.emplace_back(2, 1);
+          if (tiles_n >= 2) clusters.emplace_back(1, 2);
+          if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
+          else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
+          if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
         }
+        for (int split : splits)
+          for (auto [cluster_m, cluster_n] : clusters)
+            for (GemmSchedule schedule : schedules)
+              for (GemmRaster raster : rasters) {
+                GemmConfig config = base;
+                config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
+                config.schedule = schedule, config.raster = raster;
+                candidates.push_back(config);
+              }
+      }
     }
   }
   return candidates;
@@ -218,6 +295,14 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   result.serial_steps = k_slice / tk;
   result.pipeline_stages = config.stages;
   result.cluster_ctas = cluster;
+  if (detail::has_clusters(gpu) && !fp32_fma) {  // Hopper's warpgroup MMAs (GemmConfig's schedule)
+    const bool ping_pong = config.schedule == GemmSchedule::ping_pong;
+    result.warpgroup_mma_m = config.mma_m_side() / (config.schedule == GemmSchedule::cooperative ? 2.0 : 1.0);
+    result.warpgroup_mma_n = config.mma_n_side() / (config.schedule == GemmSchedule::cooperative_split_n ? 2.0 : 1.0);
+    result.tiles_in_flight = ping_pong ? 2 : 1;
+    result.swap_ab = config.swap_ab ? 1 : 0;
+  }
+  result.raster_along_m = config.raster == GemmRaster::along_m ? 1 : 0;
   result.config_defaulted = !gemm.config.has_value();
   return result;
 }
