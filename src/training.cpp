@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <string_view>
+#include <unordered_map>
 
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
@@ -223,6 +224,53 @@ void check_rows(std::span<const TrainingRow> rows, const char* which) {
   }
 }
 
+// The shuffled order with each group's rows together, groups in the order of their first row.
+std::vector<std::size_t> grouped_order(std::span<const TrainingRow> rows, const std::vector<std::size_t>& order) {
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> members;
+  std::vector<std::uint64_t> groups;
+  for (std::size_t i : order) {
+    std::vector<std::size_t>& list = members[rows[i].group];
+    if (list.empty()) groups.push_back(rows[i].group);
+    list.push_back(i);
+  }
+  std::vector<std::size_t> grouped;
+  grouped.reserve(order.size());
+  for (std::uint64_t group : groups) grouped.insert(grouped.end(), members[group].begin(), members[group].end());
+  return grouped;
+}
+
+// Adds the ranking term's gradient (TrainingOptions::rank_weight) for the pairs of rows of one
+// group in the batch, whose rows grouped_order put next to each other. With p = b / s and
+// s = sigmoid(z), d log p / dz = -(1 - s).
+void add_ranking_gradient(std::span<const TrainingRow> rows, std::span<const std::size_t> batch,
+                          const Eigen::RowVectorXf& logits, double weight, Eigen::RowVectorXf& gradient) {
+  const auto count = static_cast<Eigen::Index>(batch.size());
+  std::vector<double> log_predicted(batch.size()), sigmoid(batch.size());
+  for (Eigen::Index j = 0; j < count; ++j) {
+    sigmoid[static_cast<std::size_t>(j)] = 1 / (1 + std::exp(-static_cast<double>(logits(j))));
+    log_predicted[static_cast<std::size_t>(j)] =
+        std::log(rows[batch[static_cast<std::size_t>(j)]].bound_us / sigmoid[static_cast<std::size_t>(j)]);
+  }
+  std::size_t pairs = 0;
+  for (std::size_t start = 0, end = 0; start < batch.size(); start = end) {
+    for (end = start + 1; end < batch.size() && rows[batch[end]].group == rows[batch[start]].group;) ++end;
+    pairs += (end - start) * (end - start - 1) / 2;
+  }
+  if (pairs == 0) return;
+  const double share = weight / static_cast<double>(pairs);
+  for (std::size_t start = 0, end = 0; start < batch.size(); start = end) {
+    for (end = start + 1; end < batch.size() && rows[batch[end]].group == rows[batch[start]].group;) ++end;
+    for (std::size_t a = start; a < end; ++a)
+      for (std::size_t b = a + 1; b < end; ++b) {
+        const double error = (log_predicted[a] - log_predicted[b]) -
+                             std::log(rows[batch[a]].measured_us / rows[batch[b]].measured_us);
+        const double sign = error > 0 ? 1.0 : (error < 0 ? -1.0 : 0.0);
+        gradient(static_cast<Eigen::Index>(a)) += static_cast<float>(share * sign * -(1 - sigmoid[a]));
+        gradient(static_cast<Eigen::Index>(b)) += static_cast<float>(share * -sign * -(1 - sigmoid[b]));
+      }
+  }
+}
+
 }  // namespace
 
 std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
@@ -234,7 +282,9 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
   for (const MeasuredKernel& row : rows) {
     if (row.gpu != last_gpu || out.empty()) spec = spec_for(row.gpu), spec.validate(), last_gpu = row.gpu;
     const Demand demand = compute_demand(row.kernel, spec);
-    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us});
+    std::uint64_t group = 1469598103934665603ull;
+    for (unsigned char c : row.gpu + "|" + row.shape) group = (group ^ c) * 1099511628211ull;
+    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group});
   }
   return out;
 }
@@ -266,6 +316,7 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
   detail::require_positive("learning rate", options.learning_rate);
   detail::require_non_negative("weight decay", options.weight_decay);
+  detail::require_non_negative("rank weight", options.rank_weight);
   if (!init) {
     if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
     for (int width : options.hidden)
@@ -329,6 +380,7 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
     const double progress = static_cast<double>(epoch - 1) / std::max(1, options.epochs - 1);
     const double learning_rate = options.learning_rate * (0.01 + 0.99 * 0.5 * (1 + std::cos(3.141592653589793 * progress)));
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[random.next() % i]);  // Fisher-Yates
+    if (options.rank_weight > 0) order = grouped_order(train, order);
     double train_total = 0;
     for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(options.batch_size)) {
       const std::size_t count = std::min(order.size() - begin, static_cast<std::size_t>(options.batch_size));
@@ -347,6 +399,7 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
         gradient(static_cast<Eigen::Index>(j)) =
             static_cast<float>(-sign * predicted / row.measured_us * (1 - efficiency) / static_cast<double>(count));
       }
+      if (options.rank_weight > 0) add_ranking_gradient(train, batch, logits, options.rank_weight, gradient);
       network.backward(gradient);
       network.step(learning_rate, options.weight_decay, ++step);
     }

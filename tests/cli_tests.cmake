@@ -236,6 +236,7 @@ pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "$
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_bad_hidden "--hidden must be layer widths" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,,8)
+pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0, got -1" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --rank-weight -1)
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got B200"
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)

@@ -146,6 +146,59 @@ TEST_CASE("training refuses empty sets and bad options, naming them") {
   std::vector<TrainingRow> bad = rows;
   bad[3].measured_us = -1;
   CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, bad, rows, small_options()); }), Contains("training[3].measured_us"));
+  options = small_options();
+  options.rank_weight = -0.5;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, rows, rows, options); }), Contains("rank weight") && Contains("-0.5"));
+}
+
+TEST_CASE("the ranking term learns how one group's rows differ, under noise shared by the group") {
+  // Groups of 4 configs of one "shape": the shape sets the level (feature 0), and each group
+  // carries a level error of up to +-25% that no feature explains (a GPU's state, say); within
+  // the group, feature 1 = c in {0..3} makes a config 6% slower per step.
+  auto groups = [](int count, std::uint32_t seed) {
+    std::vector<TrainingRow> rows;
+    std::uint32_t state = seed;
+    auto uniform = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<double>(state >> 8) / 16777216.0;
+    };
+    for (int g = 0; g < count; ++g) {
+      const double a = 4 * uniform(), noise = 0.75 + 0.5 * uniform();
+      for (int c = 0; c < 4; ++c) {
+        TrainingRow row;
+        row.features[0] = static_cast<float>(a);
+        row.features[1] = static_cast<float>(c);
+        row.bound_us = 1 + a;
+        row.measured_us = row.bound_us * (1.5 + 0.5 * std::sin(a)) * std::pow(1.06, c) * noise;
+        row.group = static_cast<std::uint64_t>(g) + 1;
+        rows.push_back(row);
+      }
+    }
+    return rows;
+  };
+  const std::vector<TrainingRow> train = groups(400, 21), validation = groups(100, 22), test = groups(100, 23);
+  TrainingOptions options = small_options();
+  options.rank_weight = 1;
+  const TrainingResult ranked = train_mlp(OpFamily::gemm, train, validation, options);
+  const std::vector<double> predicted = predict_latencies(ranked.model, test);
+  // Every step of c is 6% measured; the predicted ratios of neighbours come out close to it,
+  // and every group's four configs come out in the measured order.
+  int ordered = 0;
+  double ratio_error = 0;
+  for (std::size_t g = 0; g < test.size() / 4; ++g) {
+    bool in_order = true;
+    for (std::size_t c = 1; c < 4; ++c) {
+      const double ratio = predicted[4 * g + c] / predicted[4 * g + c - 1];
+      in_order = in_order && ratio > 1;
+      ratio_error += std::abs(ratio - 1.06) / 300;
+    }
+    ordered += in_order ? 1 : 0;
+  }
+  CHECK(ordered >= 95);
+  CHECK(ratio_error < 0.01);
+  // The same training twice gives the same weights (the grouped batches are deterministic too).
+  const TrainingResult again = train_mlp(OpFamily::gemm, train, validation, options);
+  CHECK(predict_latencies(again.model, test) == predicted);
 }
 
 TEST_CASE("shapes are held out by a stable hash") {

@@ -5,8 +5,11 @@
 # out (seed 1), then scored on those held-out shapes (GEMM, with 8x the rows of the others,
 # trains longer with larger batches and a higher learning rate); the GEMM network is also trained once
 # with the H200 left out entirely and scored on the H200 (the unseen-GPU case); that model is
-# kept in data/models/holdout/ (not bundled: examples/calibrate_new_gpu fine-tunes it). Reports
-# go to data/models/report/. The bundled models are compiled into the library at the next build.
+# kept in data/models/holdout/ (not bundled: examples/calibrate_new_gpu fine-tunes it); and once
+# with a ranking term beside the MAPE (--rank-weight 3), for an autotuner that orders a shape's
+# configs: data/models/ranking/gemm_rank3.json (not bundled: it orders configs better, and
+# predicts latencies, and serving iterations, a little worse). Reports go to
+# data/models/report/. The bundled models are compiled into the library at the next build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
@@ -38,6 +41,16 @@ done
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
   --json > "$report/gemm_without_h200.eval.json"
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+# The autotuner's variant: the same GEMM training with the ranking term, and its ranking report.
+mkdir -p data/models/ranking
+"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+  "${gemm_options[@]}" --rank-weight 3 --out data/models/ranking/gemm_rank3.json 2> "$report/gemm_rank3.train.log"
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --data "$data/H100-SXM/gemm.csv" \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_rank3.eval.json"
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_rank3.ranking.json"
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 # Does a held-out shape's error depend on what the GPU ran before it in the collection? (It did
 # before the GEMMs were measured with rest: data/README.md, "How reproducible".)
 if command -v python3 > /dev/null; then

@@ -22,6 +22,7 @@ struct TrainingRow {
   Features features{};
   double bound_us = 0;     // the analytical lower bound the efficiency divides
   double measured_us = 0;  // the target
+  std::uint64_t group = 0;  // shared by the rows of one shape on one GPU: the candidates a ranking orders
 };
 
 // The demand features and bound of each measured kernel on its GPU; `spec_for` maps a row's
@@ -45,6 +46,12 @@ struct TrainingOptions {
   double learning_rate = 1e-3;  // at the first epoch; cosine decay to 1% of it at the last
   double weight_decay = 1e-4;  // AdamW, decoupled
   std::uint64_t seed = 1;
+  // Weight of a ranking term beside the MAPE: for two rows of one group (one shape's configs
+  // on one GPU), |(log predicted_a - log predicted_b) - (log measured_a - log measured_b)|,
+  // averaged over the batch's pairs. Batches then keep each group's rows together (groups in
+  // shuffled order). It teaches the network how a shape's configs differ, which is what an
+  // autotuner asks, where MAPE weighs each row alone. 0: MAPE only.
+  double rank_weight = 0;
   std::function<void(const EpochReport&)> progress;  // called after every epoch
 };
 

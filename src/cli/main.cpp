@@ -30,6 +30,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
+                  [--rank-weight W]
   pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F
                 [--sustained-utilization U]] [--measured M.csv] [--json] [--report DIR]
   pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
@@ -85,6 +86,8 @@ instead of the bundled ones; --held-out keeps only the shapes its training held 
 train fits one op family's network on measurement CSVs (shapes split into train, validation and
 test; --holdout-gpu leaves a GPU out of training and tests on it), prints each epoch, the test
 accuracy beside the roofline bound, and writes the model (--init fine-tunes an existing one).
+--rank-weight W adds a ranking term: how far the predicted ratio of two configs of one shape
+is from the measured one, W times beside the MAPE (0, the default: MAPE only).
 )";
 
 struct Arguments {

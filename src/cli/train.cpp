@@ -88,6 +88,12 @@ int train_command(int argc, char** argv, int first) {
     else if (argument == "--specs") specs_dir = value();
     else if (argument == "--holdout-gpu") holdout_gpu = value();
     else if (argument == "--init") init_path = value();
+    else if (argument == "--rank-weight") {
+      const std::string text = value();
+      const std::optional<double> weight = parse_number(text);
+      if (!weight || !(*weight >= 0)) detail::fail_field("--rank-weight", text, "must be a number >= 0");
+      options.rank_weight = *weight;
+    }
     else if (argument == "--hidden") options.hidden = parse_hidden(value());
     else if (argument == "--no-batch-norm") options.batch_norm = false;
     else if (argument == "--epochs") options.epochs = whole("--epochs", value(), 1, 100000);
@@ -155,6 +161,7 @@ int train_command(int argc, char** argv, int first) {
       {"split_seed", std::to_string(options.seed)},
       {"test_fraction", fmt::format("{}", test_fraction)},
       {"holdout_gpu", holdout_gpu},
+      {"rank_weight", fmt::format("{}", options.rank_weight)},
       {"best_epoch", std::to_string(result.best_epoch)},
       {"validation_mape_pct", fmt::format("{:.3f}", result.best_validation_mape_pct)},
       {"command", command}};
