@@ -9,7 +9,7 @@ MEASURED.csv: the measurement CSV of that collection (every shape, every candida
 
 For each held-out shape, the model's mean log(predicted / measured) over its candidates (its
 bias), against the GPU time the collection spent on the N shapes measured before it (every
-candidate, 3 warm-up + 10 timed calls each). A clock that the previous shapes pulled down shows
+candidate, its warm-up calls and the `reps` timed calls of its row). A clock that the previous shapes pulled down shows
 as a negative correlation: the heavier the history, the slower the shape measured, the lower
 the prediction against it. Prints the correlation and the mean bias per e-fold of history time.
 Standard library only.
@@ -34,7 +34,11 @@ def main():
     parser.add_argument("measured")
     parser.add_argument("--gpu", default="H100-SXM")
     parser.add_argument("--window", type=int, default=3, help="shapes before each one that count (default 3)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls before each candidate's timed ones "
+                        "(pipeweave-collect's --warmup, default 3)")
     args = parser.parse_args()
+    if args.window < 1 or args.warmup < 0:
+        parser.error("--window must be at least 1 and --warmup at least 0")
 
     with open(args.shapes) as f:
         order = [(r["dtype"], r["m"], r["n"], r["k"]) for r in csv.DictReader(f)]
@@ -42,7 +46,8 @@ def main():
     with open(args.measured) as f:
         for r in csv.DictReader(f):
             if r["gpu"] == args.gpu:
-                busy_us[(r["dtype"], r["m"], r["n"], r["k"])] += 13 * float(r["duration_us"])
+                calls = int(r.get("reps") or 10) + args.warmup
+                busy_us[(r["dtype"], r["m"], r["n"], r["k"])] += calls * float(r["duration_us"])
     bias = collections.defaultdict(list)
     with open(args.report) as f:
         for r in csv.DictReader(f):
@@ -54,12 +59,18 @@ def main():
     position = {shape: i for i, shape in enumerate(order)}
     history, shape_bias = [], []
     for shape, values in bias.items():
+        if shape not in position:
+            raise SystemExit(f"history_bias.py: {args.report} holds {shape}, which {args.shapes} does not list: "
+                             "give the shape list the collection ran")
         i = position[shape]
-        if i == 0:
-            continue
         before = sum(busy_us[order[j]] for j in range(max(0, i - args.window), i))
+        if before <= 0:  # the first shape, or shapes before it that this GPU's file lacks
+            continue
         history.append(math.log(before))
         shape_bias.append(statistics.mean(values))
+    if len(history) < 3:
+        raise SystemExit(f"history_bias.py: only {len(history)} held-out {args.gpu} shapes with a history: "
+                         "is --gpu the name in the CSVs?")
     print(f"{args.gpu}: {len(history)} held-out shapes; correlation of the model's bias with the log of the GPU time "
           f"of the {args.window} shapes before: {correlation(history, shape_bias):+.3f}")
     bins = collections.defaultdict(list)

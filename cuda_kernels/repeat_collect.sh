@@ -13,15 +13,17 @@ shift $(( $# < 5 ? $# : 5 ))
 options=("$@")
 here=$(dirname "$0")
 mkdir -p "$out"
+work=$(mktemp -d)  # the uncompressed runs and their stderr, until gzipped
+trap 'rm -rf "$work"' EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$out/console.txt"
 for ((run = 1; run <= runs; ++run)); do
   order=(); label="first to last"
   (( run % 2 == 0 )) && order=(--reverse) && label="last to first"
   start=$(date +%s)
   "$here/clock_during.sh" "$out/smi-run$run.csv" "$collect" --op "$op" --shapes "$shapes" \
-    --out "/tmp/$op-run$run.jsonl" "${order[@]}" "${options[@]}" 2> "/tmp/$op-run$run.log"
-  echo "$op run $run ($label): $(($(wc -l < "/tmp/$op-run$run.jsonl") - 1)) rows in $(($(date +%s) - start)) s;" \
-    "$(tail -1 "/tmp/$op-run$run.log")" | tee -a "$out/console.txt"
-  gzip -9c "/tmp/$op-run$run.jsonl" > "$out/$op-run$run.jsonl.gz"
+    --out "$work/$op-run$run.jsonl" "${order[@]}" "${options[@]}" 2> "$work/$op-run$run.log"
+  echo "$op run $run ($label): $(($(wc -l < "$work/$op-run$run.jsonl") - 1)) rows in $(($(date +%s) - start)) s;" \
+    "$(tail -1 "$work/$op-run$run.log")" | tee -a "$out/console.txt"
+  gzip -9c "$work/$op-run$run.jsonl" > "$out/$op-run$run.jsonl.gz"
   gzip -9f "$out/smi-run$run.csv"
 done

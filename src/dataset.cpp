@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -33,6 +34,15 @@ class Row {
       detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be an integer");
     return value;
   }
+  // A config field held in an int: a value beyond it is refused, not wrapped.
+  int small_integer(const std::string& column) const {
+    const std::int64_t value = integer(column);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      detail::fail_field(where_ + ": " + column, "\"" + text(column) + "\"", "is out of range");
+    return static_cast<int>(value);
+  }
+  // An optional column's cell: absent or empty when the data does not say it.
+  bool states(const std::string& column) const { return has(column) && !text(column).empty(); }
   double number(const std::string& column) const {
     const std::string& cell = text(column);
     double value = 0;
@@ -73,29 +83,29 @@ class Row {
 MeasuredKernel gemm_row(const Row& row) {
   Gemm gemm{.m = row.integer("m"), .n = row.integer("n"), .k = row.integer("k"), .dtype = row.dtype()};
   GemmConfig config;
-  config.tile_m = static_cast<int>(row.integer("tile_m"));
-  config.tile_n = static_cast<int>(row.integer("tile_n"));
-  config.tile_k = static_cast<int>(row.integer("tile_k"));
-  config.split_k = static_cast<int>(row.integer("split_k"));
-  config.stages = static_cast<int>(row.integer("stages"));
-  config.cluster_m = static_cast<int>(row.integer("cluster_m"));
-  config.cluster_n = static_cast<int>(row.integer("cluster_n"));
+  config.tile_m = row.small_integer("tile_m");
+  config.tile_n = row.small_integer("tile_n");
+  config.tile_k = row.small_integer("tile_k");
+  config.split_k = row.small_integer("split_k");
+  config.stages = row.small_integer("stages");
+  config.cluster_m = row.small_integer("cluster_m");
+  config.cluster_n = row.small_integer("cluster_n");
   gemm.config = config;
-  // Hopper's MMA shape and schedule: optional columns (a GEMM library that does not say them
-  // leaves GemmConfig's defaults); when present, every value must be one of the documented ones.
-  if (row.has("swap_ab")) {
+  // Hopper's MMA shape and schedule: optional columns (absent or empty where the GEMM library
+  // does not say them: GemmConfig's defaults); when stated, every value must be a documented one.
+  if (row.states("swap_ab")) {
     const std::string& cell = row.text("swap_ab");
     if (cell != "0" && cell != "1") detail::fail_field(row.where() + ": swap_ab", "\"" + cell + "\"", "must be 0 or 1");
     gemm.config->swap_ab = cell == "1";
   }
-  if (row.has("schedule")) {
+  if (row.states("schedule")) {
     const std::string& cell = row.text("schedule");
     const auto schedule = parse_gemm_schedule(cell);
     if (!schedule)
       detail::fail_field(row.where() + ": schedule", "\"" + cell + "\"", "must be ping_pong, cooperative or cooperative_split_n");
     gemm.config->schedule = *schedule;
   }
-  if (row.has("raster")) {
+  if (row.states("raster")) {
     const std::string& cell = row.text("raster");
     const auto raster = parse_gemm_raster(cell);
     if (!raster) detail::fail_field(row.where() + ": raster", "\"" + cell + "\"", "must be m or n");
@@ -104,7 +114,7 @@ MeasuredKernel gemm_row(const Row& row) {
   const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
   return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
                         !row.has("is_default") || row.text("is_default") == "1",
-                        row.has("candidate") ? static_cast<int>(row.integer("candidate")) : 0};
+                        row.has("candidate") ? row.small_integer("candidate") : 0};
 }
 
 MeasuredKernel rmsnorm_row(const Row& row) {
@@ -133,9 +143,9 @@ MeasuredKernel attention_row(const Row& row) {
   const std::string& impl = row.text("impl");
   if (impl != "flash2" && impl != "flash3") detail::fail_field(row.where() + ": impl", "\"" + impl + "\"", "must be flash2 or flash3");
   attention.config = AttentionConfig{.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3,
-                                     .tile_q = static_cast<int>(row.integer("tile_q")),
-                                     .tile_kv = static_cast<int>(row.integer("tile_kv")),
-                                     .num_splits = static_cast<int>(row.integer("num_splits"))};
+                                     .tile_q = row.small_integer("tile_q"),
+                                     .tile_kv = row.small_integer("tile_kv"),
+                                     .num_splits = row.small_integer("num_splits")};
   const std::string shape = "attention:" + row.text("dtype") + "," + row.text("q_lens") + "," + row.text("kv_lens") + "," +
                             row.text("heads") + "," + row.text("kv_heads") + "," + row.text("head_dim") + "," + row.text("causal");
   return MeasuredKernel{row.text("gpu"), Kernel(attention), row.number("duration_us"), shape, true};

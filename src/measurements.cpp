@@ -116,19 +116,15 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
   // cuBLAS's M runs along the weights (our n), its N along the tokens (our m).
   int tile_m, tile_n, tile_k, stages, cluster_m, cluster_n;
   // The MMA shape and schedule come from the name alone (the algo attributes do not say them);
-  // a kernel without such a name gets GemmConfig's defaults.
-  std::string source, agrees = "";
-  GemmConfig defaults;
-  bool swap_ab = defaults.swap_ab;
-  GemmSchedule schedule = defaults.schedule;
-  GemmRaster raster = defaults.raster;
+  // for a kernel without such a name their cells stay empty: not known.
+  std::string source, agrees = "", swap_ab, schedule, raster;
   if (parsed) {
     tile_m = parsed->tile_n, tile_n = parsed->tile_m, tile_k = parsed->tile_k, stages = parsed->stages;
     cluster_m = parsed->cluster_n, cluster_n = parsed->cluster_m, source = "kernel_name";
     // cuBLAS's "h" walks along its N (our m), "v" along its M (our n); its output layout
     // letter T says that it computes our m on the MMA's N side.
-    raster = parsed->raster == "h" ? GemmRaster::along_m : GemmRaster::along_n;
-    swap_ab = parsed->output_transposed, schedule = parsed->schedule;
+    raster = to_string(parsed->raster == "h" ? GemmRaster::along_m : GemmRaster::along_n);
+    swap_ab = parsed->output_transposed ? "1" : "0", schedule = to_string(parsed->schedule);
     const bool same = attr_tile_m == parsed->tile_m && attr_tile_n == parsed->tile_n && attr_tile_k == parsed->tile_k &&
                       attr_cluster_m == parsed->cluster_m && attr_cluster_n == parsed->cluster_n;
     agrees = same ? "1" : "0";
@@ -144,8 +140,8 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
       << ',' << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
       << cluster_m << ',' << cluster_n << ',' << number(timing.median_us) << ',' << candidate << ','
       << (candidate == 0 ? 1 : 0) << ',' << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ','
-      << agrees << ',' << f.integer("reduction_scheme") << ',' << (swap_ab ? 1 : 0) << ',' << to_string(schedule) << ','
-      << to_string(raster) << ',' << number(f.number("workspace_bytes")) << ',' << timing_cells(timing, f) << ','
+      << agrees << ',' << f.integer("reduction_scheme") << ',' << swap_ab << ',' << schedule << ',' << raster << ','
+      << number(f.number("workspace_bytes")) << ',' << timing_cells(timing, f) << ','
       << csv_cell(kernel) << '\n';
   return row.str();
 }
@@ -236,6 +232,7 @@ namespace {
 // One run's records: the device line's GPU name and every other line, parsed.
 struct ParsedRun {
   std::string gpu, op;
+  json protocol;  // the device line's reps, warmup, l2 and rest: runs pool only under one protocol
   std::vector<std::pair<json, std::size_t>> records;  // document, line number
 };
 
@@ -267,6 +264,10 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
       } catch (const Error&) {
         run.gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
       }
+      for (const char* field : {"reps", "warmup", "l2", "rest"})
+        run.protocol[field] = document.contains(field) ? document[field] : json();
+      // Collections from before --rest existed did not rest.
+      if (run.protocol["rest"].is_null() && !run.protocol["reps"].is_null()) run.protocol["rest"] = 0;
       seen_device = true;
       continue;
     }
@@ -314,6 +315,10 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
       detail::fail_field(run_prefix(r) + "device name", "\"" + parsed[r].gpu + "\"", "must be the first run's GPU (\"" + first.gpu + "\")");
     if (parsed[r].op != first.op)
       detail::fail_field(run_prefix(r) + "op", "\"" + parsed[r].op + "\"", "must be the first run's op (\"" + first.op + "\")");
+    for (const auto& [field, value] : first.protocol.items())
+      if (parsed[r].protocol[field] != value)
+        detail::fail_field(run_prefix(r) + "device line " + field, parsed[r].protocol[field].dump(),
+                           "must be the first run's (" + value.dump() + "): runs pool only when measured the same way");
     for (std::size_t j = parsed[r].records.size(); j-- > 0;)
       unmatched[r][record_key(parsed[r].records[j].first)].push_back(j);  // popped from the back: file order
   }
@@ -332,8 +337,8 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
         throw Error(run_prefix(r) + "holds no record like " + prefix + "the runs must measure the same configurations");
       const auto& [other, other_line] = parsed[r].records[found->second.back()];
       found->second.pop_back();
-      record.durations.push_back(
-          read_durations(Fields(other, run_prefix(r) + "line " + std::to_string(other_line) + ": "), prefix));
+      const std::string other_prefix = run_prefix(r) + "line " + std::to_string(other_line) + ": ";
+      record.durations.push_back(read_durations(Fields(other, other_prefix), other_prefix));
     }
     csv += first.op == "gemm"        ? gemm_row(record, first.gpu)
            : first.op == "attention" ? attention_row(record, first.gpu)

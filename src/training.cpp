@@ -224,18 +224,26 @@ void check_rows(std::span<const TrainingRow> rows, const char* which) {
   }
 }
 
-// The shuffled order with each group's rows together, groups in the order of their first row.
+// The shuffled order with each group's rows together, groups in the order of their first row;
+// a row of group 0 (in no group) stays where the shuffle put it.
 std::vector<std::size_t> grouped_order(std::span<const TrainingRow> rows, const std::vector<std::size_t>& order) {
   std::unordered_map<std::uint64_t, std::vector<std::size_t>> members;
-  std::vector<std::uint64_t> groups;
+  std::vector<std::pair<std::uint64_t, std::size_t>> slots;  // a group, or group 0 and the row
   for (std::size_t i : order) {
+    if (rows[i].group == 0) {
+      slots.emplace_back(0, i);
+      continue;
+    }
     std::vector<std::size_t>& list = members[rows[i].group];
-    if (list.empty()) groups.push_back(rows[i].group);
+    if (list.empty()) slots.emplace_back(rows[i].group, 0);
     list.push_back(i);
   }
   std::vector<std::size_t> grouped;
   grouped.reserve(order.size());
-  for (std::uint64_t group : groups) grouped.insert(grouped.end(), members[group].begin(), members[group].end());
+  for (const auto& [group, row] : slots) {
+    if (group == 0) grouped.push_back(row);
+    else grouped.insert(grouped.end(), members[group].begin(), members[group].end());
+  }
   return grouped;
 }
 
@@ -251,15 +259,22 @@ void add_ranking_gradient(std::span<const TrainingRow> rows, std::span<const std
     log_predicted[static_cast<std::size_t>(j)] =
         std::log(rows[batch[static_cast<std::size_t>(j)]].bound_us / sigmoid[static_cast<std::size_t>(j)]);
   }
+  // A run of rows of one group; rows of group 0 are in none, so form no pairs.
+  auto group_end = [&](std::size_t start) {
+    std::size_t end = start + 1;
+    if (rows[batch[start]].group != 0)
+      while (end < batch.size() && rows[batch[end]].group == rows[batch[start]].group) ++end;
+    return end;
+  };
   std::size_t pairs = 0;
   for (std::size_t start = 0, end = 0; start < batch.size(); start = end) {
-    for (end = start + 1; end < batch.size() && rows[batch[end]].group == rows[batch[start]].group;) ++end;
+    end = group_end(start);
     pairs += (end - start) * (end - start - 1) / 2;
   }
   if (pairs == 0) return;
   const double share = weight / static_cast<double>(pairs);
   for (std::size_t start = 0, end = 0; start < batch.size(); start = end) {
-    for (end = start + 1; end < batch.size() && rows[batch[end]].group == rows[batch[start]].group;) ++end;
+    end = group_end(start);
     for (std::size_t a = start; a < end; ++a)
       for (std::size_t b = a + 1; b < end; ++b) {
         const double error = (log_predicted[a] - log_predicted[b]) -
@@ -284,6 +299,7 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
     const Demand demand = compute_demand(row.kernel, spec);
     std::uint64_t group = 1469598103934665603ull;
     for (unsigned char c : row.gpu + "|" + row.shape) group = (group ^ c) * 1099511628211ull;
+    if (group == 0) group = 1;  // 0 says "in no group"
     out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group});
   }
   return out;

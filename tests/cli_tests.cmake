@@ -174,8 +174,12 @@ pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to
 set(raw_gemm "${cli_data}/collect_raw_gemm.jsonl")
 set(collected_csv "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm.csv")
 pipeweave_cli_test(collect_from_raw "^wrote 2 rows to [^\n]*collected_gemm\\.csv\n$" collect --from-raw "${raw_gemm}" --out "${collected_csv}")
+configure_file("${raw_gemm}" "${CMAKE_CURRENT_BINARY_DIR}/collect_raw_gemm_run2.jsonl" COPYONLY)
 pipeweave_cli_test(collect_from_raw_runs "^wrote 2 rows to [^\n]*collected_gemm_runs\\.csv \\(the median of 2 runs\\)\n$"
-                   collect --from-raw "${raw_gemm}" --from-raw "${raw_gemm}" --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_runs.csv")
+                   collect --from-raw "${raw_gemm}" --from-raw "${CMAKE_CURRENT_BINARY_DIR}/collect_raw_gemm_run2.jsonl"
+                   --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_runs.csv")
+pipeweave_cli_failure(collect_same_run_twice "--from-raw [^ ]*collect_raw_gemm\\.jsonl is the same file as --from-raw [^ ]*collect_raw_gemm\\.jsonl: a run pooled with itself"
+                      collect --from-raw "${raw_gemm}" --from-raw "${raw_gemm}" --out "${collected_csv}")
 pipeweave_cli_failure(collect_needs_out "collect needs --out" collect --from-raw "${raw_gemm}")
 pipeweave_cli_failure(collect_missing_raw "cannot open raw measurements file .*no_such\\.jsonl"
                       collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/no_such.jsonl" --out "${collected_csv}")

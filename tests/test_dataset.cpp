@@ -65,6 +65,14 @@ TEST_CASE("GEMM rows: the MMA shape, schedule and raster columns") {
              Contains("g.csv:2: schedule must be ping_pong, cooperative or cooperative_split_n") && Contains("coopA"));
   CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,1,cooperative,h\n", "g.csv"); }),
              Contains("g.csv:2: raster must be m or n") && Contains("\"h\""));
+  // Empty cells: the data does not say them (a kernel whose name does not), GemmConfig's defaults.
+  const GemmConfig unstated = *std::get<Gemm>(measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,40,128,64,1,16,4,2,5.6,,,\n")[0].kernel.op()).config;
+  CHECK_FALSE(unstated.swap_ab);
+  CHECK(unstated.schedule == GemmSchedule::ping_pong);
+  CHECK(unstated.raster == GemmRaster::along_n);
+  // A tile beyond an int is refused, not wrapped (2^32 + 64 would wrap to 64).
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,4294967360,128,64,1,16,4,2,5.6,0,ping_pong,n\n", "g.csv"); }),
+             Contains("g.csv:2: tile_m is out of range") && Contains("4294967360"));
   // Cooperative needs two warpgroups of 64 rows on the MMA's M side: here tile_m (no swap) is 64.
   CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,384,448,1472,64,128,64,1,8,1,1,5.6,0,cooperative,m\n", "g.csv"); }),
              Contains("g.csv:2: gemm.tile_m must be a multiple of 128 for the cooperative schedule") && Contains("got 64"));

@@ -15,13 +15,17 @@
 #include "pipeweave/kernel.hpp"
 #include "pipeweave/ops/gemm.hpp"
 #include "pipeweave/pipes.hpp"
+#include "test_support.hpp"
 
 using Catch::Detail::Approx;  // Catch2 v2: Catch::Approx names the vector matcher
 using pipeweave::at;
 using pipeweave::DType;
 using pipeweave::Gemm;
 using pipeweave::GemmConfig;
+using pipeweave::GemmSchedule;
 using pipeweave::Pipe;
+using pipeweave_test::error_of;
+using Catch::Matchers::Contains;
 using pipeweave_test::synthetic_gpu;
 using pipeweave_test::synthetic_gpu_cc80;
 
@@ -208,13 +212,24 @@ TEST_CASE("gemm demand: a 2x1 cluster leaves an odd SM idle", "[demand][gemm]") 
   CHECK(pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), synthetic_gpu(4))
             .busiest_sm_ctas == 3);
 
-  // Before Hopper there are no clusters: the config's cluster is ignored.
-  const auto ampere =
-      pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), synthetic_gpu_cc80(5));
-  CHECK(ampere.busiest_sm_ctas == 2);
-  CHECK(ampere.cluster_ctas == 1);
-  // ... and so is multicast: full operand tiles from L2.
-  CHECK(at(ampere.sm_cycles, Pipe::l2) == Approx(at(plain.sm_cycles, Pipe::l2)).epsilon(1e-9));
+  // Before Hopper there are no clusters, no swapped MMA orientation and no warpgroup schedules:
+  // a config asking for them is refused by name, not quietly run as something else.
+  const auto ampere = synthetic_gpu_cc80(5);
+  const auto ampere_plain = pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 1, 1)), ampere);
+  CHECK(ampere_plain.cluster_ctas == 1);
+  CHECK(ampere_plain.busiest_sm_ctas == 2);
+  CHECK_THAT(error_of([&] { pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), ampere); }),
+             Contains("gemm.cluster_m x cluster_n must be 1x1") && Contains("synthetic-5sm-cc80 is sm_80") && Contains("2x1"));
+  GemmConfig swapped = make_config(128, 128, 64, 1, 2, 1, 1);
+  swapped.swap_ab = true;
+  CHECK_THAT(error_of([&] { pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, swapped), ampere); }),
+             Contains("gemm.swap_ab must be 0") && Contains("needs Hopper"));
+  GemmConfig cooperative = make_config(128, 128, 64, 1, 2, 1, 1);
+  cooperative.schedule = GemmSchedule::cooperative;
+  CHECK_THAT(error_of([&] { pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, cooperative), ampere); }),
+             Contains("gemm.schedule must be ping_pong") && Contains("cooperative"));
+  // Without a cluster no multicast either: full operand tiles from L2, as on Hopper unclustered.
+  CHECK(at(ampere_plain.sm_cycles, Pipe::l2) == Approx(at(plain.sm_cycles, Pipe::l2)).epsilon(1e-9));
 
   // A cluster larger than the chip cannot launch.
   CHECK_THROWS_AS(pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 4)), gpu5),

@@ -92,19 +92,18 @@ TEST_CASE("raw GEMM records: the name and the algo attributes are cross-checked"
   // A kernel whose name carries no config: the attributes give it.
   const std::string unnamed = kDevice + "\n" + gemm_record("sm90_xmma_gemm_something") + "\n";
   CHECK_THAT(lines(measurements_csv_from_raw(unnamed))[1],
-             Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,") &&
-                 Contains(",0,ping_pong,n,"));  // GemmConfig's defaults: the name is what says them
+             Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,0,,,,0,"));  // only the name says swap_ab, schedule, raster: unknown, empty
 }
 
 TEST_CASE("raw GEMM records: several runs pool into one row per configuration") {
   const std::string a = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[10.0, 12.0, 11.0]", 0);
-  const std::string b = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[20.0, 21.0, 22.0]", 1);
+  const std::string b = gemm_record("nvjet_sm90_qqtst_64x16_128x16_1x2_v_bz_coopB_algo2_TNN", "[20.0, 21.0, 22.0]", 1);
   const std::string run1 = kDevice + "\n" + a + "\n" + b + "\n";
   // The second run measured last to first, and slower; the third in order again.
-  const std::string run2 = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[24.0, 26.0, 25.0]", 1) +
+  const std::string run2 = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x16_128x16_1x2_v_bz_coopB_algo2_TNN", "[24.0, 26.0, 25.0]", 1) +
                            "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[13.0, 13.0, 13.0]", 0) + "\n";
   const std::string run3 = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[9.0, 10.0, 9.5]", 0) +
-                           "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB_algo2_TNN", "[19.0, 21.0, 20.0]", 1) + "\n";
+                           "\n" + gemm_record("nvjet_sm90_qqtst_64x16_128x16_1x2_v_bz_coopB_algo2_TNN", "[19.0, 21.0, 20.0]", 1) + "\n";
   const std::vector<RawRun> runs{{"", run1}, {"", run2}, {"", run3}};
   const std::vector<std::string> csv = lines(measurements_csv_from_raw(runs));
   REQUIRE(csv.size() == 3);
@@ -114,7 +113,21 @@ TEST_CASE("raw GEMM records: several runs pool into one row per configuration") 
   // Candidate 1 (first run's order): medians 21, 25, 20 -> 21; spreads 2/21, 2/25, 2/20 -> 0.1;
   // between runs 5 / 21. coopB with layout TNN: cooperative_split_n, m on the MMA's M side.
   CHECK_THAT(csv[2], Contains(",21,1,0,7,1,kernel_name,") &&
-                         Contains(",0,cooperative_split_n,n,0,0.1,3,3,0.238095,cold,nvjet_sm90_qqtst_64x8_128x16_1x2_v_bz_coopB"));
+                         Contains(",0,cooperative_split_n,n,0,0.1,3,3,0.238095,cold,nvjet_sm90_qqtst_64x16_128x16_1x2_v_bz_coopB"));
+
+  // A run pooled with itself gives the single run's rows, but for the run count.
+  const std::vector<std::string> single = lines(measurements_csv_from_raw(run1));
+  const std::vector<RawRun> twice{{"", run1}, {"", run1}};
+  const std::vector<std::string> doubled = lines(measurements_csv_from_raw(twice));
+  REQUIRE(doubled.size() == single.size());
+  CHECK(doubled[0] == single[0]);
+  for (std::size_t i = 1; i < single.size(); ++i) {
+    std::string expected = single[i];
+    const std::size_t runs_cell = expected.find(",3,1,0,cold,");  // reps 3, runs 1, run_spread 0
+    REQUIRE(runs_cell != std::string::npos);
+    expected.replace(runs_cell, 12, ",3,2,0,cold,");
+    CHECK(doubled[i] == expected);
+  }
 
   // A run that lacks a configuration, holds an extra one, or comes from another GPU is refused by name.
   const std::vector<RawRun> missing{{"a.jsonl", run1}, {"b.jsonl", kDevice + "\n" + a + "\n"}};
@@ -129,6 +142,17 @@ TEST_CASE("raw GEMM records: several runs pool into one row per configuration") 
              Contains("run 2: device name") && Contains("NVIDIA Future GPU") && Contains("H100-SXM"));
   const std::vector<RawRun> bad_second{{"", run1}, {"", kDevice + "\n{\"op\": \n"}};
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(bad_second); }), Contains("run 2: line 2: the record is not valid JSON"));
+  // A bad timing in a later run names that run's line, not the first run's.
+  const std::vector<RawRun> bad_timing{
+      {"a.jsonl", run1}, {"b.jsonl", kDevice + "\n" + b + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[13.0, -1.0]", 0) + "\n"}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(bad_timing); }),
+             Contains("b.jsonl: line 3: durations_us") && Contains("-1"));
+  // Runs measured another way (here: with rest after each configuration) do not pool.
+  std::string rested = run1;
+  rested.replace(rested.find(R"("l2": "cold"})"), 13, R"("l2": "cold", "rest": 2})");
+  const std::vector<RawRun> protocols{{"a.jsonl", run1}, {"b.jsonl", rested}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(protocols); }),
+             Contains("b.jsonl: device line rest") && Contains("2") && Contains("must be the first run's (0)"));
 }
 
 TEST_CASE("raw RMSNorm and SiLU-mul records become CSV rows") {

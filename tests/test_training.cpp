@@ -196,6 +196,23 @@ TEST_CASE("the ranking term learns how one group's rows differ, under noise shar
   }
   CHECK(ordered >= 95);
   CHECK(ratio_error < 0.01);
+  // MAPE alone, on the same data, learns the level but not the step.
+  auto step_error = [&](const TrainingResult& result) {
+    const std::vector<double> p = predict_latencies(result.model, test);
+    double error = 0;
+    for (std::size_t g = 0; g < test.size() / 4; ++g)
+      for (std::size_t c = 1; c < 4; ++c) error += std::abs(p[4 * g + c] / p[4 * g + c - 1] - 1.06) / 300;
+    return error;
+  };
+  TrainingOptions mape_only = options;
+  mape_only.rank_weight = 0;
+  const double baseline_error = step_error(train_mlp(OpFamily::gemm, train, validation, mape_only));
+  CHECK(baseline_error > 2 * ratio_error);
+  // Rows in no group (group 0) pair with none: the ranking term then changes nothing.
+  std::vector<TrainingRow> ungrouped = train;
+  for (TrainingRow& row : ungrouped) row.group = 0;
+  CHECK(predict_latencies(train_mlp(OpFamily::gemm, ungrouped, validation, options).model, test) ==
+        predict_latencies(train_mlp(OpFamily::gemm, ungrouped, validation, mape_only).model, test));
   // The same training twice gives the same weights (the grouped batches are deterministic too).
   const TrainingResult again = train_mlp(OpFamily::gemm, train, validation, options);
   CHECK(predict_latencies(again.model, test) == predicted);

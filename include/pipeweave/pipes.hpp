@@ -107,7 +107,8 @@ struct Demand {
   }
 };
 
-// The learned stage's inputs: log1p of every demand figure plus the mapping's shape.
+// The learned stage's inputs: log1p of every demand figure and count of the mapping's shape;
+// the last three (tiles in flight, swap_ab, raster along m) are small flags, taken as they are.
 // Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
 inline constexpr int kFeatureVersion = 3;
 inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 13;

@@ -22,7 +22,9 @@ struct TrainingRow {
   Features features{};
   double bound_us = 0;     // the analytical lower bound the efficiency divides
   double measured_us = 0;  // the target
-  std::uint64_t group = 0;  // shared by the rows of one shape on one GPU: the candidates a ranking orders
+  // Shared by the rows of one shape on one GPU: the candidates a ranking orders (0: in no group,
+  // so the ranking term pairs the row with none).
+  std::uint64_t group = 0;
 };
 
 // The demand features and bound of each measured kernel on its GPU; `spec_for` maps a row's

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "commands.hpp"
@@ -41,6 +42,13 @@ int collect_command(int argc, char** argv, int first) {
   if (!from_raw.empty()) {
     if (!op.empty() || !shapes.empty() || !raw_out.empty() || !tool_options.empty())
       throw Error("--from-raw converts saved records: it takes only --out (and more --from-raw runs to pool)");
+    for (std::size_t i = 0; i < from_raw.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j) {
+        std::error_code error;  // a file that does not exist is reported by name when read
+        if (from_raw[i] == from_raw[j] || fs::equivalent(from_raw[i], from_raw[j], error))
+          throw Error("--from-raw " + from_raw[i] + " is the same file as --from-raw " + from_raw[j] +
+                      ": a run pooled with itself would count twice");
+      }
     for (const std::string& file : from_raw) raw.push_back(read_text(file, "raw measurements"));
   } else {
     if (op == "attention")

@@ -261,7 +261,21 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   const double tm = config.tile_m, tn = config.tile_n, tk = config.tile_k, split = config.split_k;
   const double k_slice = round_up(ceil_div(gemm.k, split), tk);
   const double ctas = ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * split;
-  const double cluster = detail::has_clusters(gpu) ? double(config.cluster_m) * config.cluster_n : 1.0;
+  // Clusters and the warpgroup MMA's orientation and schedules are Hopper's: a config that asks
+  // for them on an older GPU describes no kernel that GPU runs.
+  if (!detail::has_clusters(gpu)) {
+    auto hopper_only = [&gpu](const char* what) {
+      return std::string(what) + " needs Hopper (sm_90) or later; " + gpu.name + " is sm_" +
+             std::to_string(gpu.compute_capability_major) + std::to_string(gpu.compute_capability_minor);
+    };
+    if (config.cluster_m != 1 || config.cluster_n != 1)
+      detail::fail_field("gemm.cluster_m x cluster_n", std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n),
+                         "must be 1x1: " + hopper_only("a thread-block cluster"));
+    if (config.swap_ab) detail::fail_field("gemm.swap_ab", 1, "must be 0: " + hopper_only("the warpgroup MMA's orientation"));
+    if (config.schedule != GemmSchedule::ping_pong)
+      detail::fail_field("gemm.schedule", to_string(config.schedule), "must be ping_pong: " + hopper_only("a warpgroup schedule"));
+  }
+  const double cluster = double(config.cluster_m) * config.cluster_n;
   if (cluster > gpu.sm_count) detail::fail_field("gemm.cluster_m*cluster_n", cluster, "must not exceed the SM count");
   // Only whole clusters are placed, so SMs left over after the last whole cluster idle.
   const double usable_sms = std::floor(gpu.sm_count / cluster) * cluster;
