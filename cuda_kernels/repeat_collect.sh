@@ -5,6 +5,8 @@
 # drift within a shape's back-to-back calls (data/README.md, "How reproducible ...").
 #   cuda_kernels/repeat_collect.sh OUT_DIR OP SHAPES RUNS [COLLECT [OPTION...]]
 # COLLECT: the pipeweave-collect binary (default: on PATH); OPTIONs go to it (e.g. --rest 2).
+# FIRST_RUN=N (environment, default 1) starts at run N, to add runs to earlier ones: odd runs go
+# first to last, even runs last to first.
 # Writes OUT_DIR/<op>-run<i>.jsonl.gz, the nvidia-smi clock log of each run and a console log.
 set -euo pipefail
 [[ $# -ge 4 ]] || { echo "usage: $0 OUT_DIR OP SHAPES RUNS [COLLECT [OPTION...]]" >&2; exit 2; }
@@ -16,7 +18,7 @@ mkdir -p "$out"
 work=$(mktemp -d)  # the uncompressed runs and their stderr, until gzipped
 trap 'rm -rf "$work"' EXIT
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$out/console.txt"
-for ((run = 1; run <= runs; ++run)); do
+for ((run = ${FIRST_RUN:-1}; run <= runs; ++run)); do
   order=(); label="first to last"
   (( run % 2 == 0 )) && order=(--reverse) && label="last to first"
   start=$(date +%s)

@@ -438,3 +438,27 @@ TEST_CASE("gemm demand: the MMA shape and schedule reach the learned stage, not 
   CHECK(ampere.warpgroup_mma_n == 0);
   CHECK(ampere.tiles_in_flight == 1);
 }
+
+TEST_CASE("gemm demand: tile fill, wave fill and one wave's operand bytes", "[demand][gemm]") {
+  // m = 1100, n = 300 in 128 x 64 tiles: 9 x 5 = 45 CTAs computing 1152 x 320 outputs.
+  // Five stages of (128 + 64) x 64 bf16 = 120 KB of shared memory: one CTA per SM, so a
+  // full wave on 4 SMs is 4 CTAs and 45 CTAs take 12 waves, the last one 1/4 full.
+  GemmConfig along_n = make_config(128, 64, 64, 1, 5);
+  const auto gpu = synthetic_gpu(4);
+  const auto d = pipeweave::demand(make_gemm(1100, 300, 512, DType::bf16, along_n), gpu);
+  REQUIRE(d.resident_ctas_per_sm == 1);
+  CHECK(d.tile_fill == Approx(1100.0 * 300 / (1152.0 * 320)).epsilon(1e-12));
+  CHECK(d.wave_fill == Approx(45.0 / 48).epsilon(1e-12));
+  // Walking along n, the first wave's 4 tiles lie in one row of 5: 1 A tile (128 rows) and
+  // 4 B tiles (64 columns each), all of K = 512 in bf16, against 50 MiB of L2.
+  CHECK(d.wave_operand_bytes_per_l2 == Approx((128.0 + 4 * 64) * 512 * 2 / (50.0 * 1024 * 1024)).epsilon(1e-12));
+  // Walking along m: 4 A tiles of one column of 9, and 1 B tile.
+  GemmConfig along_m = along_n;
+  along_m.raster = pipeweave::GemmRaster::along_m;
+  const auto dm = pipeweave::demand(make_gemm(1100, 300, 512, DType::bf16, along_m), gpu);
+  CHECK(dm.wave_operand_bytes_per_l2 == Approx((4 * 128.0 + 64) * 512 * 2 / (50.0 * 1024 * 1024)).epsilon(1e-12));
+  // A GEMM whose tiles fit the matrix exactly and fill whole waves wastes nothing.
+  const auto exact = pipeweave::demand(make_gemm(1024, 256, 512, DType::bf16, along_n), gpu);  // 8 x 4 = 32 CTAs
+  CHECK(exact.tile_fill == 1);
+  CHECK(exact.wave_fill == 1);
+}

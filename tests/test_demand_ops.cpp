@@ -367,6 +367,7 @@ TEST_CASE("demand: sequential kernels add", "[demand]") {
   ew.flops = 1e5;
   auto b = pipeweave::demand(ew, gpu);
   b.config_defaulted = true;
+  b.tile_fill = 0.5, b.wave_fill = 0.25, b.wave_operand_bytes_per_l2 = 3;  // as if tiled, to see them combine
   auto sum = a;
   sum += b;
   for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
@@ -379,6 +380,10 @@ TEST_CASE("demand: sequential kernels add", "[demand]") {
   CHECK(sum.kernels == 2);                // one launch each
   CHECK(sum.serial_steps == a.serial_steps + b.serial_steps);
   CHECK(sum.config_defaulted);
+  // The most wasteful of the two and the larger wave: the worse figures count.
+  CHECK(sum.tile_fill == 0.5);
+  CHECK(sum.wave_fill == 0.25);
+  CHECK(sum.wave_operand_bytes_per_l2 == 3);
   auto other_way = a;
   other_way += pipeweave::demand(ew, gpu);
   CHECK_FALSE(other_way.config_defaulted);
@@ -388,7 +393,7 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   using pipeweave::kFeatureCount;
   using pipeweave::kFeatureNames;
   using pipeweave::kPipeCount;
-  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 13);
+  STATIC_REQUIRE(kFeatureCount == 2 * kPipeCount + 16);
   // The names: each pipe's whole-GPU cycles, then each pipe's busiest-SM cycles, then the mapping.
   for (std::size_t i = 0; i < kPipeCount; ++i) {
     const std::string pipe(pipeweave::to_string(pipeweave::kAllPipes[i]));
@@ -408,6 +413,9 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   CHECK(kFeatureNames[2 * kPipeCount + 10] == "tiles_in_flight");
   CHECK(kFeatureNames[2 * kPipeCount + 11] == "swap_ab");
   CHECK(kFeatureNames[2 * kPipeCount + 12] == "raster_along_m");
+  CHECK(kFeatureNames[2 * kPipeCount + 13] == "tile_fill");
+  CHECK(kFeatureNames[2 * kPipeCount + 14] == "wave_fill");
+  CHECK(kFeatureNames[2 * kPipeCount + 15] == "wave_operand_bytes_per_l2");
 
   const auto gpu = synthetic_gpu(4);
   for (const pipeweave::Kernel& kernel :
@@ -436,6 +444,10 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
     CHECK(f[2 * kPipeCount + 9] == 0);
     CHECK(f[2 * kPipeCount + 10] == 1);
     CHECK(f[2 * kPipeCount + 11] == 0);
+    // Only the GEMM's tiles say how full they and their waves are: these report no waste.
+    CHECK(f[2 * kPipeCount + 13] == 1);
+    CHECK(f[2 * kPipeCount + 14] == 1);
+    CHECK(f[2 * kPipeCount + 15] == 0);
   }
 
   // A hand-made demand: 10 CTAs, 2 resident on 4 SMs -> 10/8 waves.
@@ -445,7 +457,11 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
   d.ctas = 10;
   d.busiest_sm_ctas = 3;
   d.resident_ctas_per_sm = 2;
+  d.tile_fill = 0.75, d.wave_fill = 0.625, d.wave_operand_bytes_per_l2 = 2;
   const auto f = pipeweave::features(d, gpu);
+  CHECK(f[2 * kPipeCount + 13] == Approx(0.75));
+  CHECK(f[2 * kPipeCount + 14] == Approx(0.625));
+  CHECK(f[2 * kPipeCount + 15] == Approx(std::log1p(2.0)).epsilon(1e-6));
   CHECK(f[0] == Approx(std::log1p(1000.0)).epsilon(1e-6));
   CHECK(f[1] == 0);
   CHECK(f[2 * kPipeCount - 1] == Approx(std::log1p(3.0)).epsilon(1e-6));

@@ -55,6 +55,14 @@ struct Demand {
   double tiles_in_flight = 1;
   double swap_ab = 0;
   double raster_along_m = 0;
+  // How much of the work the mapping runs is the kernel's: output tiles that overhang the
+  // matrix compute padding (useful / computed), and a last wave that fills only part of the
+  // SMs leaves the rest idle (CTAs / (waves x the CTAs a full wave holds)).
+  double tile_fill = 1;
+  double wave_fill = 1;
+  // Operand bytes one full wave of CTAs reads, against the L2's size: a wave whose operands do
+  // not fit makes the next wave re-read them from DRAM. Depends on the raster.
+  double wave_operand_bytes_per_l2 = 0;
   bool config_defaulted = false;    // true when the implementation config was not given and a default was used
 
   // The physical lower bound: no implementation can finish sooner. Only figures that are
@@ -102,16 +110,20 @@ struct Demand {
     tiles_in_flight = std::max(tiles_in_flight, next.tiles_in_flight);
     swap_ab = std::max(swap_ab, next.swap_ab);
     raster_along_m = std::max(raster_along_m, next.raster_along_m);
+    tile_fill = std::min(tile_fill, next.tile_fill);
+    wave_fill = std::min(wave_fill, next.wave_fill);
+    wave_operand_bytes_per_l2 = std::max(wave_operand_bytes_per_l2, next.wave_operand_bytes_per_l2);
     config_defaulted = config_defaulted || next.config_defaulted;
     return *this;
   }
 };
 
 // The learned stage's inputs: log1p of every demand figure and count of the mapping's shape;
-// the last three (tiles in flight, swap_ab, raster along m) are small flags, taken as they are.
+// the last five (tiles in flight, swap_ab, raster along m, tile and wave fill) are small
+// figures, taken as they are.
 // Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
-inline constexpr int kFeatureVersion = 3;
-inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 13;
+inline constexpr int kFeatureVersion = 4;
+inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 16;
 using Features = std::array<float, kFeatureCount>;
 
 inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
@@ -120,7 +132,8 @@ inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
     "dram_sm_cycles",    "l2_sm_cycles",    "smem_sm_cycles",  "link_sm_cycles", "ctas",
     "busiest_sm_ctas",   "resident_ctas_per_sm", "waves", "serial_steps", "pipeline_stages",
     "cluster_ctas",      "kernels",         "warpgroup_mma_m", "warpgroup_mma_n", "tiles_in_flight",
-    "swap_ab",           "raster_along_m"};
+    "swap_ab",           "raster_along_m",  "tile_fill",       "wave_fill",
+    "wave_operand_bytes_per_l2"};
 
 inline Features features(const Demand& demand, const GpuSpec& gpu) {
   Features out{};
@@ -142,6 +155,9 @@ inline Features features(const Demand& demand, const GpuSpec& gpu) {
   out[2 * kPipeCount + 10] = static_cast<float>(demand.tiles_in_flight);
   out[2 * kPipeCount + 11] = static_cast<float>(demand.swap_ab);
   out[2 * kPipeCount + 12] = static_cast<float>(demand.raster_along_m);
+  out[2 * kPipeCount + 13] = static_cast<float>(demand.tile_fill);
+  out[2 * kPipeCount + 14] = static_cast<float>(demand.wave_fill);
+  out[2 * kPipeCount + 15] = static_cast<float>(std::log1p(demand.wave_operand_bytes_per_l2));
   return out;
 }
 

@@ -26,7 +26,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
-                 [--default-configs] [--json] [--report DIR]
+                 [--default-configs | --ranking] [--json] [--report DIR]
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
@@ -82,6 +82,9 @@ from --specs, else the catalog) and prints MAPE, median and 90th-percentile erro
 within 10% and 20%, and Spearman's rank correlation, per GPU and overall, beside the roofline
 bound alone; --report writes eval.csv and a log-log scatter eval.svg. --model evaluates that model
 instead of the bundled ones; --held-out keeps only the shapes its training held out.
+--ranking scores how each shape's measured candidates (GEMM configs) are ordered by the predicted
+latency, beside the library's own order: per-shape Spearman, how often the first choice measured
+fastest, and its slowdown against the fastest.
 
 train fits one op family's network on measurement CSVs (shapes split into train, validation and
 test; --holdout-gpu leaves a GPU out of training and tests on it), prints each epoch, the test

@@ -317,6 +317,19 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
     result.swap_ab = config.swap_ab ? 1 : 0;
   }
   result.raster_along_m = config.raster == GemmRaster::along_m ? 1 : 0;
+  result.tile_fill = m * n * k / (ctas * tm * tn * k_slice);
+  const double full_wave = resident * usable_sms;
+  result.wave_fill = ctas / (std::ceil(ctas / full_wave) * full_wave);
+  {
+    // One wave's output tiles, walked along the raster: whole lines of tiles, then part of one.
+    const double tiles_m = ceil_div(gemm.m, tm), tiles_n = ceil_div(gemm.n, tn);
+    const double wave_tiles = std::min(full_wave / split, tiles_m * tiles_n);
+    const double along = config.raster == GemmRaster::along_m ? tiles_m : tiles_n;
+    const double lines = std::ceil(wave_tiles / along), in_line = std::min(wave_tiles, along);
+    const double rows = config.raster == GemmRaster::along_m ? in_line : lines;  // tiles along m
+    const double cols = config.raster == GemmRaster::along_m ? lines : in_line;  // tiles along n
+    result.wave_operand_bytes_per_l2 = (rows * tm + cols * tn) * k * in_bytes / gpu.l2_bytes;
+  }
   result.config_defaulted = !gemm.config.has_value();
   return result;
 }
