@@ -1,6 +1,7 @@
 // Kernels as `op:key=value,...` text: the CLI's and the measurement files' way to name one.
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -33,6 +34,19 @@ class KeyValues {
 
   std::int64_t integer(const std::string& key) { return integer_from(take(key), key); }
   std::int64_t integer(const std::string& key, std::int64_t fallback) { return has(key) ? integer(key) : fallback; }
+  // A config field held in an int: a value beyond it is refused, not wrapped.
+  int small_integer(const std::string& key, int fallback) {
+    if (!has(key)) return fallback;
+    const std::string text = values_.at(key);
+    const std::int64_t value = integer(key);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      detail::fail_field(op_ + "." + key, "\"" + text + "\"", "is out of range");
+    return static_cast<int>(value);
+  }
+  int small_integer(const std::string& key) {
+    if (!has(key)) return static_cast<int>(integer(key));  // integer() names the missing key
+    return small_integer(key, 0);
+  }
 
   double number(const std::string& key) {
     const std::string text = take(key);
@@ -108,13 +122,13 @@ Kernel parse_gemm(KeyValues& values) {
   gemm.dtype = values.dtype(DType::bf16);
   if (values.has("tile_m") || values.has("tile_n") || values.has("tile_k")) {
     GemmConfig config;
-    config.tile_m = static_cast<int>(values.integer("tile_m"));
-    config.tile_n = static_cast<int>(values.integer("tile_n"));
-    config.tile_k = static_cast<int>(values.integer("tile_k"));
-    config.split_k = static_cast<int>(values.integer("split_k", 1));
-    config.stages = static_cast<int>(values.integer("stages", 0));
-    config.cluster_m = static_cast<int>(values.integer("cluster_m", 1));
-    config.cluster_n = static_cast<int>(values.integer("cluster_n", 1));
+    config.tile_m = values.small_integer("tile_m");
+    config.tile_n = values.small_integer("tile_n");
+    config.tile_k = values.small_integer("tile_k");
+    config.split_k = values.small_integer("split_k", 1);
+    config.stages = values.small_integer("stages", 0);
+    config.cluster_m = values.small_integer("cluster_m", 1);
+    config.cluster_n = values.small_integer("cluster_n", 1);
     config.swap_ab = values.flag("swap_ab", false);
     if (values.has("schedule")) {
       const std::string text = values.text("schedule", "");
@@ -160,9 +174,9 @@ Kernel parse_attention(KeyValues& values) {
     const std::string impl = values.text("impl", "flash3");
     if (impl != "flash2" && impl != "flash3") detail::fail_field("attention.impl", "\"" + impl + "\"", "must be flash2 or flash3");
     config.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3;
-    config.tile_q = static_cast<int>(values.integer("tile_q"));
-    config.tile_kv = static_cast<int>(values.integer("tile_kv"));
-    config.num_splits = static_cast<int>(values.integer("num_splits", 0));
+    config.tile_q = values.small_integer("tile_q");
+    config.tile_kv = values.small_integer("tile_kv");
+    config.num_splits = values.small_integer("num_splits", 0);
     attention.config = config;
   }
   return attention;
@@ -178,10 +192,10 @@ Kernel parse_fused_moe(KeyValues& values) {
   moe.dtype = values.dtype(DType::bf16);
   if (values.has("block_m") || values.has("block_n") || values.has("block_k")) {
     FusedMoeConfig config;
-    config.block_m = static_cast<int>(values.integer("block_m"));
-    config.block_n = static_cast<int>(values.integer("block_n"));
-    config.block_k = static_cast<int>(values.integer("block_k"));
-    config.stages = static_cast<int>(values.integer("stages", 4));
+    config.block_m = values.small_integer("block_m");
+    config.block_n = values.small_integer("block_n");
+    config.block_k = values.small_integer("block_k");
+    config.stages = values.small_integer("stages", 4);
     moe.config = config;
   }
   return moe;
@@ -196,7 +210,7 @@ Kernel parse_collective(KeyValues& values, std::string kind) {
     if (kind == to_string(candidate)) collective.kind = candidate, known = true;
   if (!known) detail::fail_field("collective.kind", "\"" + kind + "\"", "must be all_reduce, all_gather, reduce_scatter or all_to_all");
   collective.bytes = values.number("bytes");
-  collective.ranks = static_cast<int>(values.integer("ranks"));
+  collective.ranks = values.small_integer("ranks");
   collective.dtype = values.dtype(DType::bf16);
   return collective;
 }

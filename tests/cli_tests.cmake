@@ -180,6 +180,8 @@ pipeweave_cli_test(collect_from_raw_runs "^wrote 2 rows to [^\n]*collected_gemm_
                    --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_runs.csv")
 pipeweave_cli_failure(collect_same_run_twice "--from-raw [^ ]*collect_raw_gemm\\.jsonl is the same file as --from-raw [^ ]*collect_raw_gemm\\.jsonl: a run pooled with itself"
                       collect --from-raw "${raw_gemm}" --from-raw "${raw_gemm}" --out "${collected_csv}")
+pipeweave_cli_failure(collect_same_run_by_another_path "is the same file as --from-raw"
+                      collect --from-raw "${raw_gemm}" --from-raw "${cli_data}/./collect_raw_gemm.jsonl" --out "${collected_csv}")
 pipeweave_cli_failure(collect_needs_out "collect needs --out" collect --from-raw "${raw_gemm}")
 pipeweave_cli_failure(collect_missing_raw "cannot open raw measurements file .*no_such\\.jsonl"
                       collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/no_such.jsonl" --out "${collected_csv}")

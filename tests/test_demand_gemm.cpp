@@ -219,7 +219,7 @@ TEST_CASE("gemm demand: a 2x1 cluster leaves an odd SM idle", "[demand][gemm]") 
   CHECK(ampere_plain.cluster_ctas == 1);
   CHECK(ampere_plain.busiest_sm_ctas == 2);
   CHECK_THAT(error_of([&] { pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, make_config(128, 128, 64, 1, 2, 2, 1)), ampere); }),
-             Contains("gemm.cluster_m x cluster_n must be 1x1") && Contains("synthetic-5sm-cc80 is sm_80") && Contains("2x1"));
+             Contains("gemm.cluster_m*cluster_n must be 1x1") && Contains("synthetic-5sm-cc80 is sm_80") && Contains("2x1"));
   GemmConfig swapped = make_config(128, 128, 64, 1, 2, 1, 1);
   swapped.swap_ab = true;
   CHECK_THAT(error_of([&] { pipeweave::demand(make_gemm(1280, 128, 128, DType::bf16, swapped), ampere); }),
@@ -457,6 +457,15 @@ TEST_CASE("gemm demand: tile fill, wave fill and one wave's operand bytes", "[de
   along_m.raster = pipeweave::GemmRaster::along_m;
   const auto dm = pipeweave::demand(make_gemm(1100, 300, 512, DType::bf16, along_m), gpu);
   CHECK(dm.wave_operand_bytes_per_l2 == Approx((4 * 128.0 + 64) * 512 * 2 / (50.0 * 1024 * 1024)).epsilon(1e-12));
+  // A wave over more than one line of tiles: 128 x 64 tiles of m = 256, n = 128 make a 2 x 2
+  // grid; on 4 SMs one wave holds all 4. Along n: 2 lines (A tiles) of 2 (B tiles); with
+  // split-K 2 the wave holds 2 tiles' slices, one line of 2 B tiles and 1 A tile.
+  const auto grid = pipeweave::demand(make_gemm(256, 128, 512, DType::bf16, along_n), gpu);
+  CHECK(grid.wave_operand_bytes_per_l2 == Approx((2 * 128.0 + 2 * 64) * 512 * 2 / (50.0 * 1024 * 1024)).epsilon(1e-12));
+  GemmConfig split = along_n;
+  split.split_k = 2;
+  const auto split_grid = pipeweave::demand(make_gemm(256, 128, 512, DType::bf16, split), gpu);
+  CHECK(split_grid.wave_operand_bytes_per_l2 == Approx((128.0 + 2 * 64) * 512 * 2 / (50.0 * 1024 * 1024)).epsilon(1e-12));
   // A GEMM whose tiles fit the matrix exactly and fill whole waves wastes nothing.
   const auto exact = pipeweave::demand(make_gemm(1024, 256, 512, DType::bf16, along_n), gpu);  // 8 x 4 = 32 CTAs
   CHECK(exact.tile_fill == 1);

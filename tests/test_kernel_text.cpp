@@ -392,6 +392,7 @@ TEST_CASE("parse_kernel: collectives, by kind key and by alias", "[kernel_text]"
 
 TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel_text]") {
   std::vector<Kernel> kernels;
+  kernels.reserve(32);  // no regrowth: g++ 12's -Warray-bounds misreads the inlined move of a Kernel variant
   kernels.emplace_back(make_gemm(4096, 4096, 4096));
   kernels.emplace_back(make_gemm(1, 128256, 4096, DType::fp8_e5m2));
   Gemm configured_gemm = make_gemm(8192, 1024, 28672, DType::int8);
@@ -470,6 +471,12 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
     CHECK_THAT(parse_error("attention:q_len=2,heads=4,head_dim=64,tile_q=64"), Contains("attention.tile_kv"));
     CHECK_THAT(parse_error("fused_moe:tokens=1,experts=8,top_k=2,hidden=64,intermediate=64,block_m=16"),
                Contains("fused_moe.block_n"));
+  }
+  SECTION("a config field beyond an int is refused, not wrapped (2^32 + 64 would read as 64)") {
+    const std::string tile = parse_error("gemm:m=1,n=2,k=3,tile_m=4294967360,tile_n=64,tile_k=64");
+    CHECK_THAT(tile, Contains("gemm.tile_m is out of range") && Contains("4294967360"));
+    const std::string tile_kv = parse_error("attention:q_len=2,heads=4,head_dim=64,tile_q=64,tile_kv=4294967360");
+    CHECK_THAT(tile_kv, Contains("attention.tile_kv is out of range"));
   }
   SECTION("non-integer value") {
     const std::string message = parse_error("gemm:m=12x,n=2,k=3");

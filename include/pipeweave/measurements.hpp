@@ -42,7 +42,10 @@ std::string measurements_csv_from_raw(std::string_view raw_jsonl);
 // them and `run_spread` is (max - min) / median of the runs' medians. Records are matched by
 // their content (everything but the timings), so a run in reverse order pools with one in
 // order; a record that is not in every run is an error naming the run and line. Rows follow
-// the first run's order. `name` (a file name) labels errors; empty: "run N".
+// the first run's order. `name` (a file name) labels errors; empty: "run N". Runs pool only
+// when their device lines agree on the GPU and the protocol (reps, warmup, l2, rest). The
+// same run passed twice counts twice: the caller keeps runs distinct (the CLI refuses a file
+// given twice).
 struct RawRun {
   std::string name;
   std::string jsonl;

@@ -119,8 +119,8 @@ struct Demand {
 };
 
 // The learned stage's inputs: log1p of every demand figure and count of the mapping's shape;
-// the last five (tiles in flight, swap_ab, raster along m, tile and wave fill) are small
-// figures, taken as they are.
+// the five before the last (tiles in flight, swap_ab, raster along m, tile and wave fill) are
+// small figures, taken as they are.
 // Bump kFeatureVersion whenever the meaning of a feature changes: weights files record it.
 inline constexpr int kFeatureVersion = 4;
 inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 16;

@@ -269,7 +269,7 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
              std::to_string(gpu.compute_capability_major) + std::to_string(gpu.compute_capability_minor);
     };
     if (config.cluster_m != 1 || config.cluster_n != 1)
-      detail::fail_field("gemm.cluster_m x cluster_n", std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n),
+      detail::fail_field("gemm.cluster_m*cluster_n", std::to_string(config.cluster_m) + "x" + std::to_string(config.cluster_n),
                          "must be 1x1: " + hopper_only("a thread-block cluster"));
     if (config.swap_ab) detail::fail_field("gemm.swap_ab", 1, "must be 0: " + hopper_only("the warpgroup MMA's orientation"));
     if (config.schedule != GemmSchedule::ping_pong)
@@ -322,6 +322,8 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   result.wave_fill = ctas / (std::ceil(ctas / full_wave) * full_wave);
   {
     // One wave's output tiles, walked along the raster: whole lines of tiles, then part of one.
+    // An estimate of the footprint: with split-K a wave holds full_wave / split tiles (a
+    // fraction when it does not divide) each read over all of K, and edge tiles count whole.
     const double tiles_m = ceil_div(gemm.m, tm), tiles_n = ceil_div(gemm.n, tn);
     const double wave_tiles = std::min(full_wave / split, tiles_m * tiles_n);
     const double along = config.raster == GemmRaster::along_m ? tiles_m : tiles_n;
