@@ -125,7 +125,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const json document = parse_json(json_text, "model weights");
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
-               "input_scale", "network", "layers", "provenance"});
+               "input_scale", "network", "layers", "configless_scale", "provenance"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -182,6 +182,14 @@ Mlp mlp_from_json(std::string_view json_text) {
     }
     description.layers.push_back(std::move(out));
   }
+  if (fields.has("configless_scale")) {
+    const Fields scales(fields.get("configless_scale"), "mlp.configless_scale.");
+    for (const auto& [name, value] : fields.get("configless_scale").items()) {
+      const auto dtype = parse_dtype(name);
+      if (!dtype) detail::fail_field("mlp.configless_scale", "\"" + name + "\"", "must be keyed by data type (bf16, fp8_e4m3, ...)");
+      description.configless_scale.emplace_back(*dtype, scales.number(name));
+    }
+  }
   if (document.contains("provenance")) {
     const json& provenance = document["provenance"];
     if (!provenance.is_object()) detail::fail_field("mlp.provenance", provenance.dump(), "must be an object");
@@ -230,6 +238,11 @@ std::string to_json(const Mlp& mlp) {
     layers.push_back({{"weights", rows}, {"bias", shortest_decimals(layer.bias)}});
   }
   document["layers"] = layers;
+  if (!d.configless_scale.empty()) {
+    json scales = json::object();
+    for (const auto& [dtype, scale] : d.configless_scale) scales[std::string(to_string(dtype))] = scale;
+    document["configless_scale"] = scales;
+  }
   json provenance = json::object();
   for (const auto& [key, value] : d.provenance) provenance[key] = value;
   document["provenance"] = provenance;

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <string_view>
 #include <unordered_map>
 
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
+#include "pipeweave/predictor.hpp"
 
 namespace pipeweave {
 namespace {
@@ -303,6 +305,51 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
     out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group});
   }
   return out;
+}
+
+std::vector<std::pair<DType, double>> fit_configless_scale(
+    const Mlp& model, std::span<const MeasuredKernel> rows, const std::function<GpuSpec(const std::string& gpu)>& spec_for,
+    const std::function<void(std::size_t done, std::size_t total)>& progress) {
+  if (model.family() != OpFamily::gemm) return {};
+  MlpDescription uncorrected = model.description();
+  uncorrected.configless_scale.clear();
+  const Predictor predictor(std::vector<Mlp>{Mlp(std::move(uncorrected))});
+  // One kernel per GPU and shape, each without its config; per GPU, one batched call.
+  std::map<std::string, std::vector<const MeasuredKernel*>> by_gpu;
+  std::size_t total = 0;
+  for (const MeasuredKernel& row : rows)
+    if (row.is_default && row.kernel.get_if<Gemm>()) by_gpu[row.gpu].push_back(&row), ++total;
+  std::map<DType, std::vector<double>> log_ratios;
+  std::size_t done = 0;
+  for (const auto& [gpu, members] : by_gpu) {
+    const GpuSpec spec = spec_for(gpu);
+    std::vector<Kernel> kernels;
+    for (const MeasuredKernel* row : members) {
+      Gemm bare = *row->kernel.get_if<Gemm>();
+      bare.config.reset();
+      kernels.push_back(bare);
+    }
+    constexpr std::size_t kChunk = 1024;  // progress between chunks: a first-seen shape ranks its candidates
+    for (std::size_t begin = 0; begin < kernels.size(); begin += kChunk) {
+      const std::size_t end = std::min(kernels.size(), begin + kChunk);
+      const std::vector<Prediction> predicted =
+          predictor.predict(std::span<const Kernel>(kernels).subspan(begin, end - begin), spec);
+      for (std::size_t i = begin; i < end; ++i)
+        log_ratios[kernels[i].get_if<Gemm>()->dtype].push_back(
+            std::log(members[i]->duration_us / predicted[i - begin].latency_us));
+      done += end - begin;
+      if (progress) progress(done, total);
+    }
+  }
+  std::vector<std::pair<DType, double>> scales;
+  for (auto& [dtype, values] : log_ratios) {
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    double median = *middle;
+    if (values.size() % 2 == 0) median = (median + *std::max_element(values.begin(), middle)) / 2;
+    scales.emplace_back(dtype, std::exp(median));
+  }
+  return scales;
 }
 
 bool shape_held_out(const std::string& shape, std::uint64_t seed, double fraction) {

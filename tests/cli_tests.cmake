@@ -223,6 +223,16 @@ pipeweave_cli_test(eval_ranking "ordered by the predicted latency +\\| the libra
                    eval --data "${ranking_csv}" --ranking)
 pipeweave_cli_test(eval_ranking_json "\"ranking\": \\{.*\"H100-SXM\": \\{.*\"library_first_choice\": \\{.*\"best_found_pct\".*\"shapes\": 3"
                    eval --data "${ranking_csv}" --ranking --json)
+# Without configs: one row per shape (cuBLAS's first choice), predicted with the library's own pick.
+set(configless_report "${CMAKE_CURRENT_BINARY_DIR}/configless_report")
+pipeweave_cli_test(eval_without_configs "\nH100-SXM +3 [^\n]*\noverall +3 "
+                   eval --data "${ranking_csv}" --without-configs --report "${configless_report}")
+set_tests_properties(cli.eval_without_configs PROPERTIES FIXTURES_SETUP configless_report)
+add_test(NAME cli.eval_without_configs_report
+         COMMAND ${CMAKE_COMMAND} -DREPORT=${configless_report} -P "${CMAKE_CURRENT_SOURCE_DIR}/check_configless_report.cmake")
+set_tests_properties(cli.eval_without_configs_report PROPERTIES FIXTURES_REQUIRED configless_report LABELS cli)
+pipeweave_cli_failure(eval_ranking_not_without_configs "--ranking orders every candidate of a shape; --without-configs"
+                      eval --data "${ranking_csv}" --ranking --without-configs)
 pipeweave_cli_failure(eval_ranking_needs_candidates "no shape with two or more measured candidates" eval --data "${eval_csv}" --ranking)
 pipeweave_cli_failure(eval_ranking_not_default_only "--ranking orders every candidate" eval --data "${ranking_csv}" --ranking --default-configs)
 pipeweave_cli_failure(eval_needs_data "eval needs --data" eval --json)
@@ -238,6 +248,11 @@ set_tests_properties(cli.train_tiny PROPERTIES FIXTURES_SETUP tiny_model)
 pipeweave_cli_test(eval_tiny_model_held_out "\nH100-SXM +[0-9]+ +[0-9.]+ .*\noverall "
                    eval --model "${tiny_model}" --held-out --data "${train_sample}" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.eval_tiny_model_held_out PROPERTIES FIXTURES_REQUIRED tiny_model)
+# A GEMM model also records its config-less factor per data type, fit on the shapes trained on.
+pipeweave_cli_test(train_tiny_gemm_configless
+                   "config-less GEMMs: 3 of 3 training shapes[^\n]*\nconfig-less bf16: [^\n]* median [0-9]+\.[0-9]+\nconfig-less fp8_e4m3: .*\nwrote [^\n]*tiny_gemm\.json"
+                   train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --hidden 8 --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")

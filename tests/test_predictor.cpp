@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "test_support.hpp"
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -529,4 +530,71 @@ TEST_CASE("Predictor: a GEMM without a config is predicted with the best predict
   CHECK(predictor.configured(norm, h100) == norm);
   // fp8 on an A100 cannot run, whichever config.
   CHECK_THROWS_AS(predictor.best_gemm_config(make_gemm(64, 4096, 4096, DType::fp8_e4m3), find_gpu("A100-SXM4-80GB")), Error);
+}
+
+TEST_CASE("Predictor: a GEMM without a config is scaled by the model's configless_scale for its type", "[predictor][rank]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm)});
+  MlpDescription corrected = varying_model(OpFamily::gemm).description();
+  corrected.configless_scale = {{DType::bf16, 1.25}, {DType::fp8_e4m3, 0.5}};
+  const Predictor predictor(std::vector<Mlp>{Mlp(corrected)});
+
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  const Prediction unscaled = plain.predict(decode, h100);
+  const Prediction scaled = predictor.predict(decode, h100);
+  CHECK(predictor.best_gemm_config(decode, h100) == plain.best_gemm_config(decode, h100));  // the choice is the same
+  CHECK(scaled.latency_us == Approx(1.25 * unscaled.latency_us).epsilon(1e-12));
+  CHECK(scaled.efficiency == Approx(unscaled.efficiency / 1.25).epsilon(1e-12));
+  CHECK(scaled.lower_bound_us == unscaled.lower_bound_us);
+  CHECK(scaled.config_defaulted);
+  // The batched path scales the same kernels the same way.
+  const std::vector<Kernel> kernels{decode, predictor.configured(decode, h100), make_gemm(16, 8192, 8192, DType::fp16)};
+  const std::vector<Prediction> batch = predictor.predict(kernels, h100);
+  CHECK(batch[0].latency_us == Approx(scaled.latency_us).epsilon(1e-12));
+  // Given its config (even the one the predictor chose), a GEMM is not corrected: nothing was chosen.
+  CHECK(batch[1].latency_us == Approx(unscaled.latency_us).epsilon(1e-12));
+  CHECK(!batch[1].config_defaulted);
+  // A type the model records no factor for is left as predicted.
+  CHECK(batch[2].latency_us == Approx(plain.predict(kernels[2], h100).latency_us).epsilon(1e-12));
+  // A factor below 1 may not take a prediction below the bound: that stays the floor.
+  const Prediction fp8 = predictor.predict(make_gemm(4096, 4096, 4096, DType::fp8_e4m3), h100);
+  const Prediction fp8_plain = plain.predict(make_gemm(4096, 4096, 4096, DType::fp8_e4m3), h100);
+  CHECK(fp8.latency_us == Approx(std::max(0.5 * fp8_plain.latency_us, fp8_plain.lower_bound_us)).epsilon(1e-12));
+  CHECK(fp8.latency_us >= fp8.lower_bound_us);
+  CHECK(fp8.efficiency <= 1.0);
+}
+
+TEST_CASE("Mlp: configless_scale is checked and survives a JSON round trip", "[predictor][mlp]") {
+  MlpDescription d = varying_model(OpFamily::gemm).description();
+  d.configless_scale = {{DType::bf16, 1.0625}, {DType::fp8_e4m3, 1.125}};
+  const Mlp model(d);
+  CHECK(model.configless_scale(DType::bf16) == 1.0625);
+  CHECK(model.configless_scale(DType::fp8_e4m3) == 1.125);
+  CHECK(model.configless_scale(DType::fp16) == 1.0);
+  const Mlp read_back = mlp_from_json(to_json(model));
+  CHECK(read_back.description().configless_scale == d.configless_scale);
+  // A model file without the field (every file before it) reads as no correction.
+  CHECK(mlp_from_json(to_json(varying_model(OpFamily::gemm))).description().configless_scale.empty());
+
+  MlpDescription bad = d;
+  bad.configless_scale = {{DType::bf16, 0.0}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16") && Contains("positive"));
+  bad.configless_scale = {{DType::bf16, std::nan("")}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16"));
+  bad.configless_scale = {{DType::bf16, 1.1}, {DType::bf16, 1.2}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16") && Contains("twice"));
+  MlpDescription norm = varying_model(OpFamily::rmsnorm).description();
+  norm.configless_scale = {{DType::bf16, 1.1}};
+  CHECK_THAT(error_of([&] { Mlp{norm}; }), Contains("mlp.configless_scale") && Contains("GEMM models only"));
+
+  // In a file: a key that is no data type, and a value that is no number, are named.
+  std::string text = to_json(model);
+  const std::string key = "\"bf16\":1.0625";
+  REQUIRE(text.find(key) != std::string::npos);
+  std::string unknown = text;
+  unknown.replace(unknown.find(key), key.size(), "\"bf17\":1.0625");
+  CHECK_THAT(error_of([&] { mlp_from_json(unknown); }), Contains("mlp.configless_scale") && Contains("bf17"));
+  std::string not_number = text;
+  not_number.replace(not_number.find(key), key.size(), "\"bf16\":\"1.06\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(not_number); }), Contains("mlp.configless_scale.bf16") && Contains("number"));
 }

@@ -3,11 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/io.hpp"
 #include "pipeweave/predictor.hpp"
 #include "pipeweave/training.hpp"
 #include "test_support.hpp"
@@ -242,4 +246,64 @@ TEST_CASE("training rows carry the features and bound the predictor computes") {
   CHECK(training[0].measured_us == 150);
   const Prediction h200 = Predictor::analytical().predict(rows[1].kernel, find_gpu("H200-SXM"));
   CHECK(training[1].bound_us == Approx(h200.lower_bound_us));
+}
+
+TEST_CASE("fit_configless_scale: per type, the median ratio of cuBLAS's first choice to the config-less prediction") {
+  // A GEMM model whose efficiency moves with the features, so that configs differ.
+  MlpDescription d;
+  d.family = OpFamily::gemm;
+  d.feature_names = std::vector<std::string>(kFeatureNames.begin(), kFeatureNames.end());
+  d.input_mean = Eigen::VectorXf::Constant(static_cast<Eigen::Index>(kFeatureCount), 4.0f);
+  d.input_scale = Eigen::VectorXf::Constant(static_cast<Eigen::Index>(kFeatureCount), 3.0f);
+  MlpLayer first, output;
+  first.weights.resize(3, static_cast<Eigen::Index>(kFeatureCount));
+  for (Eigen::Index r = 0; r < 3; ++r)
+    for (Eigen::Index c = 0; c < first.weights.cols(); ++c) first.weights(r, c) = 0.05f * static_cast<float>((r * 3 + c * 5) % 7 - 3);
+  first.bias = Eigen::Vector3f(0.1f, 0.0f, -0.1f);
+  output.weights = Eigen::RowVector3f(0.5f, -0.3f, 0.4f);
+  output.bias = Eigen::VectorXf::Constant(1, 0.3f);
+  d.layers = {first, output};
+  const Mlp model(d);
+  const Predictor predictor(std::vector<Mlp>{model});
+  auto spec_for = [](const std::string& gpu) { return find_gpu(gpu); };
+
+  // Each measured first choice is a known multiple of the config-less prediction; the rows carry
+  // some config (what ran), which the fit must drop.
+  std::vector<MeasuredKernel> rows;
+  auto add = [&](const std::string& gpu, std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, double ratio, bool is_default) {
+    Gemm gemm;
+    gemm.m = m, gemm.n = n, gemm.k = k, gemm.dtype = dtype;
+    const double configless = predictor.predict(gemm, find_gpu(gpu)).latency_us;
+    gemm.config = default_config(gemm, find_gpu(gpu));
+    rows.push_back(MeasuredKernel{gpu, gemm, ratio * configless, to_string(Kernel(gemm)), is_default, is_default ? 0 : 1});
+  };
+  add("H100-SXM", 16, 4096, 4096, DType::bf16, 1.0, true);
+  add("H100-SXM", 4096, 4096, 4096, DType::bf16, 1.2, true);
+  add("H100-SXM", 4096, 4096, 4096, DType::bf16, 100.0, false);  // not cuBLAS's first choice: not counted
+  add("H100-SXM", 300, 14336, 4096, DType::bf16, 5.0, true);      // one far-off shape moves a median little
+  add("H200-SXM", 700, 1024, 8192, DType::bf16, 1.1, true);
+  add("H200-SXM", 64, 8192, 8192, DType::fp8_e4m3, 0.9, true);
+  rows.push_back(measurements_from_csv("gpu,dtype,tokens,dim,threads,duration_us\nH100-SXM,bf16,4096,14336,1024,150\n").front());
+
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  const auto scales = fit_configless_scale(model, rows, spec_for,
+                                           [&](std::size_t done, std::size_t total) { calls.emplace_back(done, total); });
+  REQUIRE(scales.size() == 2);
+  CHECK(scales[0].first == DType::bf16);
+  CHECK(scales[0].second == Approx(std::sqrt(1.1 * 1.2)).epsilon(1e-9));  // four shapes: the middle two's geometric mean
+  CHECK(scales[1].first == DType::fp8_e4m3);
+  CHECK(scales[1].second == Approx(0.9).epsilon(1e-9));
+  REQUIRE(!calls.empty());
+  CHECK(calls.back() == std::pair<std::size_t, std::size_t>{5, 5});
+
+  // A model that already carries a factor is fitted as if it had none: refitting gives the same.
+  MlpDescription corrected = d;
+  corrected.configless_scale = {{DType::bf16, 3.0}};
+  const auto refit = fit_configless_scale(Mlp(corrected), rows, spec_for);
+  REQUIRE(refit.size() == 2);
+  CHECK(refit[0].second == Approx(scales[0].second).epsilon(1e-12));
+  // Other families record none.
+  MlpDescription norm = d;
+  norm.family = OpFamily::rmsnorm;
+  CHECK(fit_configless_scale(Mlp(norm), rows, spec_for).empty());
 }

@@ -31,6 +31,13 @@ struct MlpDescription {
   Eigen::VectorXf input_mean;              // subtracted from the features
   Eigen::VectorXf input_scale;             // then divided by this (> 0)
   std::vector<MlpLayer> layers;            // hidden layers (ReLU) then the output layer (sigmoid)
+  // GEMM models only. A GEMM given without its config is predicted at the least prediction over
+  // the library's candidates, and the least of a few hundred predictions, each a few percent
+  // off, is biased low (the chosen config tends to be one the network under-predicts). Per data
+  // type, the factor that takes that least prediction to the measured time of the config cuBLAS
+  // ran (its first choice): the median ratio over the training shapes (fit_configless_scale in
+  // pipeweave/training.hpp). A data type not listed is not corrected.
+  std::vector<std::pair<DType, double>> configless_scale;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
   std::vector<std::pair<std::string, std::string>> provenance;
 };
@@ -50,6 +57,13 @@ class Mlp {
     for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i)
       sizes.push_back(static_cast<int>(description_.layers[i].bias.size()));
     return sizes;
+  }
+
+  // The factor for a GEMM of this data type predicted without its config (1: none recorded).
+  double configless_scale(DType dtype) const {
+    for (const auto& [listed, scale] : description_.configless_scale)
+      if (listed == dtype) return scale;
+    return 1.0;
   }
 
   // Efficiency for one feature vector. No allocation: activations live on the stack.
@@ -139,6 +153,16 @@ class Mlp {
       inputs = layer.weights.rows();
     }
     if (inputs != 1) detail::fail_field("mlp output layer width", inputs, "must be 1 (the efficiency)");
+    if (!d.configless_scale.empty() && d.family != OpFamily::gemm)
+      detail::fail_field("mlp.configless_scale", "(a " + std::string(to_string(d.family)) + " model)",
+                         "is for GEMM models only (a GEMM's config is what it replaces)");
+    for (std::size_t i = 0; i < d.configless_scale.size(); ++i) {
+      const auto& [dtype, scale] = d.configless_scale[i];
+      const std::string field = "mlp.configless_scale." + std::string(to_string(dtype));
+      detail::require_positive(field, scale);
+      for (std::size_t j = 0; j < i; ++j)
+        if (d.configless_scale[j].first == dtype) detail::fail_field(field, scale, "is listed twice");
+    }
   }
 
   MlpDescription description_;

@@ -7,7 +7,9 @@
 // keeps efficiency in (0, 1], so no prediction falls below that bound. An op family with
 // no trained model answers with the bound itself and says so (source = analytical_bound).
 // A GEMM that comes without its config is predicted with the best predicted of the configs
-// a GEMM library would consider (gemm_candidates), which is what an autotuned library runs.
+// a GEMM library would consider (gemm_candidates), times the model's configless_scale: the
+// least of a few hundred predictions is biased low, and the factor, fit on the training
+// shapes, takes it to what cuBLAS's first choice measured (see Mlp::configless_scale).
 // A Predictor is immutable after construction: every method is const and thread-safe (the
 // one shared state, the memo of those choices, is locked).
 
@@ -70,7 +72,7 @@ class Predictor {
     gpu.validate();
     const Demand demand = resolved_demand(kernel, gpu);
     const Mlp* mlp = model(kernel.family());
-    return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr);
+    return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr, configless_scale(kernel));
   }
 
   // Many kernels on one GPU: one network pass per op family for the whole batch.
@@ -101,7 +103,8 @@ class Predictor {
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
     for (std::size_t i = 0; i < kernels.size(); ++i)
-      predictions.push_back(finish(demands[i], gpu, efficiency[i], model(kernels[i].family()) != nullptr));
+      predictions.push_back(
+          finish(demands[i], gpu, efficiency[i], model(kernels[i].family()) != nullptr, configless_scale(kernels[i])));
     return predictions;
   }
 
@@ -119,7 +122,8 @@ class Predictor {
   }
 
   // The config this predictor expects to run fastest for a GEMM given only its shape: the
-  // best predicted of gemm_candidates(), remembered per GPU and shape. With no GEMM model
+  // best predicted of gemm_candidates(), remembered per GPU and shape (predict() answers with
+  // its prediction times the model's configless_scale). With no GEMM model
   // there is nothing to rank by (the bound favours configs that real kernels run slowly):
   // the analytical default_config. Throws pipeweave::Error when the GPU cannot run the GEMM.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
@@ -171,12 +175,20 @@ class Predictor {
     return demand;
   }
 
-  static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, bool trained) {
+  // A GEMM whose config the predictor chose: the model's correction for choosing the least of
+  // many predictions (1 for every other kernel).
+  double configless_scale(const Kernel& kernel) const {
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    const Mlp* mlp = model(OpFamily::gemm);
+    return gemm && !gemm->config && mlp ? mlp->configless_scale(gemm->dtype) : 1.0;
+  }
+
+  static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, bool trained, double scale) {
     Prediction prediction;
     const double us_per_cycle = 1e6 / gpu.clock_hz();
     prediction.lower_bound_us = demand.bound_cycles() * us_per_cycle;
-    prediction.efficiency = efficiency;
-    prediction.latency_us = prediction.lower_bound_us / efficiency;
+    prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
+    prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
     prediction.bottleneck = demand.bottleneck();
     prediction.source = trained ? PredictionSource::trained_model : PredictionSource::analytical_bound;
     prediction.config_defaulted = demand.config_defaulted;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeweave/dataset.hpp"
@@ -72,6 +73,16 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
 
 // Latencies a model predicts for rows (bound / efficiency).
 std::vector<double> predict_latencies(const Mlp& model, std::span<const TrainingRow> rows);
+
+// For a GEMM model: per data type, the median over `rows`' shapes of the measured time of the
+// config cuBLAS ran first (rows with is_default) over what `model` predicts for the GEMM given
+// without its config (the least prediction over gemm_candidates; the model's own
+// configless_scale, if any, is not applied). The result is MlpDescription::configless_scale.
+// Rows of other families, and rows that are not is_default, are skipped; a data type with no
+// such row gets no factor. `progress`, if given, is called with (shapes done, shapes in all).
+std::vector<std::pair<DType, double>> fit_configless_scale(
+    const Mlp& model, std::span<const MeasuredKernel> rows, const std::function<GpuSpec(const std::string& gpu)>& spec_for,
+    const std::function<void(std::size_t done, std::size_t total)>& progress = {});
 
 // Whether a shape is in the held-out fraction: a hash of the shape text and the seed, so that
 // every row of a shape (every GPU, every config) falls on the same side, on every machine.

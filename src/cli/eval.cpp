@@ -29,6 +29,7 @@ struct EvalArguments {
   bool held_out = false;
   bool json = false;
   bool default_only = false;
+  bool without_configs = false;
   bool ranking = false;
 };
 
@@ -48,13 +49,15 @@ EvalArguments parse(int argc, char** argv, int first) {
     else if (argument == "--model") arguments.model = value();
     else if (argument == "--held-out") arguments.held_out = true;
     else if (argument == "--default-configs") arguments.default_only = true;
+    else if (argument == "--without-configs") arguments.without_configs = arguments.default_only = true;
     else if (argument == "--ranking") arguments.ranking = true;
     else throw Error("unknown argument " + argument + " for eval");
   }
   if (arguments.data.empty()) throw Error("eval needs --data FILE.csv (a measurement CSV; see data/README.md)");
   if (arguments.held_out && arguments.model.empty()) throw Error("--held-out needs --model: the split is the model's");
   if (arguments.ranking && arguments.default_only)
-    throw Error("--ranking orders every candidate of a shape; --default-configs would keep one per shape");
+    throw Error(std::string("--ranking orders every candidate of a shape; ") +
+                (arguments.without_configs ? "--without-configs" : "--default-configs") + " would keep one per shape");
   return arguments;
 }
 
@@ -150,6 +153,14 @@ int eval_command(int argc, char** argv, int first) {
       if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
                                  (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
         continue;
+      // The caller's question when it knows only the shape: the library picks the config, and
+      // the answer is held against what cuBLAS ran first.
+      if (arguments.without_configs)
+        if (const Gemm* gemm = row.kernel.get_if<Gemm>()) {
+          Gemm bare = *gemm;
+          bare.config.reset();
+          row.kernel = bare;
+        }
       rows.push_back(std::move(row));
     }
   if (rows.empty()) throw Error("eval found no rows to evaluate");

@@ -26,7 +26,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
-                 [--default-configs | --ranking] [--json] [--report DIR]
+                 [--default-configs | --without-configs | --ranking] [--json] [--report DIR]
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
@@ -84,13 +84,18 @@ bound alone; --report writes eval.csv and a log-log scatter eval.svg. --model ev
 instead of the bundled ones; --held-out keeps only the shapes its training held out.
 --ranking scores how each shape's measured candidates (GEMM configs) are ordered by the predicted
 latency, beside the library's own order: per-shape Spearman, how often the first choice measured
-fastest, and its slowdown against the fastest.
+fastest, and its slowdown against the fastest. --default-configs keeps each shape's first choice
+(is_default); --without-configs also drops its GEMM config, so that the library picks one, and
+scores that prediction against the time of what cuBLAS ran first.
 
 train fits one op family's network on measurement CSVs (shapes split into train, validation and
 test; --holdout-gpu leaves a GPU out of training and tests on it), prints each epoch, the test
 accuracy beside the roofline bound, and writes the model (--init fine-tunes an existing one).
 --rank-weight W adds a ranking term: how far the predicted ratio of two configs of one shape
-is from the measured one, W times beside the MAPE (0, the default: MAPE only).
+is from the measured one, W times beside the MAPE (0, the default: MAPE only). A GEMM model
+also records, per data type, how far the least prediction over the library's candidates falls
+below what cuBLAS's first choice measured on the training shapes (configless_scale): predict
+multiplies a GEMM given without its config by it.
 )";
 
 struct Arguments {

@@ -149,6 +149,16 @@ int train_command(int argc, char** argv, int first) {
   const TrainingResult result = train_mlp(*family, train_set, validation_set, options, init ? &*init : nullptr);
 
   MlpDescription description = result.model.description();
+  if (*family == OpFamily::gemm) {
+    // Fit on the shapes trained on (train and validation), never on the test shapes.
+    std::vector<MeasuredKernel> fitted_rows = train_rows;
+    fitted_rows.insert(fitted_rows.end(), validation_rows.begin(), validation_rows.end());
+    description.configless_scale = fit_configless_scale(result.model, fitted_rows, spec_for, [](std::size_t done, std::size_t total) {
+      fmt::print(stderr, "config-less GEMMs: {} of {} training shapes predicted without their config\n", done, total);
+    });
+    for (const auto& [dtype, scale] : description.configless_scale)
+      fmt::print(stderr, "config-less {}: measured cuBLAS first choice / least prediction, median {:.4f}\n", to_string(dtype), scale);
+  }
   std::vector<std::string> gpu_items;
   for (const auto& [gpu, source] : spec_sources) gpu_items.push_back(gpu + " (" + source + ")");
   const std::string gpu_list = join(gpu_items, ", ");
