@@ -37,12 +37,20 @@ done
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.ranking.json"
 "$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+# A GEMM given without its config (what a serving workload asks): the library picks the config
+# and applies the model's configless_scale; scored against the time of what cuBLAS ran first.
+"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.configless.json"
+"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 # The unseen GPU: GEMM trained without any H200 row, scored on the H200's held-out shapes.
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
   "${gemm_options[@]}" --holdout-gpu H200-SXM --out data/models/holdout/gemm_without_h200.json 2> "$report/gemm_without_h200.train.log"
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
   --json > "$report/gemm_without_h200.eval.json"
 "$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --without-configs --data "$data/H200-SXM/gemm.csv" \
+  --specs data/gpus --json > "$report/gemm_without_h200.configless.json"
 # The autotuner's variant: the same GEMM training with the ranking term, and its ranking report.
 mkdir -p data/models/ranking
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
