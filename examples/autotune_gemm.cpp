@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < std::min<std::size_t>(5, ranked.size()); ++r) line(r);
     if (ranked.size() > 5) line(ranked.size() - 1);
 
-    // predict() on the GEMM without a config uses the same choice.
+    // predict() on the GEMM without a config uses the same choice, times the model's factor for
+    // choosing the least of many predictions (Mlp::configless_scale): the time to expect from it.
     const pw::Prediction plain = predictor.predict(gemm, gpu);
     const pw::GemmConfig best = predictor.best_gemm_config(gemm, gpu);
     std::printf("predict() without a config: %.2f us, with tile %dx%dx%d, split-K %d, %d stages, cluster %dx%d, %s%s\n",

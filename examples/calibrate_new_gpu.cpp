@@ -109,7 +109,13 @@ int main(int argc, char** argv) {
     training.progress = [](const pw::EpochReport& epoch) {
       std::fprintf(stderr, "   epoch %3d: validation MAPE %6.2f%%\n", epoch.epoch, epoch.validation_mape_pct);
     };
-    const pw::TrainingResult tuned = pw::train_mlp(pw::OpFamily::gemm, tune_rows, validation, training, start);
+    pw::TrainingResult tuned = pw::train_mlp(pw::OpFamily::gemm, tune_rows, validation, training, start);
+    // A GEMM given without its config: refit the factor on this GPU's tuning shapes.
+    pw::MlpDescription refit = tuned.model.description();
+    refit.configless_scale = pw::fit_configless_scale(tuned.model, tune, spec_for);
+    tuned.model = pw::Mlp(std::move(refit));
+    for (const auto& [dtype, factor] : tuned.model.description().configless_scale)
+      std::printf("   config-less %s factor %.3f\n", std::string(pw::to_string(dtype)).c_str(), factor);
     std::printf("3. MAPE on the scored shapes: %s %.2f%%, fine-tuned %.2f%% (roofline bound alone %.2f%%)\n",
                 fs::path(options.init).filename().string().c_str(), mape(*start, score_rows), mape(tuned.model, score_rows),
                 [&] {

@@ -183,8 +183,10 @@ Mlp mlp_from_json(std::string_view json_text) {
     description.layers.push_back(std::move(out));
   }
   if (fields.has("configless_scale")) {
-    const Fields scales(fields.get("configless_scale"), "mlp.configless_scale.");
-    for (const auto& [name, value] : fields.get("configless_scale").items()) {
+    const json& listed = fields.get("configless_scale");
+    if (!listed.is_object()) detail::fail_field("mlp.configless_scale", listed.dump(), "must be an object keyed by data type");
+    const Fields scales(listed, "mlp.configless_scale.");
+    for (const auto& [name, value] : listed.items()) {
       const auto dtype = parse_dtype(name);
       if (!dtype) detail::fail_field("mlp.configless_scale", "\"" + name + "\"", "must be keyed by data type (bf16, fp8_e4m3, ...)");
       description.configless_scale.emplace_back(*dtype, scales.number(name));

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -314,11 +315,14 @@ std::vector<std::pair<DType, double>> fit_configless_scale(
   MlpDescription uncorrected = model.description();
   uncorrected.configless_scale.clear();
   const Predictor predictor(std::vector<Mlp>{Mlp(std::move(uncorrected))});
-  // One kernel per GPU and shape, each without its config; per GPU, one batched call.
+  // One kernel per GPU and shape (its first is_default row: a file without the column marks
+  // every candidate so), each without its config; per GPU, one batched call.
   std::map<std::string, std::vector<const MeasuredKernel*>> by_gpu;
+  std::set<std::pair<std::string, std::string>> seen;
   std::size_t total = 0;
   for (const MeasuredKernel& row : rows)
-    if (row.is_default && row.kernel.get_if<Gemm>()) by_gpu[row.gpu].push_back(&row), ++total;
+    if (row.is_default && row.kernel.get_if<Gemm>() && seen.emplace(row.gpu, row.shape).second)
+      by_gpu[row.gpu].push_back(&row), ++total;
   std::map<DType, std::vector<double>> log_ratios;
   std::size_t done = 0;
   for (const auto& [gpu, members] : by_gpu) {
@@ -490,6 +494,8 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   description.input_mean = mean;
   description.input_scale = scale;
   description.layers = std::move(best_layers);
+  // A fine-tuned network keeps its start's config-less factor until fit_configless_scale refits it.
+  if (init && init->family() == family) description.configless_scale = init->description().configless_scale;
   return TrainingResult{Mlp(std::move(description)), std::move(history), best_epoch, best};
 }
 

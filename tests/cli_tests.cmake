@@ -250,9 +250,13 @@ pipeweave_cli_test(eval_tiny_model_held_out "\nH100-SXM +[0-9]+ +[0-9.]+ .*\nove
 set_tests_properties(cli.eval_tiny_model_held_out PROPERTIES FIXTURES_REQUIRED tiny_model)
 # A GEMM model also records its config-less factor per data type, fit on the shapes trained on.
 pipeweave_cli_test(train_tiny_gemm_configless
-                   "config-less GEMMs: 3 of 3 training shapes[^\n]*\nconfig-less bf16: [^\n]* median [0-9]+\.[0-9]+\nconfig-less fp8_e4m3: .*\nwrote [^\n]*tiny_gemm\.json"
+                   "config-less GEMMs: 3 of 3 \\(GPU, shape\\) pairs trained on[^\n]*\nconfig-less bf16: [^\n]* median [0-9]+\.[0-9]+\nconfig-less fp8_e4m3: .*\nwrote [^\n]*tiny_gemm\.json"
                    train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+# With one of the three shapes in the test split (seed 1, test fraction 0.4), the factor is fit on the other two only.
+pipeweave_cli_test(train_configless_not_on_test_shapes "8 train, 8 validation, 8 test\n.*config-less GEMMs: 2 of 2 \\(GPU, shape\\) pairs"
+                   train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_split.json" --hidden 8
+                   --epochs 2 --test-fraction 0.4 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")

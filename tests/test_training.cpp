@@ -283,6 +283,7 @@ TEST_CASE("fit_configless_scale: per type, the median ratio of cuBLAS's first ch
   add("H100-SXM", 300, 14336, 4096, DType::bf16, 5.0, true);      // one far-off shape moves a median little
   add("H200-SXM", 700, 1024, 8192, DType::bf16, 1.1, true);
   add("H200-SXM", 64, 8192, 8192, DType::fp8_e4m3, 0.9, true);
+  add("H200-SXM", 64, 8192, 8192, DType::fp8_e4m3, 50.0, true);  // the same GPU and shape again: only the first counts
   rows.push_back(measurements_from_csv("gpu,dtype,tokens,dim,threads,duration_us\nH100-SXM,bf16,4096,14336,1024,150\n").front());
 
   std::vector<std::pair<std::size_t, std::size_t>> calls;
@@ -299,9 +300,18 @@ TEST_CASE("fit_configless_scale: per type, the median ratio of cuBLAS's first ch
   // A model that already carries a factor is fitted as if it had none: refitting gives the same.
   MlpDescription corrected = d;
   corrected.configless_scale = {{DType::bf16, 3.0}};
-  const auto refit = fit_configless_scale(Mlp(corrected), rows, spec_for);
+  const Mlp refit_start(corrected);
+  const auto refit = fit_configless_scale(refit_start, rows, spec_for);
   REQUIRE(refit.size() == 2);
   CHECK(refit[0].second == Approx(scales[0].second).epsilon(1e-12));
+  // Fine-tuning keeps the start's factor (until it is refit).
+  std::vector<TrainingRow> tuning = training_rows(std::span<const MeasuredKernel>(rows).first(6), spec_for);
+  TrainingOptions options = small_options();
+  options.epochs = 2;
+  const TrainingResult tuned =
+      train_mlp(OpFamily::gemm, std::span<const TrainingRow>(tuning).first(4), std::span<const TrainingRow>(tuning).last(2),
+                options, &refit_start);
+  CHECK(tuned.model.description().configless_scale == corrected.configless_scale);
   // Other families record none.
   MlpDescription norm = d;
   norm.family = OpFamily::rmsnorm;

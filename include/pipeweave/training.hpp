@@ -66,7 +66,8 @@ struct TrainingResult {
 };
 
 // Trains a network for `family`. `init`, if given, is where fine-tuning starts (its layer sizes
-// win over options.hidden; its batch-norm is already folded, so fine-tuning runs without).
+// win over options.hidden; its batch-norm is already folded, so fine-tuning runs without; its
+// configless_scale is kept: refit it with fit_configless_scale on the new GPU's rows).
 // Throws pipeweave::Error for empty sets or bad options, naming them.
 TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
                          const TrainingOptions& options, const Mlp* init = nullptr);
@@ -78,8 +79,9 @@ std::vector<double> predict_latencies(const Mlp& model, std::span<const Training
 // config cuBLAS ran first (rows with is_default) over what `model` predicts for the GEMM given
 // without its config (the least prediction over gemm_candidates; the model's own
 // configless_scale, if any, is not applied). The result is MlpDescription::configless_scale.
-// Rows of other families, and rows that are not is_default, are skipped; a data type with no
-// such row gets no factor. `progress`, if given, is called with (shapes done, shapes in all).
+// Rows of other families, rows that are not is_default, and every is_default row of a GPU and
+// shape after its first are skipped; a data type with no such row gets no factor. `progress`,
+// if given, is called with (GPU-and-shape pairs done, pairs in all).
 std::vector<std::pair<DType, double>> fit_configless_scale(
     const Mlp& model, std::span<const MeasuredKernel> rows, const std::function<GpuSpec(const std::string& gpu)>& spec_for,
     const std::function<void(std::size_t done, std::size_t total)>& progress = {});

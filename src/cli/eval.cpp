@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -147,9 +148,11 @@ int eval_command(int argc, char** argv, int first) {
       throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
   }
   std::vector<MeasuredKernel> rows;
+  std::set<std::pair<std::string, std::string>> shapes_seen;  // --without-configs: one row per GPU and shape
   for (const std::string& path : arguments.data)
     for (MeasuredKernel& row : read_measurements(path)) {
       if (arguments.default_only && !row.is_default) continue;
+      if (arguments.without_configs && !shapes_seen.emplace(row.gpu, row.shape).second) continue;
       if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
                                  (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
         continue;

@@ -154,7 +154,7 @@ int train_command(int argc, char** argv, int first) {
     std::vector<MeasuredKernel> fitted_rows = train_rows;
     fitted_rows.insert(fitted_rows.end(), validation_rows.begin(), validation_rows.end());
     description.configless_scale = fit_configless_scale(result.model, fitted_rows, spec_for, [](std::size_t done, std::size_t total) {
-      fmt::print(stderr, "config-less GEMMs: {} of {} training shapes predicted without their config\n", done, total);
+      fmt::print(stderr, "config-less GEMMs: {} of {} (GPU, shape) pairs trained on predicted without their config\n", done, total);
     });
     for (const auto& [dtype, scale] : description.configless_scale)
       fmt::print(stderr, "config-less {}: measured cuBLAS first choice / least prediction, median {:.4f}\n", to_string(dtype), scale);
