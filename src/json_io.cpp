@@ -125,7 +125,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const json document = parse_json(json_text, "model weights");
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
-               "input_scale", "network", "layers", "configless_scale", "provenance"});
+               "input_scale", "network", "layers", "configless_scale", "for_configless_gemm", "provenance"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -181,6 +181,11 @@ Mlp mlp_from_json(std::string_view json_text) {
       for (Eigen::Index c = 0; c < out.weights.cols(); ++c) out.weights(r, c) = row[static_cast<std::size_t>(c)];
     }
     description.layers.push_back(std::move(out));
+  }
+  if (fields.has("for_configless_gemm")) {
+    const json& flag = fields.get("for_configless_gemm");
+    if (!flag.is_boolean()) detail::fail_field("mlp.for_configless_gemm", flag.dump(), "must be true or false");
+    description.for_configless_gemm = flag.get<bool>();
   }
   if (fields.has("configless_scale")) {
     const json& listed = fields.get("configless_scale");
@@ -240,6 +245,7 @@ std::string to_json(const Mlp& mlp) {
     layers.push_back({{"weights", rows}, {"bias", shortest_decimals(layer.bias)}});
   }
   document["layers"] = layers;
+  if (d.for_configless_gemm) document["for_configless_gemm"] = true;
   if (!d.configless_scale.empty()) {
     json scales = json::object();
     for (const auto& [dtype, scale] : d.configless_scale) scales[std::string(to_string(dtype))] = scale;

@@ -311,7 +311,7 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
 std::vector<std::pair<DType, double>> fit_configless_scale(
     const Mlp& model, std::span<const MeasuredKernel> rows, const std::function<GpuSpec(const std::string& gpu)>& spec_for,
     const std::function<void(std::size_t done, std::size_t total)>& progress) {
-  if (model.family() != OpFamily::gemm) return {};
+  if (model.family() != OpFamily::gemm || model.description().for_configless_gemm) return {};
   MlpDescription uncorrected = model.description();
   uncorrected.configless_scale.clear();
   const Predictor predictor(std::vector<Mlp>{Mlp(std::move(uncorrected))});

@@ -257,6 +257,28 @@ pipeweave_cli_test(train_tiny_gemm_configless
 pipeweave_cli_test(train_configless_not_on_test_shapes "8 train, 8 validation, 8 test\n.*config-less GEMMs: 2 of 2 \\(GPU, shape\\) pairs"
                    train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_split.json" --hidden 8
                    --epochs 2 --test-fraction 0.4 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+# A network for GEMMs without a config: one row per shape, the bundled GEMM model picking the configs.
+set(tiny_configless "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless.json")
+pipeweave_cli_test(train_without_configs "configs chosen for 3 \\(GPU, shape\\) pairs by the bundled GEMM model\n.*gemm 3 rows: .*wrote [^\n]*tiny_gemm_configless\.json"
+                   train --op gemm --without-configs --data "${ranking_csv}" --out "${tiny_configless}" --hidden 8 --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_configless)
+pipeweave_cli_failure(eval_configless_model_needs_flag "answers for GEMMs given without a config: score it with --without-configs"
+                      eval --model "${tiny_configless}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_configless_model_needs_flag PROPERTIES FIXTURES_REQUIRED tiny_configless)
+pipeweave_cli_test(eval_configless_model "\nH100-SXM +3 [^\n]*\noverall +3 "
+                   eval --model "${tiny_configless}" --without-configs --data "${ranking_csv}")
+set_tests_properties(cli.eval_configless_model PROPERTIES FIXTURES_REQUIRED tiny_configless)
+pipeweave_cli_failure(train_init_configless_mismatch "is a model for GEMMs without a config: fine-tune it with --without-configs"
+                      train --op gemm --data "${ranking_csv}" --init "${tiny_configless}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+set_tests_properties(cli.train_init_configless_mismatch PROPERTIES FIXTURES_REQUIRED tiny_configless)
+pipeweave_cli_failure(train_chooser_alone "--chooser picks the configs for --without-configs"
+                      train --op gemm --data "${ranking_csv}" --chooser "${tiny_configless}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_without_configs_not_gemm "--without-configs with --op must be gemm"
+                      train --op silu_mul --without-configs --data "${train_sample}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_chooser_not_a_gemm_model "--chooser must hold a GEMM model for GEMMs with their config"
+                      train --op gemm --without-configs --chooser "${tiny_configless}" --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+set_tests_properties(cli.train_chooser_not_a_gemm_model PROPERTIES FIXTURES_REQUIRED tiny_configless)
 pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")

@@ -607,3 +607,60 @@ TEST_CASE("Mlp: configless_scale is checked and survives a JSON round trip", "[p
   not_number.replace(not_number.find(key), key.size(), "\"bf16\":\"1.06\"");
   CHECK_THAT(error_of([&] { mlp_from_json(not_number); }), Contains("mlp.configless_scale.bf16") && Contains("number"));
 }
+
+TEST_CASE("Predictor: a model for GEMMs without a config answers for them, beside the GEMM model", "[predictor][rank]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  MlpDescription answers = constant_model(OpFamily::gemm, 0.4).description();
+  answers.for_configless_gemm = true;
+  const Mlp configless(answers);
+  const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm)});
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), configless});
+  REQUIRE(predictor.configless_gemm_model() != nullptr);
+  CHECK(plain.configless_gemm_model() == nullptr);
+  CHECK(predictor.model(OpFamily::gemm)->description().for_configless_gemm == false);  // each in its place
+
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  const Kernel chosen = plain.configured(decode, h100);  // the GEMM model picks the config...
+  CHECK(predictor.configured(decode, h100) == chosen);
+  const Prediction p = predictor.predict(decode, h100);
+  const double bound = plain.predict(chosen, h100).lower_bound_us;
+  CHECK(p.latency_us == Approx(bound / 0.4).epsilon(1e-6));  // ...and the config-less model answers on its demand
+  CHECK(p.efficiency == Approx(0.4).epsilon(1e-6));
+  CHECK(p.config_defaulted);
+  // A GEMM with its config, and any other kernel, is the GEMM model's (or its family's) question.
+  CHECK(same(predictor.predict(chosen, h100), plain.predict(chosen, h100)));
+  // Batched as one at a time.
+  const std::vector<Kernel> kernels = mixed_kernels();
+  const std::vector<Prediction> batch = predictor.predict(kernels, h100);
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    INFO(to_string(kernels[i]));
+    CHECK(same(batch[i], predictor.predict(kernels[i], h100)));
+  }
+  // Alone, without a GEMM model to pick the config, it is not used: the bound answers.
+  const Predictor alone(std::vector<Mlp>{configless});
+  CHECK(same(alone.predict(decode, h100), Predictor::analytical().predict(decode, h100)));
+  // with() puts it in its place in a copy; the original keeps what it had.
+  const Predictor added = plain.with({configless});
+  CHECK(same(added.predict(decode, h100), p));
+  CHECK(plain.configless_gemm_model() == nullptr);
+  CHECK(same(plain.predict(decode, h100), Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)}).predict(decode, h100)));
+}
+
+TEST_CASE("Mlp: for_configless_gemm is checked and survives a JSON round trip", "[predictor][mlp]") {
+  MlpDescription d = varying_model(OpFamily::gemm).description();
+  d.for_configless_gemm = true;
+  const Mlp model(d);
+  CHECK(mlp_from_json(to_json(model)).description().for_configless_gemm);
+  CHECK_FALSE(mlp_from_json(to_json(varying_model(OpFamily::gemm))).description().for_configless_gemm);
+  MlpDescription scaled = d;
+  scaled.configless_scale = {{DType::bf16, 1.1}};
+  CHECK_THAT(error_of([&] { Mlp{scaled}; }), Contains("mlp.configless_scale") && Contains("must be empty"));
+  MlpDescription norm = varying_model(OpFamily::rmsnorm).description();
+  norm.for_configless_gemm = true;
+  CHECK_THAT(error_of([&] { Mlp{norm}; }), Contains("mlp.for_configless_gemm") && Contains("GEMM models only"));
+  std::string text = to_json(model);
+  const std::string flag = "\"for_configless_gemm\":true";
+  REQUIRE(text.find(flag) != std::string::npos);
+  text.replace(text.find(flag), flag.size(), "\"for_configless_gemm\":\"yes\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(text); }), Contains("mlp.for_configless_gemm must be true or false, got \"yes\""));
+}

@@ -38,6 +38,12 @@ struct MlpDescription {
   // ran (its first choice): the median ratio over the training shapes (fit_configless_scale in
   // pipeweave/training.hpp). A data type not listed is not corrected.
   std::vector<std::pair<DType, double>> configless_scale;
+  // A GEMM model that answers only for GEMMs given without their config: trained on cuBLAS's
+  // first choice as measured, with the demand of the config the predictor's GEMM model picks
+  // (Predictor::best_gemm_config), so it learns what that pick's prediction misses. A
+  // Predictor that holds one beside a GEMM model uses it for such GEMMs (and no
+  // configless_scale); it holds no configless_scale itself.
+  bool for_configless_gemm = false;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
   std::vector<std::pair<std::string, std::string>> provenance;
 };
@@ -153,6 +159,12 @@ class Mlp {
       inputs = layer.weights.rows();
     }
     if (inputs != 1) detail::fail_field("mlp output layer width", inputs, "must be 1 (the efficiency)");
+    if (d.for_configless_gemm && d.family != OpFamily::gemm)
+      detail::fail_field("mlp.for_configless_gemm", "(a " + std::string(to_string(d.family)) + " model)",
+                         "is for GEMM models only");
+    if (d.for_configless_gemm && !d.configless_scale.empty())
+      detail::fail_field("mlp.configless_scale", "(a model for GEMMs without a config)",
+                         "must be empty: such a model answers for them itself");
     if (!d.configless_scale.empty() && d.family != OpFamily::gemm)
       detail::fail_field("mlp.configless_scale", "(a " + std::string(to_string(d.family)) + " model)",
                          "is for GEMM models only (a GEMM's config is what it replaces)");

@@ -6,10 +6,11 @@
 // bound_cycles is the busiest pipe's cycles, a physical lower bound; the model's sigmoid
 // keeps efficiency in (0, 1], so no prediction falls below that bound. An op family with
 // no trained model answers with the bound itself and says so (source = analytical_bound).
-// A GEMM that comes without its config is predicted with the best predicted of the configs
-// a GEMM library would consider (gemm_candidates), times the model's configless_scale: the
-// least of a few hundred predictions is biased low, and the factor, fit on the training
-// shapes, takes it to what cuBLAS's first choice measured (see Mlp::configless_scale).
+// A GEMM that comes without its config runs the best predicted of the configs a GEMM library
+// would consider (gemm_candidates). Its latency: with a config-less GEMM model
+// (Mlp::for_configless_gemm, bundled), that model's answer for the chosen config; else the
+// chosen config's prediction times the GEMM model's configless_scale (the least of a few
+// hundred predictions is biased low; see Mlp::configless_scale).
 // A Predictor is immutable after construction: every method is const and thread-safe (the
 // one shared state, the memo of those choices, is locked).
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipeweave/demand.hpp"
@@ -54,25 +56,32 @@ class Predictor {
  public:
   // The models bundled with the library (data/models/, compiled in at build time).
   Predictor();
-  // These models, at most one per op family (a later one replaces an earlier one).
-  explicit Predictor(std::vector<Mlp> models) {
-    for (Mlp& model : models) {
-      const auto family = static_cast<std::size_t>(model.family());
-      models_[family] = std::make_shared<const Mlp>(std::move(model));
-    }
-  }
+  // These models, at most one per op family and one for GEMMs without a config (a later one
+  // replaces an earlier one in its place).
+  explicit Predictor(std::vector<Mlp> models) { place(std::move(models)); }
   // No models: every prediction is the analytical bound.
   static Predictor analytical() { return Predictor(std::vector<Mlp>{}); }
+  // This predictor's models with `models` in their places (as the constructor places them);
+  // the configs chosen for GEMMs without one are chosen afresh.
+  Predictor with(std::vector<Mlp> models) const {
+    Predictor copy = *this;
+    copy.gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
+    copy.place(std::move(models));
+    return copy;
+  }
 
   const Mlp* model(OpFamily family) const { return models_[static_cast<std::size_t>(family)].get(); }
+  // The model for GEMMs given without their config (Mlp::for_configless_gemm), if any. It is
+  // used only beside a GEMM model, which picks the config whose demand it reads.
+  const Mlp* configless_gemm_model() const { return configless_gemm_.get(); }
 
   // Throws pipeweave::Error for an invalid GpuSpec, or a kernel this GPU cannot run
   // (a data type it has no tensor path for, a tile too large for its shared memory).
   Prediction predict(const Kernel& kernel, const GpuSpec& gpu) const {
     gpu.validate();
     const Demand demand = resolved_demand(kernel, gpu);
-    const Mlp* mlp = model(kernel.family());
-    return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr, configless_scale(kernel));
+    const auto [mlp, scale] = network_for(kernel);
+    return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr, scale);
   }
 
   // Many kernels on one GPU: one network pass per op family for the whole batch.
@@ -82,13 +91,18 @@ class Predictor {
     demands.reserve(kernels.size());
     for (const Kernel& kernel : kernels) demands.push_back(resolved_demand(kernel, gpu));
     std::vector<double> efficiency(kernels.size(), 1.0);
+    std::vector<std::pair<const Mlp*, double>> networks;
+    networks.reserve(kernels.size());
+    for (const Kernel& kernel : kernels) networks.push_back(network_for(kernel));
     std::vector<std::size_t> members;
-    for (OpFamily family : kAllOpFamilies) {
-      const Mlp* mlp = model(family);
+    std::array<const Mlp*, kOpFamilyCount + 1> all_networks{};
+    for (std::size_t f = 0; f < kOpFamilyCount; ++f) all_networks[f] = models_[f].get();
+    all_networks.back() = configless_gemm_.get();
+    for (const Mlp* mlp : all_networks) {
       if (!mlp) continue;
       members.clear();
       for (std::size_t i = 0; i < kernels.size(); ++i)
-        if (kernels[i].family() == family) members.push_back(i);
+        if (networks[i].first == mlp) members.push_back(i);
       if (members.empty()) continue;
       Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
           static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(members.size()));
@@ -103,8 +117,7 @@ class Predictor {
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
     for (std::size_t i = 0; i < kernels.size(); ++i)
-      predictions.push_back(
-          finish(demands[i], gpu, efficiency[i], model(kernels[i].family()) != nullptr, configless_scale(kernels[i])));
+      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first != nullptr, networks[i].second));
     return predictions;
   }
 
@@ -123,7 +136,7 @@ class Predictor {
 
   // The config this predictor expects to run fastest for a GEMM given only its shape: the
   // best predicted of gemm_candidates(), remembered per GPU and shape (predict() answers with
-  // its prediction times the model's configless_scale). With no GEMM model
+  // the config-less GEMM model on it, or its prediction times the model's configless_scale). With no GEMM model
   // there is nothing to rank by (the bound favours configs that real kernels run slowly):
   // the analytical default_config. Throws pipeweave::Error when the GPU cannot run the GEMM.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
@@ -175,12 +188,25 @@ class Predictor {
     return demand;
   }
 
-  // A GEMM whose config the predictor chose: the model's correction for choosing the least of
-  // many predictions (1 for every other kernel).
-  double configless_scale(const Kernel& kernel) const {
+  // The network that answers for a kernel (null: none, the bound answers) and the factor on
+  // its latency. A GEMM whose config the predictor chooses: the config-less GEMM model if there
+  // is one, else the GEMM model times its correction for choosing the least of many predictions.
+  std::pair<const Mlp*, double> network_for(const Kernel& kernel) const {
+    const Mlp* mlp = model(kernel.family());
     const Gemm* gemm = kernel.get_if<Gemm>();
-    const Mlp* mlp = model(OpFamily::gemm);
-    return gemm && !gemm->config && mlp ? mlp->configless_scale(gemm->dtype) : 1.0;
+    if (!gemm || gemm->config || !mlp) return {mlp, 1.0};
+    if (configless_gemm_) return {configless_gemm_.get(), 1.0};
+    return {mlp, mlp->configless_scale(gemm->dtype)};
+  }
+
+  void place(std::vector<Mlp> models) {
+    for (Mlp& model : models) {
+      auto shared = std::make_shared<const Mlp>(std::move(model));
+      if (shared->description().for_configless_gemm)
+        configless_gemm_ = std::move(shared);
+      else
+        models_[static_cast<std::size_t>(shared->family())] = std::move(shared);
+    }
   }
 
   static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, bool trained, double scale) {
@@ -196,6 +222,7 @@ class Predictor {
   }
 
   std::array<std::shared_ptr<const Mlp>, kOpFamilyCount> models_{};
+  std::shared_ptr<const Mlp> configless_gemm_;
   // Shared by copies: they hold the same models, so the same choices.
   std::shared_ptr<detail::GemmConfigCache> gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
 };

@@ -169,7 +169,11 @@ int eval_command(int argc, char** argv, int first) {
   if (rows.empty()) throw Error("eval found no rows to evaluate");
 
   // Predict per GPU, in batches.
-  const Predictor predictor = model ? Predictor(std::vector<Mlp>{*model}) : Predictor();
+  // A model for GEMMs without a config answers beside a GEMM model that picks the configs: the bundled one.
+  const bool configless_model = model && model->description().for_configless_gemm;
+  if (configless_model && !arguments.without_configs)
+    throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
+  const Predictor predictor = !model ? Predictor() : configless_model ? Predictor().with({*model}) : Predictor(std::vector<Mlp>{*model});
   const Predictor baseline = Predictor::analytical();
   std::map<std::string, std::vector<std::size_t>> by_gpu;
   for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);

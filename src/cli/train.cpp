@@ -68,7 +68,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 }  // namespace
 
 int train_command(int argc, char** argv, int first) {
-  std::string op, out, specs_dir, holdout_gpu, init_path;
+  std::string op, out, specs_dir, holdout_gpu, init_path, chooser_path;
+  bool without_configs = false;
   std::vector<std::string> data;
   std::map<std::string, std::string> specs;
   TrainingOptions options;
@@ -88,6 +89,8 @@ int train_command(int argc, char** argv, int first) {
     else if (argument == "--specs") specs_dir = value();
     else if (argument == "--holdout-gpu") holdout_gpu = value();
     else if (argument == "--init") init_path = value();
+    else if (argument == "--without-configs") without_configs = true;
+    else if (argument == "--chooser") chooser_path = value();
     else if (argument == "--rank-weight") {
       const std::string text = value();
       const std::optional<double> weight = parse_number(text);
@@ -117,6 +120,37 @@ int train_command(int argc, char** argv, int first) {
         throw Error(fmt::format("{} holds {} rows, not {}", path, to_string(row.kernel.family()), op));
       rows.push_back(std::move(row));
     }
+  if (!chooser_path.empty() && !without_configs) throw Error("--chooser picks the configs for --without-configs; give both");
+  std::optional<Mlp> init;
+  if (!init_path.empty()) init = load_mlp(init_path);
+  if (init && init->description().for_configless_gemm != without_configs)
+    throw Error(init_path + (without_configs ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
+                                             : " is a model for GEMMs without a config: fine-tune it with --without-configs"));
+  if (without_configs && *family != OpFamily::gemm)
+    detail::fail_field("--without-configs with --op", op, "must be gemm (the config it leaves out is a GEMM's)");
+  std::map<std::string, std::string> spec_sources;
+  auto spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, specs, specs_dir, spec_sources[gpu]); };
+  if (without_configs) {
+    // A model for GEMMs given without their config: per GPU and shape, cuBLAS's first choice as
+    // measured, with the demand of the config the chooser (a GEMM model) picks for the shape.
+    const Predictor chooser = chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(chooser_path)});
+    if (!chooser.model(OpFamily::gemm))
+      detail::fail_field("--chooser", chooser_path.empty() ? "(the bundled models)" : chooser_path,
+                         "must hold a GEMM model for GEMMs with their config (it picks the configs)");
+    std::set<std::pair<std::string, std::string>> seen;
+    std::vector<MeasuredKernel> chosen;
+    for (MeasuredKernel& row : rows) {
+      if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;
+      Gemm bare = *row.kernel.get_if<Gemm>();
+      bare.config.reset();
+      row.kernel = chooser.configured(bare, spec_for(row.gpu));
+      chosen.push_back(std::move(row));
+      if (chosen.size() % 1024 == 0) fmt::print(stderr, "configs chosen for {} shapes\n", chosen.size());
+    }
+    fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(),
+               chooser_path.empty() ? "the bundled GEMM model" : chooser_path);
+    rows = std::move(chosen);
+  }
   std::set<std::string> gpus;
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   if (!holdout_gpu.empty() && !gpus.count(holdout_gpu))
@@ -132,16 +166,12 @@ int train_command(int argc, char** argv, int first) {
       (shape_held_out(row.shape, options.seed + 1000003, validation_fraction) ? validation_rows : train_rows).push_back(std::move(row));
     }
   }
-  std::map<std::string, std::string> spec_sources;
-  auto spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, specs, specs_dir, spec_sources[gpu]); };
   const std::vector<TrainingRow> train_set = training_rows(train_rows, spec_for);
   const std::vector<TrainingRow> validation_set = training_rows(validation_rows, spec_for);
   const std::vector<TrainingRow> test_set = training_rows(test_rows, spec_for);
   fmt::print(stderr, "pipeweave train: {} {} rows: {} train, {} validation, {} test{}\n", op, rows.size(), train_set.size(),
              validation_set.size(), test_set.size(), holdout_gpu.empty() ? "" : " (test: " + holdout_gpu + " only, never trained on)");
 
-  std::optional<Mlp> init;
-  if (!init_path.empty()) init = load_mlp(init_path);
   options.progress = [](const EpochReport& report) {
     fmt::print(stderr, "epoch {:>4}: train MAPE {:7.3f}%  validation {:7.3f}%{}\n", report.epoch, report.train_mape_pct,
                report.validation_mape_pct, report.best ? "  (best)" : "");
@@ -149,7 +179,10 @@ int train_command(int argc, char** argv, int first) {
   const TrainingResult result = train_mlp(*family, train_set, validation_set, options, init ? &*init : nullptr);
 
   MlpDescription description = result.model.description();
-  if (*family == OpFamily::gemm) {
+  if (without_configs) {
+    description.for_configless_gemm = true;
+    description.configless_scale.clear();
+  } else if (*family == OpFamily::gemm) {
     // Fit on the shapes trained on (train and validation), never on the test shapes.
     std::vector<MeasuredKernel> fitted_rows = train_rows;
     fitted_rows.insert(fitted_rows.end(), validation_rows.begin(), validation_rows.end());
@@ -175,6 +208,8 @@ int train_command(int argc, char** argv, int first) {
       {"best_epoch", std::to_string(result.best_epoch)},
       {"validation_mape_pct", fmt::format("{:.3f}", result.best_validation_mape_pct)},
       {"command", command}};
+  if (without_configs)
+    description.provenance.emplace_back("chooser", chooser_path.empty() ? "the bundled GEMM model" : chooser_path);
   const Mlp model(std::move(description));
   write_text(out, to_json(model));
 
