@@ -140,9 +140,12 @@ void BM_PredictTrainedSmallGemmBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrainedSmallGemmBatch)->Arg(256);
 
-// A GEMM without a config whose shape was asked about before: its best config is remembered.
+// A GEMM without a config whose shape was asked about before: its best config is remembered,
+// and the network for GEMMs without a config answers (as with the bundled models).
 void BM_PredictTrainedGemmNoConfig(benchmark::State& state) {
-  const pw::Predictor predictor = trained_predictor();
+  pw::MlpDescription configless = random_mlp(pw::OpFamily::gemm, {256, 128, 64}).description();
+  configless.for_configless_gemm = true;
+  const pw::Predictor predictor = trained_predictor().with({pw::Mlp(std::move(configless))});
   const pw::Kernel kernel = pw::Gemm{.m = 4096, .n = 6144, .k = 4096};
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));

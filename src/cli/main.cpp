@@ -30,7 +30,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
-                  [--rank-weight W]
+                  [--rank-weight W] [--without-configs [--chooser GEMM_MODEL.json]]
   pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F
                 [--sustained-utilization U]] [--measured M.csv] [--json] [--report DIR]
   pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
@@ -94,8 +94,11 @@ accuracy beside the roofline bound, and writes the model (--init fine-tunes an e
 --rank-weight W adds a ranking term: how far the predicted ratio of two configs of one shape
 is from the measured one, W times beside the MAPE (0, the default: MAPE only). A GEMM model
 also records, per data type, how far the least prediction over the library's candidates falls
-below what cuBLAS's first choice measured on the training shapes (configless_scale): predict
-multiplies a GEMM given without its config by it.
+below what cuBLAS's first choice measured on the training shapes (configless_scale).
+--without-configs trains the network for GEMMs given without their config (bundled beside the
+GEMM model, it answers for them): one row per GPU and shape, cuBLAS's first choice, with the
+config the GEMM model (--chooser, default the bundled one) picks; without such a network,
+predict multiplies the pick's prediction by configless_scale.
 )";
 
 struct Arguments {
