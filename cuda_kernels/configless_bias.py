@@ -5,8 +5,9 @@
 
 EVAL_REPORT.csv: the per-row CSV of `pipeweave eval --held-out --report DIR` (its GEMM shapes
 are the ones checked). MEASURED.csv: the GPU's measurement CSV (every cuBLASLt candidate).
-For each held-out shape of that GPU, `pipeweave predict` without a config (the library scores
-its own candidates and answers with the best) is set against the measured time of cuBLAS's
+For each held-out shape of that GPU, `pipeweave predict` without a config (the GEMM model
+scores the library's candidates and picks the best; the bundled network for GEMMs without a
+config answers for it) is set against the measured time of cuBLAS's
 first choice (is_default) and of the fastest measured candidate; then how often the chosen
 configs use each cluster shape, schedule, orientation and stage count, beside how often the
 measured cuBLAS candidates do. A model asked to choose among configs it was never shown

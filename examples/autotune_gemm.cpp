@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < std::min<std::size_t>(5, ranked.size()); ++r) line(r);
     if (ranked.size() > 5) line(ranked.size() - 1);
 
-    // predict() on the GEMM without a config uses the same choice, times the model's factor for
-    // choosing the least of many predictions (Mlp::configless_scale): the time to expect from it.
+    // predict() on the GEMM without a config uses the same choice; its latency comes from the
+    // network for GEMMs without a config (bundled), which corrects the bias of choosing the
+    // least of many predictions: the time to expect from it.
     const pw::Prediction plain = predictor.predict(gemm, gpu);
     const pw::GemmConfig best = predictor.best_gemm_config(gemm, gpu);
     std::printf("predict() without a config: %.2f us, with tile %dx%dx%d, split-K %d, %d stages, cluster %dx%d, %s%s\n",

@@ -495,7 +495,10 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   description.input_scale = scale;
   description.layers = std::move(best_layers);
   // A fine-tuned network keeps its start's config-less factor until fit_configless_scale refits it.
-  if (init && init->family() == family) description.configless_scale = init->description().configless_scale;
+  if (init && init->family() == family) {
+    description.configless_scale = init->description().configless_scale;
+    description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
+  }
   return TrainingResult{Mlp(std::move(description)), std::move(history), best_epoch, best};
 }
 

@@ -253,6 +253,7 @@ pipeweave_cli_test(train_tiny_gemm_configless
                    "config-less GEMMs: 3 of 3 \\(GPU, shape\\) pairs trained on[^\n]*\nconfig-less bf16: [^\n]* median [0-9]+\.[0-9]+\nconfig-less fp8_e4m3: .*\nwrote [^\n]*tiny_gemm\.json"
                    train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_tiny_gemm_configless PROPERTIES FIXTURES_SETUP tiny_gemm)
 # With one of the three shapes in the test split (seed 1, test fraction 0.4), the factor is fit on the other two only.
 pipeweave_cli_test(train_configless_not_on_test_shapes "8 train, 8 validation, 8 test\n.*config-less GEMMs: 2 of 2 \\(GPU, shape\\) pairs"
                    train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_split.json" --hidden 8
@@ -266,9 +267,25 @@ set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_co
 pipeweave_cli_failure(eval_configless_model_needs_flag "answers for GEMMs given without a config: score it with --without-configs"
                       eval --model "${tiny_configless}" --data "${ranking_csv}")
 set_tests_properties(cli.eval_configless_model_needs_flag PROPERTIES FIXTURES_REQUIRED tiny_configless)
+# Scored with it, the predictions are its own: they differ from the bundled network's.
 pipeweave_cli_test(eval_configless_model "\nH100-SXM +3 [^\n]*\noverall +3 "
-                   eval --model "${tiny_configless}" --without-configs --data "${ranking_csv}")
-set_tests_properties(cli.eval_configless_model PROPERTIES FIXTURES_REQUIRED tiny_configless)
+                   eval --model "${tiny_configless}" --without-configs --data "${ranking_csv}"
+                   --report "${CMAKE_CURRENT_BINARY_DIR}/configless_tiny_report")
+set_tests_properties(cli.eval_configless_model PROPERTIES FIXTURES_REQUIRED tiny_configless FIXTURES_SETUP configless_tiny_report)
+add_test(NAME cli.eval_configless_model_is_used
+         COMMAND ${CMAKE_COMMAND} -DA=${CMAKE_CURRENT_BINARY_DIR}/configless_tiny_report/eval.csv
+                 -DB=${configless_report}/eval.csv -P "${CMAKE_CURRENT_SOURCE_DIR}/check_files_differ.cmake")
+set_tests_properties(cli.eval_configless_model_is_used PROPERTIES FIXTURES_REQUIRED "configless_tiny_report;configless_report" LABELS cli)
+pipeweave_cli_test(train_without_configs_init "wrote [^\n]*tiny_gemm_configless_tuned\.json"
+                   train --op gemm --without-configs --init "${tiny_configless}" --data "${ranking_csv}" --epochs 2
+                   --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_tuned.json" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_without_configs_init PROPERTIES FIXTURES_REQUIRED tiny_configless)
+pipeweave_cli_failure(train_chooser_other_split "--chooser [^ ]*tiny_gemm\.json was trained with split_seed \"1\", this run has \"2\""
+                      train --op gemm --without-configs --chooser "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --seed 2
+                      --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+set_tests_properties(cli.train_chooser_other_split PROPERTIES FIXTURES_REQUIRED tiny_gemm)
+pipeweave_cli_failure(train_without_configs_no_ranking "--rank-weight orders a shape's configs"
+                      train --op gemm --without-configs --rank-weight 1 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_init_configless_mismatch "is a model for GEMMs without a config: fine-tune it with --without-configs"
                       train --op gemm --data "${ranking_csv}" --init "${tiny_configless}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 set_tests_properties(cli.train_init_configless_mismatch PROPERTIES FIXTURES_REQUIRED tiny_configless)

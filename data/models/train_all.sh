@@ -40,15 +40,16 @@ done
 # A GEMM given without its config (what a serving workload asks): the GEMM model picks the
 # config; scored against the time of what cuBLAS ran first. First the GEMM model alone (its
 # prediction for the pick times its configless_scale), then the bundled network for GEMMs
-# without a config, trained on cuBLAS's first choices with the demand of the GEMM model's picks
-# (the chooser is the bundled GEMM model: rebuild first if gemm.json changed).
+# without a config, trained on cuBLAS's first choices with the demand of the configs the GEMM
+# model just trained picks (--chooser; eval pairs the network with the chooser it records).
 "$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.configless_scale.json"
 "$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 configless_options=(--without-configs --epochs 300 --patience 300 --lr 3e-3 --batch 128)
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
-  "${configless_options[@]}" --out data/models/gemm_configless.json 2> "$report/gemm_configless.train.log"
+  "${configless_options[@]}" --chooser data/models/gemm.json --out data/models/gemm_configless.json \
+  2> "$report/gemm_configless.train.log"
 "$cli" eval --model data/models/gemm_configless.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless.eval.json"
 "$cli" eval --model data/models/gemm_configless.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
@@ -64,8 +65,11 @@ configless_options=(--without-configs --epochs 300 --patience 300 --lr 3e-3 --ba
 # ...and a network for GEMMs without a config with no H200 row either (that model choosing).
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
   "${configless_options[@]}" --chooser data/models/holdout/gemm_without_h200.json --holdout-gpu H200-SXM \
-  --out data/models/holdout/gemm_configless_without_h200.json 2> "$report/gemm_configless_without_h200.train.log" |
-  tee "$report/gemm_configless_without_h200.held_out.txt"
+  --out data/models/holdout/gemm_configless_without_h200.json 2> "$report/gemm_configless_without_h200.train.log"
+"$cli" eval --model data/models/holdout/gemm_configless_without_h200.json --held-out --without-configs \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless_without_h200.eval.json"
+"$cli" eval --model data/models/holdout/gemm_configless_without_h200.json --held-out --without-configs \
+  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 # The autotuner's variant: the same GEMM training with the ranking term, and its ranking report.
 mkdir -p data/models/ranking
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \

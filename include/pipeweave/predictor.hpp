@@ -84,7 +84,8 @@ class Predictor {
     return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr, scale);
   }
 
-  // Many kernels on one GPU: one network pass per op family for the whole batch.
+  // Many kernels on one GPU: one pass per network (one per op family, one for GEMMs without a
+  // config) for the whole batch.
   std::vector<Prediction> predict(std::span<const Kernel> kernels, const GpuSpec& gpu) const {
     gpu.validate();
     std::vector<Demand> demands;
@@ -122,7 +123,7 @@ class Predictor {
   }
 
   // The candidates ordered by predicted latency, fastest first (ties keep their order):
-  // the autotuner's question. One network pass per op family for the whole list.
+  // the autotuner's question. One network pass per network for the whole list.
   std::vector<RankedCandidate> rank(std::span<const Kernel> candidates, const GpuSpec& gpu) const {
     const std::vector<Prediction> predictions = predict(candidates, gpu);
     std::vector<RankedCandidate> ranked;

@@ -67,7 +67,8 @@ struct TrainingResult {
 
 // Trains a network for `family`. `init`, if given, is where fine-tuning starts (its layer sizes
 // win over options.hidden; its batch-norm is already folded, so fine-tuning runs without; its
-// configless_scale is kept: refit it with fit_configless_scale on the new GPU's rows).
+// configless_scale is kept: refit it with fit_configless_scale on the new GPU's rows; so is
+// for_configless_gemm).
 // Throws pipeweave::Error for empty sets or bad options, naming them.
 TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
                          const TrainingOptions& options, const Mlp* init = nullptr);

@@ -147,6 +147,8 @@ int eval_command(int argc, char** argv, int first) {
     if (arguments.held_out && test_fraction <= 0)
       throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
   }
+  if (model && model->description().for_configless_gemm && !arguments.without_configs)
+    throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
   std::vector<MeasuredKernel> rows;
   std::set<std::pair<std::string, std::string>> shapes_seen;  // --without-configs: one row per GPU and shape
   for (const std::string& path : arguments.data)
@@ -169,11 +171,18 @@ int eval_command(int argc, char** argv, int first) {
   if (rows.empty()) throw Error("eval found no rows to evaluate");
 
   // Predict per GPU, in batches.
-  // A model for GEMMs without a config answers beside a GEMM model that picks the configs: the bundled one.
+  // A model for GEMMs without a config answers beside the GEMM model that picked the configs it
+  // was trained on: the chooser its provenance names (a model file, or the bundled GEMM model).
   const bool configless_model = model && model->description().for_configless_gemm;
-  if (configless_model && !arguments.without_configs)
-    throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
-  const Predictor predictor = !model ? Predictor() : configless_model ? Predictor().with({*model}) : Predictor(std::vector<Mlp>{*model});
+  const Predictor predictor = [&] {
+    if (!model) return Predictor();
+    if (!configless_model) return Predictor(std::vector<Mlp>{*model});
+    std::string chooser;
+    for (const auto& [key, value] : model->description().provenance)
+      if (key == "chooser") chooser = value;
+    if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with({*model});
+    return Predictor(std::vector<Mlp>{load_mlp(chooser), *model});
+  }();
   const Predictor baseline = Predictor::analytical();
   std::map<std::string, std::vector<std::size_t>> by_gpu;
   for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);

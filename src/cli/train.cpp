@@ -121,40 +121,55 @@ int train_command(int argc, char** argv, int first) {
       rows.push_back(std::move(row));
     }
   if (!chooser_path.empty() && !without_configs) throw Error("--chooser picks the configs for --without-configs; give both");
+  if (without_configs && *family != OpFamily::gemm)
+    detail::fail_field("--without-configs with --op", op, "must be gemm (the config it leaves out is a GEMM's)");
+  if (without_configs && options.rank_weight > 0)
+    throw Error("--rank-weight orders a shape's configs; --without-configs keeps one row per shape");
   std::optional<Mlp> init;
   if (!init_path.empty()) init = load_mlp(init_path);
   if (init && init->description().for_configless_gemm != without_configs)
     throw Error(init_path + (without_configs ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
                                              : " is a model for GEMMs without a config: fine-tune it with --without-configs"));
-  if (without_configs && *family != OpFamily::gemm)
-    detail::fail_field("--without-configs with --op", op, "must be gemm (the config it leaves out is a GEMM's)");
+  std::set<std::string> gpus;
+  for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
+  if (!holdout_gpu.empty() && !gpus.count(holdout_gpu))
+    detail::fail_field("--holdout-gpu", holdout_gpu, "must be a GPU the data holds");
   std::map<std::string, std::string> spec_sources;
   auto spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, specs, specs_dir, spec_sources[gpu]); };
   if (without_configs) {
     // A model for GEMMs given without their config: per GPU and shape, cuBLAS's first choice as
     // measured, with the demand of the config the chooser (a GEMM model) picks for the shape.
     const Predictor chooser = chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(chooser_path)});
+    const std::string chooser_name = chooser_path.empty() ? "the bundled GEMM model" : chooser_path;
     if (!chooser.model(OpFamily::gemm))
-      detail::fail_field("--chooser", chooser_path.empty() ? "(the bundled models)" : chooser_path,
-                         "must hold a GEMM model for GEMMs with their config (it picks the configs)");
+      detail::fail_field("--chooser", chooser_name, "must hold a GEMM model for GEMMs with their config (it picks the configs)");
+    // The test shapes must be new to the chooser too: the same split as its training.
+    const std::map<std::string, std::string> recorded(chooser.model(OpFamily::gemm)->description().provenance.begin(),
+                                                      chooser.model(OpFamily::gemm)->description().provenance.end());
+    const std::pair<const char*, std::string> split[] = {{"split_seed", std::to_string(options.seed)},
+                                                         {"test_fraction", fmt::format("{}", test_fraction)},
+                                                         {"holdout_gpu", holdout_gpu}};
+    for (const auto& [key, value] : split)
+      if (recorded.count(key) && recorded.at(key) != value)
+        throw Error(fmt::format("--chooser {} was trained with {} \"{}\", this run has \"{}\": its test shapes would not be new "
+                                "to the chooser (give the same --seed, --test-fraction and --holdout-gpu)",
+                                chooser_name, key, recorded.at(key), value));
+    std::map<std::string, GpuSpec> gpu_specs;
+    for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
     std::set<std::pair<std::string, std::string>> seen;
     std::vector<MeasuredKernel> chosen;
-    for (MeasuredKernel& row : rows) {
-      if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;
-      Gemm bare = *row.kernel.get_if<Gemm>();
+    for (MeasuredKernel& row : rows)
+      if (row.is_default && seen.emplace(row.gpu, row.shape).second) chosen.push_back(std::move(row));
+    if (chosen.empty()) throw Error("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      Gemm bare = *chosen[i].kernel.get_if<Gemm>();
       bare.config.reset();
-      row.kernel = chooser.configured(bare, spec_for(row.gpu));
-      chosen.push_back(std::move(row));
-      if (chosen.size() % 1024 == 0) fmt::print(stderr, "configs chosen for {} shapes\n", chosen.size());
+      chosen[i].kernel = chooser.configured(bare, gpu_specs.at(chosen[i].gpu));
+      if ((i + 1) % 1024 == 0) fmt::print(stderr, "configs chosen for {} of {} (GPU, shape) pairs\n", i + 1, chosen.size());
     }
-    fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(),
-               chooser_path.empty() ? "the bundled GEMM model" : chooser_path);
+    fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(), chooser_name);
     rows = std::move(chosen);
   }
-  std::set<std::string> gpus;
-  for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
-  if (!holdout_gpu.empty() && !gpus.count(holdout_gpu))
-    detail::fail_field("--holdout-gpu", holdout_gpu, "must be a GPU the data holds");
 
   // Shapes, not rows, are split: no shape is in two sets.
   std::vector<MeasuredKernel> train_rows, validation_rows, test_rows;
