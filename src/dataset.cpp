@@ -8,7 +8,9 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "pipeweave/error.hpp"
 
@@ -199,6 +201,21 @@ std::vector<std::string> split_csv_line(std::string_view line) {
     }
   }
   return cells;
+}
+
+std::vector<MeasuredKernel> first_choices_without_configs(std::span<const MeasuredKernel> rows) {
+  std::set<std::pair<std::string, std::string>> seen;
+  std::vector<MeasuredKernel> out;
+  for (const MeasuredKernel& row : rows) {
+    if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;
+    out.push_back(row);
+    if (const Gemm* gemm = row.kernel.get_if<Gemm>()) {
+      Gemm bare = *gemm;
+      bare.config.reset();
+      out.back().kernel = bare;
+    }
+  }
+  return out;
 }
 
 std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std::string_view source) {

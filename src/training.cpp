@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -315,24 +314,18 @@ std::vector<std::pair<DType, double>> fit_configless_scale(
   MlpDescription uncorrected = model.description();
   uncorrected.configless_scale.clear();
   const Predictor predictor(std::vector<Mlp>{Mlp(std::move(uncorrected))});
-  // One kernel per GPU and shape (its first is_default row: a file without the column marks
-  // every candidate so), each without its config; per GPU, one batched call.
+  // cuBLAS's first choice per GPU and shape, without its config; per GPU, one batched call.
+  const std::vector<MeasuredKernel> first_choices = first_choices_without_configs(rows);
   std::map<std::string, std::vector<const MeasuredKernel*>> by_gpu;
-  std::set<std::pair<std::string, std::string>> seen;
   std::size_t total = 0;
-  for (const MeasuredKernel& row : rows)
-    if (row.is_default && row.kernel.get_if<Gemm>() && seen.emplace(row.gpu, row.shape).second)
-      by_gpu[row.gpu].push_back(&row), ++total;
+  for (const MeasuredKernel& row : first_choices)
+    if (row.kernel.get_if<Gemm>()) by_gpu[row.gpu].push_back(&row), ++total;
   std::map<DType, std::vector<double>> log_ratios;
   std::size_t done = 0;
   for (const auto& [gpu, members] : by_gpu) {
     const GpuSpec spec = spec_for(gpu);
     std::vector<Kernel> kernels;
-    for (const MeasuredKernel* row : members) {
-      Gemm bare = *row->kernel.get_if<Gemm>();
-      bare.config.reset();
-      kernels.push_back(bare);
-    }
+    for (const MeasuredKernel* row : members) kernels.push_back(row->kernel);
     constexpr std::size_t kChunk = 1024;  // progress between chunks: a first-seen shape ranks its candidates
     for (std::size_t begin = 0; begin < kernels.size(); begin += kChunk) {
       const std::size_t end = std::min(kernels.size(), begin + kChunk);

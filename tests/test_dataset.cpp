@@ -179,3 +179,30 @@ TEST_CASE("ranking accuracy: per shape order, the first choice, and its slowdown
                                      std::vector<double>{1, 2}),
                     Catch::Contains("score[1]"));
 }
+
+TEST_CASE("first_choices_without_configs: cuBLAS's first choice per GPU and shape, without its config") {
+  Gemm gemm{.m = 64, .n = 4096, .k = 4096};
+  gemm.config = GemmConfig{.tile_m = 64, .tile_n = 128, .tile_k = 64};
+  Gemm other = gemm;
+  other.config->tile_n = 256;
+  const std::string shape = "gemm:m=64,n=4096,k=4096,dtype=bf16";
+  const Kernel norm = RmsNorm{.tokens = 8, .hidden = 4096};
+  const std::vector<MeasuredKernel> rows{
+      {"H100-SXM", other, 9.0, shape, false, 1},      // not the first choice: left out
+      {"H100-SXM", gemm, 10.0, shape, true, 0},       // the first choice
+      {"H100-SXM", other, 11.0, shape, true, 0},      // the same GPU and shape again: left out
+      {"H200-SXM", other, 8.0, shape, true, 0},       // another GPU: its own
+      {"H100-SXM", norm, 3.0, "rmsnorm", true, 0}};   // another family: kept as it is
+  const std::vector<MeasuredKernel> first = first_choices_without_configs(rows);
+  REQUIRE(first.size() == 3);
+  CHECK(first[0].gpu == "H100-SXM");
+  CHECK(first[0].duration_us == 10.0);
+  CHECK(first[1].gpu == "H200-SXM");
+  CHECK(first[1].duration_us == 8.0);
+  for (int i : {0, 1}) {
+    REQUIRE(first[i].kernel.get_if<Gemm>());
+    CHECK_FALSE(first[i].kernel.get_if<Gemm>()->config);
+    CHECK(first[i].kernel.get_if<Gemm>()->m == 64);
+  }
+  CHECK(first[2].kernel == norm);
+}

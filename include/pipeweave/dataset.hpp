@@ -28,6 +28,11 @@ struct MeasuredKernel {
 std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path);
 std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std::string_view source = "measurements");
 
+// The question of a caller who knows only the shape: per GPU and shape, the first is_default row
+// (cuBLAS's first choice; a file without that column marks every candidate so), a GEMM's config
+// dropped. Rows that are not is_default are left out; other families' rows keep their kernel.
+std::vector<MeasuredKernel> first_choices_without_configs(std::span<const MeasuredKernel> rows);
+
 // One CSV line split into cells; quoted cells may hold commas and doubled quotes.
 std::vector<std::string> split_csv_line(std::string_view line);
 

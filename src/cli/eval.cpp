@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -150,24 +149,19 @@ int eval_command(int argc, char** argv, int first) {
   if (model && model->description().for_configless_gemm && !arguments.without_configs)
     throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
   std::vector<MeasuredKernel> rows;
-  std::set<std::pair<std::string, std::string>> shapes_seen;  // --without-configs: one row per GPU and shape
-  for (const std::string& path : arguments.data)
-    for (MeasuredKernel& row : read_measurements(path)) {
+  for (const std::string& path : arguments.data) {
+    std::vector<MeasuredKernel> read = read_measurements(path);
+    // The caller's question when it knows only the shape: the library picks the config, and
+    // the answer is held against what cuBLAS ran first.
+    if (arguments.without_configs) read = first_choices_without_configs(read);
+    for (MeasuredKernel& row : read) {
       if (arguments.default_only && !row.is_default) continue;
-      if (arguments.without_configs && !shapes_seen.emplace(row.gpu, row.shape).second) continue;
       if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
                                  (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
         continue;
-      // The caller's question when it knows only the shape: the library picks the config, and
-      // the answer is held against what cuBLAS ran first.
-      if (arguments.without_configs)
-        if (const Gemm* gemm = row.kernel.get_if<Gemm>()) {
-          Gemm bare = *gemm;
-          bare.config.reset();
-          row.kernel = bare;
-        }
       rows.push_back(std::move(row));
     }
+  }
   if (rows.empty()) throw Error("eval found no rows to evaluate");
 
   // Predict per GPU, in batches.

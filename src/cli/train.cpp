@@ -156,15 +156,10 @@ int train_command(int argc, char** argv, int first) {
                                 chooser_name, key, recorded.at(key), value));
     std::map<std::string, GpuSpec> gpu_specs;
     for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
-    std::set<std::pair<std::string, std::string>> seen;
-    std::vector<MeasuredKernel> chosen;
-    for (MeasuredKernel& row : rows)
-      if (row.is_default && seen.emplace(row.gpu, row.shape).second) chosen.push_back(std::move(row));
+    std::vector<MeasuredKernel> chosen = first_choices_without_configs(rows);
     if (chosen.empty()) throw Error("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
     for (std::size_t i = 0; i < chosen.size(); ++i) {
-      Gemm bare = *chosen[i].kernel.get_if<Gemm>();
-      bare.config.reset();
-      chosen[i].kernel = chooser.configured(bare, gpu_specs.at(chosen[i].gpu));
+      chosen[i].kernel = chooser.configured(chosen[i].kernel, gpu_specs.at(chosen[i].gpu));
       if ((i + 1) % 1024 == 0) fmt::print(stderr, "configs chosen for {} of {} (GPU, shape) pairs\n", i + 1, chosen.size());
     }
     fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(), chooser_name);
