@@ -320,6 +320,15 @@ RankingAccuracy ranking_accuracy(std::span<const std::string> shapes, std::span<
     const double fastest = *std::min_element(shape_measured.begin(), shape_measured.end());
     found += shape_measured[chosen] == fastest;
     slowdowns.push_back(100 * (shape_measured[chosen] / fastest - 1));
+    for (std::size_t a = 0; a < rows.size(); ++a)
+      for (std::size_t b = a + 1; b < rows.size(); ++b) {
+        const double apart_pct = 100 * std::abs(std::log(shape_measured[a] / shape_measured[b]));
+        const auto& edges = RankingAccuracy::kPairBandEdgesPct;
+        const auto band = static_cast<std::size_t>(std::lower_bound(edges.begin(), edges.end(), apart_pct) - edges.begin());
+        ++result.pairs[band];
+        const double order = (shape_score[a] - shape_score[b]) * (shape_measured[a] - shape_measured[b]);
+        if (order < 0) ++result.misordered_pairs[band];
+      }
   }
   result.shapes = slowdowns.size();
   if (result.shapes == 0) return result;

@@ -221,6 +221,10 @@ pipeweave_cli_test(eval_report "wrote [^\n]*eval\\.csv and [^\n]*eval\\.svg"
 set(ranking_csv "${cli_data}/eval_gemm_candidates.csv")
 pipeweave_cli_test(eval_ranking "ordered by the predicted latency +\\| the library's own order[^\n]*\ngpu +shapes +rows +\\| +spearman +best% +slowdown% [^\n]*\nH100-SXM +3 +24 \\| +-?[01]\\.[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \\| [^\n]*\noverall +3 +24 \\|"
                    eval --data "${ranking_csv}" --ranking)
+pipeweave_cli_test(eval_ranking_pairs "\npairs measured +order by +<=1% apart +1-2% apart +2-5% apart +5-10% apart +10-20% apart +>20% apart\nH100-SXM +predicted +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+\nH100-SXM +heuristic +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+ +[0-9.]+% of [0-9]+\noverall +predicted"
+                   eval --data "${ranking_csv}" --ranking)
+pipeweave_cli_test(eval_ranking_json_pairs "\"pairs_by_measured_gap\": \\[\n +\\{\n +\"measured_apart\": \"<=1%\",\n +\"misordered_pairs\": [0-9]+,\n +\"misordered_pct\": [0-9.e+-]+,\n +\"pairs\": [0-9]+"
+                   eval --data "${ranking_csv}" --ranking --json)
 pipeweave_cli_test(eval_ranking_json "\"ranking\": \\{.*\"H100-SXM\": \\{.*\"library_first_choice\": \\{.*\"best_found_pct\".*\"shapes\": 3"
                    eval --data "${ranking_csv}" --ranking --json)
 # Without configs: one row per shape (cuBLAS's first choice), predicted with the library's own pick.

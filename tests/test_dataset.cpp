@@ -1,4 +1,5 @@
 // Measurement CSVs read back as kernels, and the accuracy figures of an evaluation.
+#include <array>
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -155,6 +156,15 @@ TEST_CASE("ranking accuracy: per shape order, the first choice, and its slowdown
   CHECK(r.best_found_pct == Approx(50.0));
   CHECK(r.mean_slowdown_pct == Approx(12.5));
   CHECK(r.p90_slowdown_pct == Approx(25.0));  // nearest rank of {0, 25}
+  // Pairs by how far apart they measured: shape a's 10/11 and 11/12 us are 9.5% and 8.7% apart
+  // (5-10%), 10/12 us 18.2% (10-20%), all in order; shape b's 5/4 us, 22.3% (beyond 20%), reversed.
+  using Bands = std::array<std::size_t, 6>;
+  CHECK(r.pairs == Bands{0, 0, 0, 2, 1, 1});
+  CHECK(r.misordered_pairs == Bands{0, 0, 0, 0, 0, 1});
+  // Two candidates 0.5% apart, ordered the wrong way: the first band.
+  const auto close = ranking_accuracy(std::vector<std::string>{"n", "n"}, std::vector<double>{2, 1}, std::vector<double>{10, 10.05});
+  CHECK(close.pairs == Bands{1, 0, 0, 0, 0, 0});
+  CHECK(close.misordered_pairs == Bands{1, 0, 0, 0, 0, 0});
 
   // Shape a alone: a perfect ranking.
   const auto a = ranking_accuracy(std::vector<std::string>{"a", "a", "a"}, std::vector<double>{1, 3, 2},
@@ -167,6 +177,8 @@ TEST_CASE("ranking accuracy: per shape order, the first choice, and its slowdown
   const auto tie = ranking_accuracy(std::vector<std::string>{"t", "t"}, std::vector<double>{1, 1}, std::vector<double>{3, 2});
   CHECK(tie.mean_slowdown_pct == Approx(50.0));
   CHECK(tie.mean_spearman == 0);
+  CHECK(tie.pairs[5] == 1);                // 3 and 2 us: 40.5% apart
+  CHECK(tie.misordered_pairs[5] == 0);     // a tie in the score is no order, right or wrong
 
   // No shape with two candidates: nothing to report, and no division by zero.
   CHECK(ranking_accuracy(std::vector<std::string>{"x"}, std::vector<double>{1}, std::vector<double>{1}).shapes == 0);

@@ -3,6 +3,7 @@
 // data/README.md) read back into Kernels with the configuration that ran, and the accuracy
 // figures an evaluation reports. Training and `pipeweave eval` both start here.
 
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <span>
@@ -58,6 +59,13 @@ struct RankingAccuracy {
   double best_found_pct = 0;       // share of shapes whose lowest-score candidate is the measured-fastest
   double mean_slowdown_pct = 0;    // lowest-score candidate's time over the shape's fastest, minus 1, averaged
   double p90_slowdown_pct = 0;     // 90th percentile of that slowdown
+  // Every pair of one shape's candidates, banded by how far apart they measured (|log ratio|,
+  // in percent: up to kPairBandEdgesPct[0], then up to each next edge, then beyond the last),
+  // and how many of them the score puts in the other order (a tie in either is neither).
+  // Pairs a percent or two apart are where a few percent of prediction error reorders.
+  static constexpr std::array<double, 5> kPairBandEdgesPct{1, 2, 5, 10, 20};
+  std::array<std::size_t, kPairBandEdgesPct.size() + 1> pairs{};
+  std::array<std::size_t, kPairBandEdgesPct.size() + 1> misordered_pairs{};
 };
 // Throws pipeweave::Error when the spans differ in length or a measurement is not positive.
 RankingAccuracy ranking_accuracy(std::span<const std::string> shapes, std::span<const double> score,

@@ -67,12 +67,31 @@ json accuracy_json(const Accuracy& a) {
           {"spearman", a.spearman}};
 }
 
+// A pair band's name: "<=1%", "1-2%", ..., ">20%".
+std::string pair_band_name(std::size_t band) {
+  const auto& edges = RankingAccuracy::kPairBandEdgesPct;
+  if (band == 0) return fmt::format("<={}%", edges[0]);
+  if (band == edges.size()) return fmt::format(">{}%", edges.back());
+  return fmt::format("{}-{}%", edges[band - 1], edges[band]);
+}
+
+double misordered_pct(const RankingAccuracy& r, std::size_t band) {
+  return r.pairs[band] == 0 ? 0.0 : 100.0 * static_cast<double>(r.misordered_pairs[band]) / static_cast<double>(r.pairs[band]);
+}
+
 json ranking_json(const RankingAccuracy& r) {
+  json bands = json::array();
+  for (std::size_t band = 0; band < r.pairs.size(); ++band)
+    bands.push_back({{"measured_apart", pair_band_name(band)},
+                     {"pairs", r.pairs[band]},
+                     {"misordered_pairs", r.misordered_pairs[band]},
+                     {"misordered_pct", misordered_pct(r, band)}});
   return {{"shapes", r.shapes},
           {"mean_spearman", r.mean_spearman},
           {"best_found_pct", r.best_found_pct},
           {"mean_slowdown_pct", r.mean_slowdown_pct},
-          {"p90_slowdown_pct", r.p90_slowdown_pct}};
+          {"p90_slowdown_pct", r.p90_slowdown_pct},
+          {"pairs_by_measured_gap", bands}};
 }
 
 // --ranking: per GPU and overall, how well the predicted latencies order each shape's
@@ -116,10 +135,26 @@ int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<dou
                  m.shapes, line.rows, m.mean_spearman, m.best_found_pct, m.mean_slowdown_pct, m.p90_slowdown_pct,
                  h.mean_spearman, h.best_found_pct, h.mean_slowdown_pct, h.p90_slowdown_pct);
   }
-  if (as_json) fmt::print("{}\n", json{{"ranking", result}}.dump(2));
-  else
-    fmt::print("spearman: per shape, predicted (or the heuristic's) order against measured order; best%: shapes whose\n"
-               "first choice measured fastest; slowdown%: the first choice's time over the shape's fastest, minus 1\n");
+  if (as_json) {
+    fmt::print("{}\n", json{{"ranking", result}}.dump(2));
+    return 0;
+  }
+  fmt::print("spearman: per shape, predicted (or the heuristic's) order against measured order; best%: shapes whose\n"
+             "first choice measured fastest; slowdown%: the first choice's time over the shape's fastest, minus 1\n\n");
+  // Where the order goes wrong: pairs of one shape's candidates by how far apart they measured.
+  fmt::print("{:<16} {:<10}", "pairs measured", "order by");
+  for (std::size_t band = 0; band < RankingAccuracy::kPairBandEdgesPct.size() + 1; ++band)
+    fmt::print(" {:>14}", pair_band_name(band) + " apart");
+  fmt::print("\n");
+  for (const Line& line : lines)
+    for (const auto& [name, accuracy] : {std::pair<const char*, const RankingAccuracy&>{"predicted", line.by_model},
+                                         std::pair<const char*, const RankingAccuracy&>{"heuristic", line.by_heuristic}}) {
+      fmt::print("{:<16} {:<10}", line.gpu, name);
+      for (std::size_t band = 0; band < accuracy.pairs.size(); ++band)
+        fmt::print(" {:>14}", fmt::format("{:.1f}% of {}", misordered_pct(accuracy, band), accuracy.pairs[band]));
+      fmt::print("\n");
+    }
+  fmt::print("each cell: the share of that band's pairs put in the other order, of how many pairs\n");
   return 0;
 }
 
