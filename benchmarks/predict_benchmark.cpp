@@ -14,23 +14,29 @@ namespace pw = pipeweave;
 
 namespace {
 
-pw::Mlp random_mlp(pw::OpFamily family, const std::vector<int>& hidden) {
+// `networks` > 1: an ensemble of that many networks (MlpDescription::further_networks).
+pw::Mlp random_mlp(pw::OpFamily family, const std::vector<int>& hidden, int networks = 1) {
   std::mt19937 rng(42);
   pw::MlpDescription description;
   description.family = family;
   for (std::string_view name : pw::kFeatureNames) description.feature_names.emplace_back(name);
   description.input_mean = Eigen::VectorXf::Constant(pw::kFeatureCount, 5.0f);
   description.input_scale = Eigen::VectorXf::Constant(pw::kFeatureCount, 3.0f);
-  int inputs = static_cast<int>(pw::kFeatureCount);
   std::vector<int> widths = hidden;
   widths.push_back(1);
-  for (int width : widths) {
-    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(inputs)));
-    pw::MlpLayer layer;
-    layer.weights = Eigen::MatrixXf::NullaryExpr(width, inputs, [&] { return normal(rng); });
-    layer.bias = Eigen::VectorXf::Zero(width);
-    description.layers.push_back(std::move(layer));
-    inputs = width;
+  for (int network = 0; network < networks; ++network) {
+    std::vector<pw::MlpLayer> layers;
+    int inputs = static_cast<int>(pw::kFeatureCount);
+    for (int width : widths) {
+      std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(inputs)));
+      pw::MlpLayer layer;
+      layer.weights = Eigen::MatrixXf::NullaryExpr(width, inputs, [&] { return normal(rng); });
+      layer.bias = Eigen::VectorXf::Zero(width);
+      layers.push_back(std::move(layer));
+      inputs = width;
+    }
+    if (network == 0) description.layers = std::move(layers);
+    else description.further_networks.push_back(std::move(layers));
   }
   return pw::Mlp(std::move(description));
 }
@@ -162,21 +168,38 @@ void BM_BestGemmConfigFirstTime(benchmark::State& state) {
 }
 BENCHMARK(BM_BestGemmConfigFirstTime);
 
-// An autotuner's call: rank a GEMM's candidates (range(0) of them), time per candidate.
-void BM_RankGemmCandidates(benchmark::State& state) {
-  const pw::Predictor predictor = trained_predictor();
-  const pw::GpuSpec& gpu = pw::default_gpu();
+// At most `count` of a 4096 x 6144 x 4096 GEMM's candidates, as kernels.
+std::vector<pw::Kernel> gemm_candidate_kernels(std::size_t count, const pw::GpuSpec& gpu) {
   pw::Gemm gemm{.m = 4096, .n = 6144, .k = 4096};
   std::vector<pw::Kernel> candidates;
   for (const pw::GemmConfig& config : pw::gemm_candidates(gemm, gpu)) {
     gemm.config = config;
     candidates.push_back(gemm);
   }
-  candidates.resize(std::min<std::size_t>(candidates.size(), static_cast<std::size_t>(state.range(0))), candidates.front());
+  candidates.resize(std::min(candidates.size(), count), candidates.front());
+  return candidates;
+}
+
+// An autotuner's call: rank a GEMM's candidates (range(0) of them), time per candidate.
+void BM_RankGemmCandidates(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  const std::vector<pw::Kernel> candidates = gemm_candidate_kernels(static_cast<std::size_t>(state.range(0)), gpu);
   for (auto _ : state) benchmark::DoNotOptimize(predictor.rank(candidates, gpu));
   set_ns_per_kernel(state);
 }
 BENCHMARK(BM_RankGemmCandidates)->Arg(48);
+
+// The same with the ranking model's shape: an ensemble of four 256-128-64 networks
+// (data/models/ranking/gemm_rank3.json), in the bundled GEMM model's place.
+void BM_RankGemmCandidatesEnsemble(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor().with({random_mlp(pw::OpFamily::gemm, {256, 128, 64}, 4)});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  const std::vector<pw::Kernel> candidates = gemm_candidate_kernels(static_cast<std::size_t>(state.range(0)), gpu);
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.rank(candidates, gpu));
+  set_ns_per_kernel(state);
+}
+BENCHMARK(BM_RankGemmCandidatesEnsemble)->Arg(48);
 
 void BM_MlpSingle(benchmark::State& state) {
   const pw::Mlp mlp = random_mlp(pw::OpFamily::gemm, {256, 128, 64});

@@ -121,11 +121,51 @@ GpuSpec resolve_gpu(std::string_view name_or_path) {
   return find_gpu(name_or_path);
 }
 
+// One network's layers (hidden then output), checked against the widths mlp.network lists;
+// `name` is the field the errors name (mlp.layers, mlp.further_networks[N]).
+static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hidden, const std::string& name) {
+  const auto to_vector = [](const std::vector<float>& values) {
+    return Eigen::VectorXf(Eigen::Map<const Eigen::VectorXf>(values.data(), static_cast<Eigen::Index>(values.size())));
+  };
+  std::vector<MlpLayer> out_layers;
+  if (!layers.is_array()) detail::fail_field(name, layers.dump().substr(0, 80), "must be an array");
+  if (layers.size() != hidden.size() + 1)
+    detail::fail_field(name, layers.size(),
+                       "must hold one layer per hidden width plus the output layer (" + std::to_string(hidden.size() + 1) + ")");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string prefix = name + "[" + std::to_string(i) + "].";
+    const Fields layer(layers[i], prefix);
+    layer.only({"weights", "bias"});
+    const json& weights = layer.get("weights");
+    if (!weights.is_array() || weights.empty()) detail::fail_field(prefix + "weights", "(not a matrix)", "must be a non-empty array of rows");
+    MlpLayer out;
+    const std::vector<float> bias = layer.floats("bias");
+    out.bias = to_vector(bias);
+    const Eigen::Index rows = static_cast<Eigen::Index>(weights.size());
+    if (i + 1 < layers.size() && (!hidden[i].is_number_integer() || hidden[i].get<Eigen::Index>() != rows))
+      detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + hidden[i].dump());
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      // Fields keeps a reference to its object, so the wrapper must outlive `holder`.
+      const json wrapped{{"row", weights[static_cast<std::size_t>(r)]}};
+      const Fields holder(wrapped, prefix + "weights[" + std::to_string(r) + "].");
+      const std::vector<float> row = holder.floats("row");
+      if (r == 0) out.weights.resize(rows, static_cast<Eigen::Index>(row.size()));
+      if (static_cast<Eigen::Index>(row.size()) != out.weights.cols())
+        detail::fail_field(prefix + "weights[" + std::to_string(r) + "] length", row.size(),
+                           "must equal the first row's " + std::to_string(out.weights.cols()));
+      for (Eigen::Index c = 0; c < out.weights.cols(); ++c) out.weights(r, c) = row[static_cast<std::size_t>(c)];
+    }
+    out_layers.push_back(std::move(out));
+  }
+  return out_layers;
+}
+
 Mlp mlp_from_json(std::string_view json_text) {
   const json document = parse_json(json_text, "model weights");
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
-               "input_scale", "network", "layers", "configless_scale", "for_configless_gemm", "provenance"});
+               "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm",
+               "provenance"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -152,35 +192,13 @@ Mlp mlp_from_json(std::string_view json_text) {
   const json& hidden = network.get("hidden_layers");
   if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", hidden.dump(), "must be an array of widths");
 
-  const json& layers = fields.get("layers");
-  if (!layers.is_array()) detail::fail_field("mlp.layers", layers.dump().substr(0, 80), "must be an array");
-  if (layers.size() != hidden.size() + 1)
-    detail::fail_field("mlp.layers", layers.size(),
-                       "must hold one layer per hidden width plus the output layer (" + std::to_string(hidden.size() + 1) + ")");
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string prefix = "mlp.layers[" + std::to_string(i) + "].";
-    const Fields layer(layers[i], prefix);
-    layer.only({"weights", "bias"});
-    const json& weights = layer.get("weights");
-    if (!weights.is_array() || weights.empty()) detail::fail_field(prefix + "weights", "(not a matrix)", "must be a non-empty array of rows");
-    MlpLayer out;
-    const std::vector<float> bias = layer.floats("bias");
-    out.bias = to_vector(bias);
-    const Eigen::Index rows = static_cast<Eigen::Index>(weights.size());
-    if (i + 1 < layers.size() && (!hidden[i].is_number_integer() || hidden[i].get<Eigen::Index>() != rows))
-      detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + hidden[i].dump());
-    for (Eigen::Index r = 0; r < rows; ++r) {
-      // Fields keeps a reference to its object, so the wrapper must outlive `holder`.
-      const json wrapped{{"row", weights[static_cast<std::size_t>(r)]}};
-      const Fields holder(wrapped, prefix + "weights[" + std::to_string(r) + "].");
-      const std::vector<float> row = holder.floats("row");
-      if (r == 0) out.weights.resize(rows, static_cast<Eigen::Index>(row.size()));
-      if (static_cast<Eigen::Index>(row.size()) != out.weights.cols())
-        detail::fail_field(prefix + "weights[" + std::to_string(r) + "] length", row.size(),
-                           "must equal the first row's " + std::to_string(out.weights.cols()));
-      for (Eigen::Index c = 0; c < out.weights.cols(); ++c) out.weights(r, c) = row[static_cast<std::size_t>(c)];
-    }
-    description.layers.push_back(std::move(out));
+  description.layers = layers_from_json(fields.get("layers"), hidden, "mlp.layers");
+  if (fields.has("further_networks")) {
+    const json& networks = fields.get("further_networks");
+    if (!networks.is_array()) detail::fail_field("mlp.further_networks", networks.dump().substr(0, 80), "must be an array of layer lists");
+    for (std::size_t n = 0; n < networks.size(); ++n)
+      description.further_networks.push_back(
+          layers_from_json(networks[n], hidden, "mlp.further_networks[" + std::to_string(n) + "]"));
   }
   if (fields.has("for_configless_gemm")) {
     const json& flag = fields.get("for_configless_gemm");
@@ -221,6 +239,16 @@ std::vector<double> shortest_decimals(const Eigen::Ref<const Eigen::VectorXf>& v
   return out;
 }
 
+static json layers_to_json(const std::vector<MlpLayer>& network) {
+  json layers = json::array();
+  for (const MlpLayer& layer : network) {
+    json rows = json::array();
+    for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) rows.push_back(shortest_decimals(layer.weights.row(r).transpose()));
+    layers.push_back({{"weights", rows}, {"bias", shortest_decimals(layer.bias)}});
+  }
+  return layers;
+}
+
 std::string to_json(const Mlp& mlp) {
   const MlpDescription& d = mlp.description();
   json document = json::object();
@@ -236,15 +264,12 @@ std::string to_json(const Mlp& mlp) {
                          {"activation", "relu"},
                          {"output_activation", "sigmoid"},
                          {"batch_norm", "folded"}};
-  json layers = json::array();
-  for (const MlpLayer& layer : d.layers) {
-    json rows = json::array();
-    for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
-      rows.push_back(shortest_decimals(layer.weights.row(r).transpose()));
-    }
-    layers.push_back({{"weights", rows}, {"bias", shortest_decimals(layer.bias)}});
+  document["layers"] = layers_to_json(d.layers);
+  if (!d.further_networks.empty()) {
+    json networks = json::array();
+    for (const std::vector<MlpLayer>& network : d.further_networks) networks.push_back(layers_to_json(network));
+    document["further_networks"] = networks;
   }
-  document["layers"] = layers;
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
   if (!d.configless_scale.empty()) {
     json scales = json::object();

@@ -4,10 +4,13 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "pipeweave/demand.hpp"
@@ -88,9 +91,9 @@ class Network {
       inputs = outputs;
     }
   }
-  // From a trained model (batch-norm folded already): fine-tuning continues without it.
-  explicit Network(const Mlp& model) : batch_norm_(false) {
-    for (const MlpLayer& source : model.description().layers) {
+  // From a trained network (batch-norm folded already): fine-tuning continues without it.
+  explicit Network(const std::vector<MlpLayer>& trained) : batch_norm_(false) {
+    for (const MlpLayer& source : trained) {
       Layer layer;
       layer.weights.init(source.weights.rows(), source.weights.cols());
       layer.bias.init(source.bias.size(), 1);
@@ -368,56 +371,28 @@ std::vector<double> predict_latencies(const Mlp& model, std::span<const Training
   return latency;
 }
 
-TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
-                         const TrainingOptions& options, const Mlp* init) {
-  check_rows(train, "training");
-  check_rows(validation, "validation");
-  if (options.epochs < 1) detail::fail_field("epochs", options.epochs, "must be at least 1");
-  if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
-  detail::require_positive("learning rate", options.learning_rate);
-  detail::require_non_negative("weight decay", options.weight_decay);
-  detail::require_non_negative("rank weight", options.rank_weight);
-  if (!init) {
-    if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
-    for (int width : options.hidden)
-      if (width < 1 || width > Mlp::kMaxWidth)
-        detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));
-  }
+namespace {
 
-  // Standardisation: the training set's mean and spread per feature, summed in double so
-  // that a feature the set never varies (attention's pipeline stages in FA2-only data)
-  // comes out with no spread at all, not a rounding error's worth that would scale it up
-  // 10^4-fold at inference. Such a feature gets scale 1, and below, no weight.
-  Eigen::VectorXf mean, scale;
-  std::vector<bool> constant(kFeatureCount, false);
-  if (init) {
-    mean = init->description().input_mean, scale = init->description().input_scale;
-  } else {
-    Eigen::VectorXd sum = Eigen::VectorXd::Zero(kFeatureCount), squares = Eigen::VectorXd::Zero(kFeatureCount);
-    for (const TrainingRow& row : train)
-      for (std::size_t f = 0; f < kFeatureCount; ++f) sum(static_cast<Eigen::Index>(f)) += row.features[f];
-    const Eigen::VectorXd average = sum / static_cast<double>(train.size());
-    for (const TrainingRow& row : train)
-      for (std::size_t f = 0; f < kFeatureCount; ++f) {
-        const double d = row.features[f] - average(static_cast<Eigen::Index>(f));
-        squares(static_cast<Eigen::Index>(f)) += d * d;
-      }
-    mean = average.cast<float>(), scale = Eigen::VectorXf::Ones(kFeatureCount);
-    for (Eigen::Index f = 0; f < scale.size(); ++f) {
-      const double spread = std::sqrt(squares(f) / static_cast<double>(train.size()));
-      // Features are log1p of counts and cycles: a spread of 0.1% of e is no information.
-      if (spread > 1e-3) scale(f) = static_cast<float>(spread);
-      else constant[static_cast<std::size_t>(f)] = true;
-    }
-  }
+// One network of a model, from `seed` (or from `start`, a trained network, when fine-tuning):
+// trained for the epochs given, the weights of the best validation epoch kept.
+struct TrainedNetwork {
+  std::vector<MlpLayer> layers;
+  std::vector<EpochReport> history;
+  int best_epoch = 0;
+  double best_validation_mape_pct = 0;
+};
 
-  Random random(options.seed);
-  Network network = init ? Network(*init) : Network(options.hidden, options.batch_norm, random);
+TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                             const TrainingOptions& options, std::uint64_t seed, int network_index,
+                             const std::vector<MlpLayer>* start, const Eigen::VectorXf& mean, const Eigen::VectorXf& scale,
+                             const std::vector<bool>& constant) {
+  Random random(seed);
+  Network network = start ? Network(*start) : Network(options.hidden, options.batch_norm, random);
   // A feature that never varied cannot be learned from: its first-layer weights start at
   // zero and stay there (its standardised input, and so its gradient, is always zero), so
   // the model ignores it rather than answering a new value with random weights.
   network.ignore_inputs(constant);
-  if (!init) {  // start at the median efficiency, so that early epochs fit the shape, not the level
+  if (!start) {  // start at the median efficiency, so that early epochs fit the shape, not the level
     std::vector<double> efficiency;
     for (const TrainingRow& row : train) efficiency.push_back(std::clamp(row.bound_us / row.measured_us, 0.01, 0.99));
     std::nth_element(efficiency.begin(), efficiency.begin() + static_cast<std::ptrdiff_t>(efficiency.size() / 2), efficiency.end());
@@ -465,6 +440,7 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
     }
     EpochReport report;
     report.epoch = epoch;
+    report.network = network_index;
     report.train_mape_pct = 100 * train_total / static_cast<double>(train.size());
     report.validation_mape_pct = mape(network.forward(validation_x, false), validation, validation_index);
     if (!std::isfinite(report.validation_mape_pct))
@@ -481,18 +457,110 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
     if (since_best >= options.patience) break;
   }
 
+  return TrainedNetwork{std::move(best_layers), std::move(history), best_epoch, best};
+}
+
+}  // namespace
+
+TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                         const TrainingOptions& options, const Mlp* init) {
+  check_rows(train, "training");
+  check_rows(validation, "validation");
+  if (options.epochs < 1) detail::fail_field("epochs", options.epochs, "must be at least 1");
+  if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
+  detail::require_positive("learning rate", options.learning_rate);
+  detail::require_non_negative("weight decay", options.weight_decay);
+  detail::require_non_negative("rank weight", options.rank_weight);
+  if (options.networks < 1 || options.networks > kMaxNetworks)
+    detail::fail_field("networks", options.networks, "must be between 1 and " + std::to_string(kMaxNetworks));
+  if (!init) {
+    if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
+    for (int width : options.hidden)
+      if (width < 1 || width > Mlp::kMaxWidth)
+        detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));
+  }
+
+  // Standardisation: the training set's mean and spread per feature, summed in double so
+  // that a feature the set never varies (attention's pipeline stages in FA2-only data)
+  // comes out with no spread at all, not a rounding error's worth that would scale it up
+  // 10^4-fold at inference. Such a feature gets scale 1, and below, no weight.
+  Eigen::VectorXf mean, scale;
+  std::vector<bool> constant(kFeatureCount, false);
+  if (init) {
+    mean = init->description().input_mean, scale = init->description().input_scale;
+  } else {
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(kFeatureCount), squares = Eigen::VectorXd::Zero(kFeatureCount);
+    for (const TrainingRow& row : train)
+      for (std::size_t f = 0; f < kFeatureCount; ++f) sum(static_cast<Eigen::Index>(f)) += row.features[f];
+    const Eigen::VectorXd average = sum / static_cast<double>(train.size());
+    for (const TrainingRow& row : train)
+      for (std::size_t f = 0; f < kFeatureCount; ++f) {
+        const double d = row.features[f] - average(static_cast<Eigen::Index>(f));
+        squares(static_cast<Eigen::Index>(f)) += d * d;
+      }
+    mean = average.cast<float>(), scale = Eigen::VectorXf::Ones(kFeatureCount);
+    for (Eigen::Index f = 0; f < scale.size(); ++f) {
+      const double spread = std::sqrt(squares(f) / static_cast<double>(train.size()));
+      // Features are log1p of counts and cycles: a spread of 0.1% of e is no information.
+      if (spread > 1e-3) scale(f) = static_cast<float>(spread);
+      else constant[static_cast<std::size_t>(f)] = true;
+    }
+  }
+
+  // An ensemble's networks: from seeds seed, seed + 1, ... (fine-tuning: from each of the
+  // start's networks), on the same rows and standardisation.
+  std::vector<const std::vector<MlpLayer>*> starts;
+  if (init) {
+    starts.push_back(&init->description().layers);
+    for (const std::vector<MlpLayer>& network : init->description().further_networks) starts.push_back(&network);
+  } else {
+    starts.assign(static_cast<std::size_t>(options.networks), nullptr);
+  }
+  // The networks are independent, each deterministic in its seed: they train side by side, as
+  // many at a time as the machine has cores, and report their epochs one at a time.
+  TrainingOptions each = options;
+  std::mutex progress_lock;
+  if (options.progress)
+    each.progress = [&](const EpochReport& report) {
+      const std::lock_guard<std::mutex> hold(progress_lock);
+      options.progress(report);
+    };
+  std::vector<TrainedNetwork> networks;
+  const std::size_t at_once = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t first = 0; first < starts.size(); first += at_once) {
+    std::vector<std::future<TrainedNetwork>> running;
+    for (std::size_t n = first; n < std::min(starts.size(), first + at_once); ++n)
+      running.push_back(std::async(std::launch::async, [&, n] {
+        return train_network(train, validation, each, options.seed + n, static_cast<int>(n), starts[n], mean, scale, constant);
+      }));
+    for (std::future<TrainedNetwork>& network : running) networks.push_back(network.get());
+  }
+
   MlpDescription description;
   description.family = family;
   for (std::string_view name : kFeatureNames) description.feature_names.emplace_back(name);
   description.input_mean = mean;
   description.input_scale = scale;
-  description.layers = std::move(best_layers);
+  description.layers = std::move(networks.front().layers);
+  for (std::size_t n = 1; n < networks.size(); ++n) description.further_networks.push_back(std::move(networks[n].layers));
   // A fine-tuned network keeps its start's config-less factor until fit_configless_scale refits it.
   if (init && init->family() == family) {
     description.configless_scale = init->description().configless_scale;
     description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
   }
-  return TrainingResult{Mlp(std::move(description)), std::move(history), best_epoch, best};
+  Mlp model(std::move(description));
+  std::vector<EpochReport> history;
+  for (const TrainedNetwork& network : networks) history.insert(history.end(), network.history.begin(), network.history.end());
+  // One network: its best epoch's figure; an ensemble: the mean of its networks', measured.
+  double validation_mape = networks.front().best_validation_mape_pct;
+  if (networks.size() > 1) {
+    const std::vector<double> predicted = predict_latencies(model, validation);
+    validation_mape = 0;
+    for (std::size_t i = 0; i < validation.size(); ++i)
+      validation_mape += std::abs(predicted[i] - validation[i].measured_us) / validation[i].measured_us;
+    validation_mape *= 100 / static_cast<double>(validation.size());
+  }
+  return TrainingResult{std::move(model), std::move(history), networks.front().best_epoch, validation_mape};
 }
 
 }  // namespace pipeweave

@@ -300,6 +300,25 @@ pipeweave_cli_failure(train_without_configs_not_gemm "--without-configs with --o
 pipeweave_cli_failure(train_chooser_not_a_gemm_model "--chooser must hold a GEMM model for GEMMs with their config"
                       train --op gemm --without-configs --chooser "${tiny_configless}" --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 set_tests_properties(cli.train_chooser_not_a_gemm_model PROPERTIES FIXTURES_REQUIRED tiny_configless)
+# An ensemble (--networks): the networks train side by side, each epoch line names its network;
+# predict and rank take it with --model in the bundled GEMM model's place.
+set(tiny_ensemble "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_ensemble.json")
+pipeweave_cli_test(train_ensemble "network  1 epoch    2: train MAPE .*wrote [^\n]*tiny_gemm_ensemble\.json \\(2 networks, validation MAPE"
+                   train --op gemm --data "${ranking_csv}" --out "${tiny_ensemble}" --hidden 8 --epochs 2 --networks 2 --rank-weight 1
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_ensemble PROPERTIES FIXTURES_SETUP tiny_ensemble)
+pipeweave_cli_test(predict_with_model "\n +[0-9]+\.[0-9][0-9] +[0-9]+\.[0-9][0-9] +[01]\.[0-9][0-9][0-9] +[a-z0-9]+ +trained_model +gemm:m=512"
+                   predict --gpu H100-SXM --model "${tiny_ensemble}" "gemm:m=512,n=1024,k=2048,dtype=bf16,tile_m=128,tile_n=128,tile_k=64")
+pipeweave_cli_test(rank_with_model "^GPU H100-SXM: [0-9]+ candidates, fastest first\n +rank +latency_us" rank --gpu H100-SXM --model "${tiny_ensemble}" ${gemm_text})
+set(predict_plain "${cli};predict;--gpu;H100-SXM;gemm:m=512,n=1024,k=2048,dtype=bf16,tile_m=128,tile_n=128,tile_k=64")
+add_test(NAME cli.predict_with_model_is_used
+         COMMAND ${CMAKE_COMMAND} "-DFIRST=${predict_plain}" "-DSECOND=${predict_plain};--model;${tiny_ensemble}"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
+set_tests_properties(cli.predict_with_model cli.rank_with_model cli.predict_with_model_is_used PROPERTIES FIXTURES_REQUIRED tiny_ensemble)
+set_tests_properties(cli.predict_with_model_is_used PROPERTIES LABELS cli)
+pipeweave_cli_failure(train_bad_networks "--networks must be a whole number from 1 to 64, got 0"
+                      train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json" --networks 0)
+pipeweave_cli_failure(predict_model_missing "no_such_model\.json" predict --gpu H100-SXM --model "${CMAKE_CURRENT_BINARY_DIR}/no_such_model.json" ${gemm_text})
 pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")

@@ -211,6 +211,98 @@ TEST_CASE("Mlp: to_json -> mlp_from_json keeps every weight and every output", "
   }
 }
 
+// A second network of tiny_description's widths, other weights: an ensemble's other member.
+std::vector<MlpLayer> other_network() {
+  std::vector<MlpLayer> layers = tiny_description().layers;
+  for (MlpLayer& layer : layers) {
+    layer.weights = -0.8f * layer.weights.array() + 0.03f;
+    layer.bias = layer.bias.array() * 1.5f - 0.1f;
+  }
+  return layers;
+}
+
+TEST_CASE("Mlp: an ensemble's efficiency is the geometric mean of its networks'", "[mlp]") {
+  MlpDescription single_a = tiny_description(), single_b = tiny_description();
+  single_b.layers = other_network();
+  MlpDescription third = tiny_description();
+  for (MlpLayer& layer : third.layers) layer.bias.array() += 0.4f;
+  MlpDescription ensemble = tiny_description();
+  ensemble.further_networks = {single_b.layers, third.layers};
+  const Mlp a(single_a), b(single_b), c(third), both(ensemble);
+  CHECK(both.network_count() == 3);
+  CHECK(a.network_count() == 1);
+  const std::vector<Features> samples = sample_features();
+  FeatureBatch batch(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(samples.size()));
+  bool networks_differ = false;
+  for (std::size_t j = 0; j < samples.size(); ++j) {
+    const Features& f = samples[j];
+    for (std::size_t i = 0; i < kFeatureCount; ++i) batch(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = f[i];
+    const double expected = std::cbrt(a.efficiency(f) * b.efficiency(f) * c.efficiency(f));
+    CHECK(both.efficiency(f) == Approx(expected).epsilon(1e-6));
+    networks_differ = networks_differ || std::abs(a.efficiency(f) - b.efficiency(f)) > 1e-3;
+  }
+  CHECK(networks_differ);  // else the mean would equal any one of them
+  const Eigen::VectorXd batched = both.efficiency(batch);
+  for (std::size_t j = 0; j < samples.size(); ++j)
+    CHECK(batched(static_cast<Eigen::Index>(j)) == Approx(both.efficiency(samples[j])).epsilon(1e-6));
+
+  // A saturated logit (efficiency 1e-40 in one network) stays finite: log-sigmoid, not log(sigmoid).
+  MlpDescription saturated = tiny_description();
+  saturated.further_networks = {tiny_description().layers};
+  saturated.further_networks[0].back().bias(0) = -90.0f;
+  const double low = Mlp(saturated).efficiency(samples.front());
+  CHECK(std::isfinite(low));
+  CHECK(low > 0.0);
+  CHECK(low < 1e-15);
+}
+
+TEST_CASE("Mlp: an ensemble round-trips through JSON and its networks are checked like the first", "[mlp]") {
+  MlpDescription d = tiny_description();
+  d.further_networks = {other_network()};
+  const Mlp original(d);
+  const Mlp loaded = mlp_from_json(to_json(original));
+  REQUIRE(loaded.description().further_networks.size() == 1);
+  for (std::size_t l = 0; l < d.layers.size(); ++l) {
+    CHECK(loaded.description().further_networks[0][l].weights == d.further_networks[0][l].weights);
+    CHECK(loaded.description().further_networks[0][l].bias == d.further_networks[0][l].bias);
+  }
+  for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
+  CHECK(to_json(loaded) == to_json(original));
+  // A single network writes no further_networks key (the files of single models stay as they were).
+  CHECK_FALSE(json::parse(to_json(Mlp(tiny_description()))).contains("further_networks"));
+
+  json document = json::parse(to_json(original));
+  SECTION("not an array") {
+    document["further_networks"] = 3;
+    CHECK_THAT(load_error(document), Contains("mlp.further_networks"));
+  }
+  SECTION("a network with a layer too few") {
+    document["further_networks"][0].erase(document["further_networks"][0].begin());
+    CHECK_THAT(load_error(document), Contains("mlp.further_networks[0]"));
+  }
+  SECTION("a NaN weight (null in JSON)") {
+    document["further_networks"][0][1]["weights"][0][2] = nullptr;  // what a NaN becomes in JSON
+    CHECK_THAT(load_error(document), Contains("mlp.further_networks[0][1].weights[0]"));
+  }
+  SECTION("other widths, built in code") {
+    MlpDescription narrow = tiny_description();
+    narrow.further_networks = {tiny_description().layers};
+    MlpLayer& first = narrow.further_networks[0][0];
+    first.weights.conservativeResize(2, Eigen::NoChange);
+    first.bias.conservativeResize(2);
+    MlpLayer& second = narrow.further_networks[0][1];
+    second.weights.conservativeResize(Eigen::NoChange, 2);
+    const std::string message = error_of([&] { Mlp mlp(narrow); });
+    CHECK_THAT(message, Contains("mlp.further_networks[0]"));
+    CHECK_THAT(message, Contains("layer widths"));
+  }
+  SECTION("a value that is not finite, built in code") {
+    MlpDescription broken = d;
+    broken.further_networks[0][2].bias(0) = std::numeric_limits<float>::infinity();
+    CHECK_THAT(error_of([&] { Mlp mlp(broken); }), Contains("mlp.further_networks[0][2]"));
+  }
+}
+
 TEST_CASE("Mlp: load_mlp reads a file and names the file on error", "[mlp]") {
   const auto dir = std::filesystem::temp_directory_path();
   const auto good = dir / "pipeweave_test_mlp_good.json";

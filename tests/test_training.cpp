@@ -2,6 +2,7 @@
 // model it exports (batch-norm folded) predicts what the network predicted while training.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -122,6 +123,62 @@ TEST_CASE("training is deterministic for a seed") {
   options.seed = 2;
   const TrainingResult other = train_mlp(OpFamily::gemm, train, validation, options);
   CHECK(other.model.description().layers[0].weights != first.model.description().layers[0].weights);
+}
+
+TEST_CASE("an ensemble holds the networks single trainings from seeds seed, seed + 1, ... give") {
+  const std::vector<TrainingRow> train = synthetic_rows(400, 11), validation = synthetic_rows(100, 12);
+  TrainingOptions options = small_options();
+  options.epochs = 6;
+  options.seed = 5;
+  std::vector<int> progress_networks;
+  TrainingOptions ensemble_options = options;
+  ensemble_options.networks = 3;
+  ensemble_options.progress = [&](const EpochReport& report) { progress_networks.push_back(report.network); };
+  const TrainingResult ensemble = train_mlp(OpFamily::gemm, train, validation, ensemble_options);
+  REQUIRE(ensemble.model.network_count() == 3);
+  const auto same_layers = [](const std::vector<MlpLayer>& a, const std::vector<MlpLayer>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i].weights != b[i].weights || a[i].bias != b[i].bias) return false;
+    return true;
+  };
+  std::vector<Mlp> singles;
+  for (std::uint64_t seed : {5, 6, 7}) {
+    options.seed = seed;
+    singles.push_back(train_mlp(OpFamily::gemm, train, validation, options).model);
+  }
+  CHECK(same_layers(ensemble.model.description().layers, singles[0].description().layers));
+  CHECK(same_layers(ensemble.model.description().further_networks[0], singles[1].description().layers));
+  CHECK(same_layers(ensemble.model.description().further_networks[1], singles[2].description().layers));
+  CHECK_FALSE(same_layers(singles[0].description().layers, singles[1].description().layers));
+  // Every network's epochs were reported (from threads, one call at a time) and kept in order.
+  CHECK(progress_networks.size() == 18);
+  for (int network : {0, 1, 2}) CHECK(std::count(progress_networks.begin(), progress_networks.end(), network) == 6);
+  REQUIRE(ensemble.history.size() == 18);
+  CHECK(ensemble.history[5].network == 0);
+  CHECK(ensemble.history[6].network == 1);
+  CHECK(ensemble.history[17].network == 2);
+  // The model's validation figure is the ensemble's own, measured.
+  CHECK(ensemble.best_validation_mape_pct == Approx(mape_of(ensemble.model, validation)).epsilon(1e-6));
+  // Its predictions are the geometric mean of the three networks'.
+  const std::vector<double> mixed = predict_latencies(ensemble.model, validation);
+  std::vector<std::vector<double>> each;
+  for (const Mlp& single : singles) each.push_back(predict_latencies(single, validation));
+  for (std::size_t i = 0; i < validation.size(); ++i)
+    CHECK(mixed[i] == Approx(std::cbrt(each[0][i] * each[1][i] * each[2][i])).epsilon(1e-5));
+
+  // Fine-tuning an ensemble tunes each of its networks (its count wins over options.networks).
+  TrainingOptions tune = small_options();
+  tune.epochs = 2;
+  tune.learning_rate = 1e-4;
+  const TrainingResult tuned = train_mlp(OpFamily::gemm, train, validation, tune, &ensemble.model);
+  CHECK(tuned.model.network_count() == 3);
+  CHECK_FALSE(same_layers(tuned.model.description().further_networks[1], ensemble.model.description().further_networks[1]));
+
+  options.networks = 0;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, options); }), Contains("networks") && Contains("0"));
+  options.networks = kMaxNetworks + 1;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, options); }), Contains("networks"));
 }
 
 TEST_CASE("fine-tuning starts from the given model") {

@@ -2,8 +2,9 @@
 // The learned stage (METHOD.md section 2): a small dense network, inference only, on
 // Eigen. Inputs are the demand features, standardised with the training set's mean and
 // scale; hidden layers are dense + ReLU with batch-norm already folded into their
-// weights; one sigmoid output, the efficiency in (0, 1). Weights load from a versioned
-// JSON file (see pipeweave/io.hpp) that is checked against the features this code computes.
+// weights; one sigmoid output, the efficiency in (0, 1). A model may be an ensemble: several
+// such networks of the same widths, whose efficiencies are averaged. Weights load from a
+// versioned JSON file (see pipeweave/io.hpp) that is checked against the features this code computes.
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -31,6 +32,12 @@ struct MlpDescription {
   Eigen::VectorXf input_mean;              // subtracted from the features
   Eigen::VectorXf input_scale;             // then divided by this (> 0)
   std::vector<MlpLayer> layers;            // hidden layers (ReLU) then the output layer (sigmoid)
+  // An ensemble's other networks: the same widths as `layers`, trained on the same rows from
+  // other random starts. The model's efficiency is the geometric mean of every network's (so
+  // its latency, bound / efficiency, is the geometric mean of theirs): each start errs
+  // differently on shapes none was trained on, and the mean cancels part of it. Each network
+  // costs its own inference time. Empty: one network.
+  std::vector<std::vector<MlpLayer>> further_networks;
   // GEMM models only. A GEMM given without its config is predicted at the least prediction over
   // the library's candidates, and the least of a few hundred predictions, each a few percent
   // off, is biased low (the chosen config tends to be one the network under-predicts). Per data
@@ -58,6 +65,7 @@ class Mlp {
 
   const MlpDescription& description() const { return description_; }
   OpFamily family() const { return description_.family; }
+  std::size_t network_count() const { return 1 + description_.further_networks.size(); }
   std::vector<int> hidden_sizes() const {
     std::vector<int> sizes;
     for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i)
@@ -74,26 +82,18 @@ class Mlp {
 
   // Efficiency for one feature vector. No allocation: activations live on the stack.
   double efficiency(const Features& features) const {
+    alignas(32) float input[kFeatureCount];
     alignas(32) float buffer_a[kMaxWidth];
     alignas(32) float buffer_b[kMaxWidth];
     Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>> raw(features.data());
-    Eigen::Map<Eigen::VectorXf> input(buffer_a, static_cast<Eigen::Index>(kFeatureCount));
-    input = (raw - description_.input_mean).cwiseQuotient(description_.input_scale);
-    float* current = buffer_a;
-    float* next = buffer_b;
-    Eigen::Index width = static_cast<Eigen::Index>(kFeatureCount);
-    const std::size_t hidden = description_.layers.size() - 1;
-    for (std::size_t i = 0; i < hidden; ++i) {
-      const MlpLayer& layer = description_.layers[i];
-      Eigen::Map<Eigen::VectorXf> out(next, layer.bias.size());
-      out.noalias() = layer.weights * Eigen::Map<const Eigen::VectorXf>(current, width);
-      out = (out + layer.bias).cwiseMax(0.0f);
-      width = layer.bias.size();
-      std::swap(current, next);
-    }
-    const MlpLayer& last = description_.layers.back();
-    const float logit = last.weights.row(0).dot(Eigen::Map<const Eigen::VectorXf>(current, width)) + last.bias(0);
-    return sigmoid(logit);
+    Eigen::Map<Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>> standardized(input);
+    standardized = (raw - description_.input_mean).cwiseQuotient(description_.input_scale);
+    const float first = logit(description_.layers, input, buffer_a, buffer_b);
+    if (description_.further_networks.empty()) return sigmoid(first);
+    double log_sum = log_sigmoid(first);
+    for (const std::vector<MlpLayer>& network : description_.further_networks)
+      log_sum += log_sigmoid(logit(network, input, buffer_a, buffer_b));
+    return std::exp(log_sum / static_cast<double>(network_count()));
   }
 
   // Efficiencies for a batch: `features` holds one column per kernel (kFeatureCount rows).
@@ -103,25 +103,61 @@ class Mlp {
     constexpr Eigen::Index kBlock = 64;
     const Eigen::Index count = features.cols();
     Eigen::VectorXd result(count);
-    Eigen::MatrixXf current, next;
+    Eigen::MatrixXf input, current, next;
     for (Eigen::Index begin = 0; begin < count; begin += kBlock) {
       const Eigen::Index width = std::min(kBlock, count - begin);
-      current = (features.middleCols(begin, width).colwise() - description_.input_mean).array().colwise() /
-                description_.input_scale.array();
-      for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i) {
-        const MlpLayer& layer = description_.layers[i];
-        next.noalias() = layer.weights * current;
-        current = (next.colwise() + layer.bias).cwiseMax(0.0f);
+      input = (features.middleCols(begin, width).colwise() - description_.input_mean).array().colwise() /
+              description_.input_scale.array();
+      const auto logits = [&](const std::vector<MlpLayer>& layers) -> Eigen::RowVectorXf {
+        const Eigen::MatrixXf* source = &input;
+        for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+          next.noalias() = layers[i].weights * *source;
+          current = (next.colwise() + layers[i].bias).cwiseMax(0.0f);
+          source = &current;
+        }
+        return (layers.back().weights * *source).array() + layers.back().bias(0);
+      };
+      const Eigen::RowVectorXf first = logits(description_.layers);
+      if (description_.further_networks.empty()) {
+        for (Eigen::Index i = 0; i < width; ++i) result(begin + i) = sigmoid(first(i));
+        continue;
       }
-      const MlpLayer& last = description_.layers.back();
-      const Eigen::RowVectorXf logits = (last.weights * current).array() + last.bias(0);
-      for (Eigen::Index i = 0; i < width; ++i) result(begin + i) = sigmoid(logits(i));
+      Eigen::VectorXd log_sum(width);
+      for (Eigen::Index i = 0; i < width; ++i) log_sum(i) = log_sigmoid(first(i));
+      for (const std::vector<MlpLayer>& network : description_.further_networks) {
+        const Eigen::RowVectorXf more = logits(network);
+        for (Eigen::Index i = 0; i < width; ++i) log_sum(i) += log_sigmoid(more(i));
+      }
+      result.segment(begin, width) = (log_sum / static_cast<double>(network_count())).array().exp();
     }
     return result;
   }
 
  private:
   static double sigmoid(float logit) { return 1.0 / (1.0 + std::exp(-static_cast<double>(logit))); }
+  // log(sigmoid(z)), without the overflow of exp(-z) for very negative z.
+  static double log_sigmoid(float logit) {
+    const double z = logit;
+    return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
+  }
+
+  // One network's output logit for a standardised input; `a` and `b` hold the activations.
+  static float logit(const std::vector<MlpLayer>& layers, const float* input, float* a, float* b) {
+    const float* current = input;
+    float* next = a;
+    Eigen::Index width = static_cast<Eigen::Index>(kFeatureCount);
+    for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+      const MlpLayer& layer = layers[i];
+      Eigen::Map<Eigen::VectorXf> out(next, layer.bias.size());
+      out.noalias() = layer.weights * Eigen::Map<const Eigen::VectorXf>(current, width);
+      out = (out + layer.bias).cwiseMax(0.0f);
+      width = layer.bias.size();
+      current = next;
+      next = next == a ? b : a;
+    }
+    const MlpLayer& last = layers.back();
+    return last.weights.row(0).dot(Eigen::Map<const Eigen::VectorXf>(current, width)) + last.bias(0);
+  }
 
   void check() const {
     const MlpDescription& d = description_;
@@ -142,23 +178,15 @@ class Mlp {
     for (Eigen::Index i = 0; i < features; ++i)
       if (!(d.input_scale(i) > 0) || !std::isfinite(d.input_scale(i)))
         detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i), "must be positive and finite");
-    if (d.layers.empty()) throw Error("mlp.layers must hold at least the output layer");
-    Eigen::Index inputs = features;
-    for (std::size_t i = 0; i < d.layers.size(); ++i) {
-      const MlpLayer& layer = d.layers[i];
-      const std::string field = "mlp.layers[" + std::to_string(i) + "]";
-      if (layer.weights.cols() != inputs)
-        detail::fail_field(field + ".weights columns", layer.weights.cols(),
-                           "must equal the previous layer's width " + std::to_string(inputs));
-      if (layer.weights.rows() != layer.bias.size())
-        detail::fail_field(field + ".bias size", layer.bias.size(),
-                           "must equal the weights' rows " + std::to_string(layer.weights.rows()));
-      if (layer.weights.rows() < 1 || layer.weights.rows() > kMaxWidth)
-        detail::fail_field(field + " width", layer.weights.rows(), "must be between 1 and " + std::to_string(kMaxWidth));
-      if (!layer.weights.allFinite() || !layer.bias.allFinite()) throw Error(field + " holds a value that is not finite");
-      inputs = layer.weights.rows();
+    check_layers(d.layers, "mlp.layers");
+    for (std::size_t n = 0; n < d.further_networks.size(); ++n) {
+      const std::string field = "mlp.further_networks[" + std::to_string(n) + "]";
+      check_layers(d.further_networks[n], field);
+      bool same_widths = d.further_networks[n].size() == d.layers.size();
+      for (std::size_t i = 0; same_widths && i < d.layers.size(); ++i)
+        same_widths = d.further_networks[n][i].bias.size() == d.layers[i].bias.size();
+      if (!same_widths) detail::fail_field(field, "(other layer widths)", "must have the layer widths of mlp.layers");
     }
-    if (inputs != 1) detail::fail_field("mlp output layer width", inputs, "must be 1 (the efficiency)");
     if (d.for_configless_gemm && d.family != OpFamily::gemm)
       detail::fail_field("mlp.for_configless_gemm", "(a " + std::string(to_string(d.family)) + " model)",
                          "is for GEMM models only");
@@ -175,6 +203,28 @@ class Mlp {
       for (std::size_t j = 0; j < i; ++j)
         if (d.configless_scale[j].first == dtype) detail::fail_field(field, scale, "is listed twice");
     }
+  }
+
+  // A network's layer chain: from the features to one output, each layer fitting the last.
+  static void check_layers(const std::vector<MlpLayer>& layers, const std::string& name) {
+    if (layers.empty()) throw Error(name + " must hold at least the output layer");
+    Eigen::Index inputs = static_cast<Eigen::Index>(kFeatureCount);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const MlpLayer& layer = layers[i];
+      const std::string field = name + "[" + std::to_string(i) + "]";
+      if (layer.weights.cols() != inputs)
+        detail::fail_field(field + ".weights columns", layer.weights.cols(),
+                           "must equal the previous layer's width " + std::to_string(inputs));
+      if (layer.weights.rows() != layer.bias.size())
+        detail::fail_field(field + ".bias size", layer.bias.size(),
+                           "must equal the weights' rows " + std::to_string(layer.weights.rows()));
+      if (layer.weights.rows() < 1 || layer.weights.rows() > kMaxWidth)
+        detail::fail_field(field + " width", layer.weights.rows(), "must be between 1 and " + std::to_string(kMaxWidth));
+      if (!layer.weights.allFinite() || !layer.bias.allFinite()) throw Error(field + " holds a value that is not finite");
+      inputs = layer.weights.rows();
+    }
+    if (inputs != 1) detail::fail_field(name == "mlp.layers" ? "mlp output layer width" : name + " output layer width", inputs,
+                                        "must be 1 (the efficiency)");
   }
 
   MlpDescription description_;

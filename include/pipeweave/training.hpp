@@ -34,6 +34,7 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
                                        const std::function<GpuSpec(const std::string& gpu)>& spec_for);
 
 struct EpochReport {
+  int network = 0;                 // which of an ensemble's networks (TrainingOptions::networks)
   int epoch = 0;
   double train_mape_pct = 0;       // over the epoch's batches, in training mode
   double validation_mape_pct = 0;  // the whole validation set, in inference mode
@@ -55,18 +56,25 @@ struct TrainingOptions {
   // shuffled order). It teaches the network how a shape's configs differ, which is what an
   // autotuner asks, where MAPE weighs each row alone. 0: MAPE only.
   double rank_weight = 0;
-  std::function<void(const EpochReport&)> progress;  // called after every epoch
+  // An ensemble of this many networks (MlpDescription::further_networks), trained from seeds
+  // seed, seed + 1, ... on the same rows, side by side. Fine-tuning trains each of the start's
+  // networks instead. 1: a single network.
+  int networks = 1;
+  std::function<void(const EpochReport&)> progress;  // called after every epoch, one call at a time
 };
+
+inline constexpr int kMaxNetworks = 64;
 
 struct TrainingResult {
   Mlp model;
-  std::vector<EpochReport> history;
-  int best_epoch = 0;
-  double best_validation_mape_pct = 0;
+  std::vector<EpochReport> history;  // every network's epochs, network 0's first
+  int best_epoch = 0;                // network 0's
+  double best_validation_mape_pct = 0;  // the model's: an ensemble's from its mean prediction
 };
 
-// Trains a network for `family`. `init`, if given, is where fine-tuning starts (its layer sizes
-// win over options.hidden; its batch-norm is already folded, so fine-tuning runs without; its
+// Trains a network (or an ensemble, options.networks) for `family`. `init`, if given, is where
+// fine-tuning starts (its layer sizes win over options.hidden, its network count over
+// options.networks; its batch-norm is already folded, so fine-tuning runs without; its
 // configless_scale is kept: refit it with fit_configless_scale on the new GPU's rows; so is
 // for_configless_gemm).
 // Throws pipeweave::Error for empty sets or bad options, naming them.

@@ -17,8 +17,8 @@ namespace pw = pipeweave;
 
 constexpr const char* kUsage = R"(usage:
   pipeweave gpus [--json]
-  pipeweave predict --gpu NAME|spec.json [--json] [--kernels FILE] KERNEL...
-  pipeweave rank --gpu NAME|spec.json [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
+  pipeweave predict --gpu NAME|spec.json [--model MODEL.json]... [--json] [--kernels FILE] KERNEL...
+  pipeweave rank --gpu NAME|spec.json [--model MODEL.json]... [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
                       [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
@@ -30,7 +30,7 @@ constexpr const char* kUsage = R"(usage:
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
-                  [--rank-weight W] [--without-configs [--chooser GEMM_MODEL.json]]
+                  [--rank-weight W] [--networks N] [--without-configs [--chooser GEMM_MODEL.json]]
   pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F
                 [--sustained-utilization U]] [--measured M.csv] [--json] [--report DIR]
   pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
@@ -52,7 +52,9 @@ KERNEL is op:key=value,...; for example
 
 rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
 consider for one GEMM given without a config (predict uses the first of them), or the KERNELs
-given. --top N prints the N fastest (default 10, 0 for all).
+given. --top N prints the N fastest (default 10, 0 for all). predict and rank use the bundled
+models, each --model in the place of its family's (e.g. the ranking ensemble,
+data/models/ranking/gemm_rank3.json).
 
 e2e predicts a serving run: a workload file (the published layout; see data/README.md), or one
 generated from a Hugging Face config.json, a request trace (CSV: num_prefill_tokens,
@@ -92,7 +94,9 @@ train fits one op family's network on measurement CSVs (shapes split into train,
 test; --holdout-gpu leaves a GPU out of training and tests on it), prints each epoch, the test
 accuracy beside the roofline bound, and writes the model (--init fine-tunes an existing one).
 --rank-weight W adds a ranking term: how far the predicted ratio of two configs of one shape
-is from the measured one, W times beside the MAPE (0, the default: MAPE only). A GEMM model
+is from the measured one, W times beside the MAPE (0, the default: MAPE only). --networks N
+trains an ensemble of N networks from seeds S, S+1, ... (side by side; the model's efficiency is
+their geometric mean, at N times the inference cost). A GEMM model
 also records, per data type, how far the least prediction over the library's candidates falls
 below what cuBLAS's first choice measured on the training shapes (configless_scale).
 --without-configs trains the network for GEMMs given without their config (bundled beside the
@@ -105,6 +109,7 @@ struct Arguments {
   std::vector<std::string> positional;
   std::string gpu;
   std::string kernels_file;
+  std::vector<std::string> models;  // --model: in place of the bundled model of its family
   bool json = false;
   int top = 10;
 };
@@ -120,6 +125,7 @@ Arguments parse_arguments(int argc, char** argv, int first) {
     if (argument == "--json") arguments.json = true;
     else if (argument == "--gpu") arguments.gpu = value("--gpu");
     else if (argument == "--kernels") arguments.kernels_file = value("--kernels");
+    else if (argument == "--model") arguments.models.push_back(value("--model"));
     else if (argument == "--top") {
       const std::string text = value("--top");
       std::size_t used = 0;
@@ -172,6 +178,13 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
   return lines;
 }
 
+// The bundled models, each --model in the place of its family's.
+pw::Predictor predictor_for(const Arguments& arguments) {
+  std::vector<pw::Mlp> models;
+  for (const std::string& path : arguments.models) models.push_back(pw::load_mlp(path));
+  return models.empty() ? pw::Predictor() : pw::Predictor().with(std::move(models));
+}
+
 int predict(const Arguments& arguments) {
   if (arguments.gpu.empty()) throw pw::Error("predict needs --gpu NAME or --gpu spec.json");
   const pw::GpuSpec gpu = pw::resolve_gpu(arguments.gpu);
@@ -182,7 +195,7 @@ int predict(const Arguments& arguments) {
   std::vector<pw::Kernel> kernels;
   for (const std::string& text : texts) kernels.push_back(pw::parse_kernel(text));
 
-  const pw::Predictor predictor;
+  const pw::Predictor predictor = predictor_for(arguments);
   const std::vector<pw::Prediction> predictions = predictor.predict(kernels, gpu);
   if (arguments.json) {
     json rows = json::array();
@@ -237,7 +250,7 @@ int rank(const Arguments& arguments) {
     }
     if (candidates.empty()) throw pw::Error("no GEMM config fits " + gpu.name + "'s shared memory for " + texts.front());
   }
-  const pw::Predictor predictor;
+  const pw::Predictor predictor = predictor_for(arguments);
   const std::vector<pw::RankedCandidate> ranked = predictor.rank(candidates, gpu);
   const std::size_t shown = arguments.top == 0 ? ranked.size() : std::min<std::size_t>(ranked.size(), arguments.top);
   if (arguments.json) {

@@ -104,6 +104,7 @@ int train_command(int argc, char** argv, int first) {
     else if (argument == "--batch") options.batch_size = whole("--batch", value(), 2, 1 << 20);
     else if (argument == "--lr") options.learning_rate = fraction_value("--lr", value());
     else if (argument == "--seed") options.seed = static_cast<std::uint64_t>(whole("--seed", value(), 0, 2147483647));
+    else if (argument == "--networks") options.networks = whole("--networks", value(), 1, kMaxNetworks);
     else if (argument == "--test-fraction") test_fraction = fraction_value("--test-fraction", value());
     else if (argument == "--validation-fraction") validation_fraction = fraction_value("--validation-fraction", value());
     else throw Error("unknown argument " + argument + " for train");
@@ -182,8 +183,10 @@ int train_command(int argc, char** argv, int first) {
   fmt::print(stderr, "pipeweave train: {} {} rows: {} train, {} validation, {} test{}\n", op, rows.size(), train_set.size(),
              validation_set.size(), test_set.size(), holdout_gpu.empty() ? "" : " (test: " + holdout_gpu + " only, never trained on)");
 
-  options.progress = [](const EpochReport& report) {
-    fmt::print(stderr, "epoch {:>4}: train MAPE {:7.3f}%  validation {:7.3f}%{}\n", report.epoch, report.train_mape_pct,
+  const bool ensemble = options.networks > 1 || (init && init->network_count() > 1);
+  options.progress = [ensemble](const EpochReport& report) {
+    fmt::print(stderr, "{}epoch {:>4}: train MAPE {:7.3f}%  validation {:7.3f}%{}\n",
+               ensemble ? fmt::format("network {:>2} ", report.network) : "", report.epoch, report.train_mape_pct,
                report.validation_mape_pct, report.best ? "  (best)" : "");
   };
   const TrainingResult result = train_mlp(*family, train_set, validation_set, options, init ? &*init : nullptr);
@@ -218,6 +221,14 @@ int train_command(int argc, char** argv, int first) {
       {"best_epoch", std::to_string(result.best_epoch)},
       {"validation_mape_pct", fmt::format("{:.3f}", result.best_validation_mape_pct)},
       {"command", command}};
+  if (result.model.network_count() > 1) {
+    // Each network's best epoch (the weights it keeps), in order.
+    std::vector<std::string> best_epochs(result.model.network_count());
+    for (const EpochReport& report : result.history)
+      if (report.best) best_epochs[static_cast<std::size_t>(report.network)] = std::to_string(report.epoch);
+    description.provenance.emplace_back("networks", std::to_string(result.model.network_count()));
+    description.provenance.emplace_back("best_epochs", join(best_epochs, " "));
+  }
   if (without_configs)
     description.provenance.emplace_back("chooser", chooser_path.empty() ? "the bundled GEMM model" : chooser_path);
   const Mlp model(std::move(description));
@@ -233,7 +244,10 @@ int train_command(int argc, char** argv, int first) {
                holdout_gpu.empty() ? "" : " on " + holdout_gpu, trained.rows, trained.mape_pct, roofline.mape_pct,
                trained.median_ape_pct, trained.p90_ape_pct, trained.within_10_pct, trained.spearman);
   }
-  fmt::print("wrote {} (best epoch {}, validation MAPE {:.2f}%)\n", out, result.best_epoch, result.best_validation_mape_pct);
+  if (result.model.network_count() > 1)
+    fmt::print("wrote {} ({} networks, validation MAPE {:.2f}%)\n", out, result.model.network_count(), result.best_validation_mape_pct);
+  else
+    fmt::print("wrote {} (best epoch {}, validation MAPE {:.2f}%)\n", out, result.best_epoch, result.best_validation_mape_pct);
   return 0;
 }
 
