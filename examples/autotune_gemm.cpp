@@ -1,9 +1,11 @@
 // An autotuner's question: which config of this GEMM is fastest? The library enumerates the
 // configs a GEMM library would consider on the GPU, the predictor ranks them, and the
 // autotuner measures only the first few (or none). A caller with its own candidates (say, the
-// algorithms cuBLASLt's heuristic offers) ranks those the same way.
+// algorithms cuBLASLt's heuristic offers) ranks those the same way. A model file given last
+// takes the bundled GEMM model's place: the autotuner's ensemble orders configs better
+// (data/models/ranking/gemm_rank3.json; data/README.md, "Ranking a shape's configs").
 //
-//   autotune_gemm [m n k [dtype [GPU name or spec.json]]]      (default 256 14336 4096 bf16 H100-SXM)
+//   autotune_gemm [m n k [dtype [GPU name or spec.json [model.json]]]]   (default 256 14336 4096 bf16 H100-SXM)
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,14 +16,14 @@ namespace pw = pipeweave;
 
 int main(int argc, char** argv) {
   try {
-    if (argc != 1 && argc < 4) throw pw::Error("usage: autotune_gemm [m n k [dtype [gpu]]]");
+    if ((argc != 1 && argc < 4) || argc > 7) throw pw::Error("usage: autotune_gemm [m n k [dtype [gpu [model.json]]]]");
     // Parsed through the kernel text format, so that a bad number gets the library's error.
     const std::string text = argc > 1 ? std::string("gemm:m=") + argv[1] + ",n=" + argv[2] + ",k=" + argv[3] +
                                             ",dtype=" + (argc > 4 ? argv[4] : "bf16")
                                       : "gemm:m=256,n=14336,k=4096,dtype=bf16";
     const pw::Gemm gemm = std::get<pw::Gemm>(pw::parse_kernel(text).op());
     const pw::GpuSpec gpu = argc > 5 ? pw::resolve_gpu(argv[5]) : pw::default_gpu();
-    const pw::Predictor predictor;
+    const pw::Predictor predictor = argc > 6 ? pw::Predictor().with({pw::load_mlp(argv[6])}) : pw::Predictor();
 
     std::vector<pw::Kernel> candidates;
     for (const pw::GemmConfig& config : pw::gemm_candidates(gemm, gpu)) {
