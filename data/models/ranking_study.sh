@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# What moves the per-shape rank correlation of a shape's configs (issue: Spearman >= 0.9 on
+# held-out shapes), each variant trained like the bundled GEMM model (train_all.sh's options,
+# the same split) and scored with `eval --held-out --ranking`:
+#   bash data/models/ranking_study.sh [BUILD_DIR]      (about 15 minutes on 2 cores)
+# Variants: wider layers (512-256-128); half the training shapes (validation fraction 0.55,
+# the same test shapes); an ensemble of four MAPE networks (--networks 4). The ranking
+# ensemble itself (--rank-weight 3 --networks 4) is trained by train_all.sh
+# (report/gemm_rank3.ranking.json). Models go to a temporary directory; the ranking tables
+# to data/models/report/ranking_study/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cli="${1:-build}/pipeweave"
+data=data/measurements
+out=data/models/report/ranking_study
+models=$(mktemp -d)
+trap 'rm -r "$models"' EXIT
+mkdir -p "$out"
+files=(--data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus)
+gemm_options=(--epochs 300 --patience 300 --lr 3e-3 --batch 512)
+variant() {
+  local name=$1
+  shift
+  "$cli" train --op gemm "${files[@]}" "${gemm_options[@]}" "$@" --out "$models/$name.json" 2> "$models/$name.log"
+  "$cli" eval --model "$models/$name.json" --held-out --ranking "${files[@]}" > "$out/$name.txt"
+  "$cli" eval --model "$models/$name.json" --held-out "${files[@]}" | tail -n 3 >> "$out/$name.txt"
+  echo "== $name ($*)"
+  cat "$out/$name.txt"
+}
+variant wide --hidden 512,256,128
+variant half_the_shapes --validation-fraction 0.55
+variant ensemble4 --networks 4
