@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -382,10 +383,12 @@ struct TrainedNetwork {
   double best_validation_mape_pct = 0;
 };
 
+// In an ensemble (`network_count` > 1) errors name the network, and `stop`, once set (another
+// network failed), ends the training at the next epoch.
 TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
-                             const TrainingOptions& options, std::uint64_t seed, int network_index,
+                             const TrainingOptions& options, std::uint64_t seed, int network_index, std::size_t network_count,
                              const std::vector<MlpLayer>* start, const Eigen::VectorXf& mean, const Eigen::VectorXf& scale,
-                             const std::vector<bool>& constant) {
+                             const std::vector<bool>& constant, const std::atomic<bool>& stop) {
   Random random(seed);
   Network network = start ? Network(*start) : Network(options.hidden, options.batch_norm, random);
   // A feature that never varied cannot be learned from: its first-layer weights start at
@@ -410,7 +413,7 @@ TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const
   std::vector<MlpLayer> best_layers;
   double best = std::numeric_limits<double>::infinity();
   int since_best = 0, step = 0;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  for (int epoch = 1; epoch <= options.epochs && !stop; ++epoch) {
     // Cosine decay from the given rate to 1% of it at the last epoch: late epochs refine.
     const double progress = static_cast<double>(epoch - 1) / std::max(1, options.epochs - 1);
     const double learning_rate = options.learning_rate * (0.01 + 0.99 * 0.5 * (1 + std::cos(3.141592653589793 * progress)));
@@ -444,7 +447,8 @@ TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const
     report.train_mape_pct = 100 * train_total / static_cast<double>(train.size());
     report.validation_mape_pct = mape(network.forward(validation_x, false), validation, validation_index);
     if (!std::isfinite(report.validation_mape_pct))
-      throw Error("training diverged at epoch " + std::to_string(epoch) + " (lower the learning rate)");
+      throw Error((network_count > 1 ? "network " + std::to_string(network_index) + ": " : std::string()) +
+                  "training diverged at epoch " + std::to_string(epoch) + " (lower the learning rate)");
     if (report.validation_mape_pct < best) {
       best = report.validation_mape_pct, report.best = true, since_best = 0;
       best_layers = network.export_layers();
@@ -473,6 +477,10 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   detail::require_non_negative("rank weight", options.rank_weight);
   if (options.networks < 1 || options.networks > kMaxNetworks)
     detail::fail_field("networks", options.networks, "must be between 1 and " + std::to_string(kMaxNetworks));
+  if (init && options.networks != 1 && static_cast<std::size_t>(options.networks) != init->network_count())
+    detail::fail_field("networks", options.networks,
+                       "must be 1 or the start model's " + std::to_string(init->network_count()) +
+                           " when fine-tuning (each of its networks is tuned)");
   if (!init) {
     if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
     for (int width : options.hidden)
@@ -525,15 +533,27 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
       const std::lock_guard<std::mutex> hold(progress_lock);
       options.progress(report);
     };
+  std::atomic<bool> stop = false;  // set when a network fails, so that the others end early
+  const auto train_one = [&](std::size_t n) {
+    try {
+      return train_network(train, validation, each, options.seed + n, static_cast<int>(n), starts.size(), starts[n], mean,
+                           scale, constant, stop);
+    } catch (...) {
+      stop = true;
+      throw;
+    }
+  };
   std::vector<TrainedNetwork> networks;
-  const std::size_t at_once = std::max(1u, std::thread::hardware_concurrency());
-  for (std::size_t first = 0; first < starts.size(); first += at_once) {
-    std::vector<std::future<TrainedNetwork>> running;
-    for (std::size_t n = first; n < std::min(starts.size(), first + at_once); ++n)
-      running.push_back(std::async(std::launch::async, [&, n] {
-        return train_network(train, validation, each, options.seed + n, static_cast<int>(n), starts[n], mean, scale, constant);
-      }));
-    for (std::future<TrainedNetwork>& network : running) networks.push_back(network.get());
+  if (starts.size() == 1) {
+    networks.push_back(train_one(0));  // one network: on the caller's thread
+  } else {
+    const std::size_t at_once = std::max(1u, std::thread::hardware_concurrency());
+    for (std::size_t first = 0; first < starts.size(); first += at_once) {
+      std::vector<std::future<TrainedNetwork>> running;
+      for (std::size_t n = first; n < std::min(starts.size(), first + at_once); ++n)
+        running.push_back(std::async(std::launch::async, train_one, n));
+      for (std::future<TrainedNetwork>& network : running) networks.push_back(network.get());
+    }
   }
 
   MlpDescription description;

@@ -246,10 +246,11 @@ TEST_CASE("Mlp: an ensemble's efficiency is the geometric mean of its networks'"
   for (std::size_t j = 0; j < samples.size(); ++j)
     CHECK(batched(static_cast<Eigen::Index>(j)) == Approx(both.efficiency(samples[j])).epsilon(1e-6));
 
-  // A saturated logit (efficiency 1e-40 in one network) stays finite: log-sigmoid, not log(sigmoid).
+  // A saturated logit stays finite: sigmoid(-1000) is 0 in double, so log(sigmoid) would be
+  // -inf and the mean efficiency 0; log-sigmoid gives -1000 and the mean exp(-500)-odd.
   MlpDescription saturated = tiny_description();
   saturated.further_networks = {tiny_description().layers};
-  saturated.further_networks[0].back().bias(0) = -90.0f;
+  saturated.further_networks[0].back().bias(0) = -1000.0f;
   const double low = Mlp(saturated).efficiency(samples.front());
   CHECK(std::isfinite(low));
   CHECK(low > 0.0);

@@ -175,6 +175,24 @@ TEST_CASE("an ensemble holds the networks single trainings from seeds seed, seed
   CHECK(tuned.model.network_count() == 3);
   CHECK_FALSE(same_layers(tuned.model.description().further_networks[1], ensemble.model.description().further_networks[1]));
 
+  // Another count than the start's is refused: each of its networks is what gets tuned.
+  tune.networks = 2;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, tune, &ensemble.model); }),
+             Contains("networks") && Contains("start model's 3"));
+
+  // A failure in one network's thread reaches the caller, naming the network; a progress
+  // callback that throws (a caller cancelling) does too.
+  TrainingOptions wild = ensemble_options;
+  wild.progress = nullptr;
+  wild.learning_rate = 1e30;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, wild); }),
+             Contains("network ") && Contains("training diverged"));
+  TrainingOptions cancelled = ensemble_options;
+  cancelled.progress = [](const EpochReport& report) {
+    if (report.epoch == 2) throw Error("cancelled by the caller");
+  };
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, cancelled); }), Contains("cancelled by the caller"));
+
   options.networks = 0;
   CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, options); }), Contains("networks") && Contains("0"));
   options.networks = kMaxNetworks + 1;

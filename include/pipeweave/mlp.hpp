@@ -3,7 +3,7 @@
 // Eigen. Inputs are the demand features, standardised with the training set's mean and
 // scale; hidden layers are dense + ReLU with batch-norm already folded into their
 // weights; one sigmoid output, the efficiency in (0, 1). A model may be an ensemble: several
-// such networks of the same widths, whose efficiencies are averaged. Weights load from a
+// such networks of the same widths, the geometric mean of whose efficiencies it answers. Weights load from a
 // versioned JSON file (see pipeweave/io.hpp) that is checked against the features this code computes.
 
 #include <Eigen/Core>

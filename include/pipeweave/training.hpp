@@ -34,11 +34,11 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
                                        const std::function<GpuSpec(const std::string& gpu)>& spec_for);
 
 struct EpochReport {
-  int network = 0;                 // which of an ensemble's networks (TrainingOptions::networks)
   int epoch = 0;
   double train_mape_pct = 0;       // over the epoch's batches, in training mode
   double validation_mape_pct = 0;  // the whole validation set, in inference mode
   bool best = false;               // the best validation figure so far: these weights are kept
+  int network = 0;                 // which of an ensemble's networks (TrainingOptions::networks)
 };
 
 struct TrainingOptions {
@@ -57,10 +57,12 @@ struct TrainingOptions {
   // autotuner asks, where MAPE weighs each row alone. 0: MAPE only.
   double rank_weight = 0;
   // An ensemble of this many networks (MlpDescription::further_networks), trained from seeds
-  // seed, seed + 1, ... on the same rows, side by side. Fine-tuning trains each of the start's
-  // networks instead. 1: a single network.
+  // seed, seed + 1, ... on the same rows, side by side (as many at a time as the machine has
+  // cores). Fine-tuning tunes each of the start's networks (this must then be 1 or their count).
+  // 1: a single network, trained on the caller's thread.
   int networks = 1;
-  std::function<void(const EpochReport&)> progress;  // called after every epoch, one call at a time
+  // Called after every epoch, one call at a time; for an ensemble, from the training threads.
+  std::function<void(const EpochReport&)> progress;
 };
 
 inline constexpr int kMaxNetworks = 64;

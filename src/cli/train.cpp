@@ -218,10 +218,11 @@ int train_command(int argc, char** argv, int first) {
       {"test_fraction", fmt::format("{}", test_fraction)},
       {"holdout_gpu", holdout_gpu},
       {"rank_weight", fmt::format("{}", options.rank_weight)},
-      {"best_epoch", std::to_string(result.best_epoch)},
       {"validation_mape_pct", fmt::format("{:.3f}", result.best_validation_mape_pct)},
       {"command", command}};
-  if (result.model.network_count() > 1) {
+  if (result.model.network_count() == 1) {
+    description.provenance.emplace_back("best_epoch", std::to_string(result.best_epoch));
+  } else {
     // Each network's best epoch (the weights it keeps), in order.
     std::vector<std::string> best_epochs(result.model.network_count());
     for (const EpochReport& report : result.history)
