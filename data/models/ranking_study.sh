@@ -2,12 +2,12 @@
 # What moves the per-shape rank correlation of a shape's configs (issue: Spearman >= 0.9 on
 # held-out shapes), each variant trained like the bundled GEMM model (train_all.sh's options,
 # the same split) and scored with `eval --held-out --ranking`:
-#   bash data/models/ranking_study.sh [BUILD_DIR]      (about 15 minutes on 2 cores)
-# Variants: wider layers (512-256-128); half the training shapes (validation fraction 0.55,
-# the same test shapes); an ensemble of four MAPE networks (--networks 4). The ranking
-# ensemble itself (--rank-weight 3 --networks 4) is trained by train_all.sh
-# (report/gemm_rank3.ranking.json). Models go to a temporary directory; the ranking tables
-# to data/models/report/ranking_study/.
+#   bash data/models/ranking_study.sh [BUILD_DIR [VARIANT...]]   (all: about 25 minutes on 2 cores)
+# Variants: wide (512-256-128 layers); half_the_shapes (validation fraction 0.55, the same
+# test shapes); ensemble4 (four MAPE networks, --networks 4); ranking_term_3 and
+# ranking_term_10 (one network with --rank-weight 3 or 10). The ranking ensemble itself
+# (--rank-weight 3 --networks 4) is trained by train_all.sh (report/gemm_rank3.ranking.json).
+# Models go to a temporary directory; the ranking tables to data/models/report/ranking_study/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
@@ -27,6 +27,12 @@ variant() {
   echo "== $name ($*)"
   cat "$out/$name.txt"
 }
-variant wide --hidden 512,256,128
-variant half_the_shapes --validation-fraction 0.55
-variant ensemble4 --networks 4
+declare -A options=([wide]="--hidden 512,256,128" [half_the_shapes]="--validation-fraction 0.55"
+                     [ensemble4]="--networks 4" [ranking_term_3]="--rank-weight 3" [ranking_term_10]="--rank-weight 10")
+names=("${@:2}")
+[[ ${#names[@]} -gt 0 ]] || names=(wide half_the_shapes ensemble4 ranking_term_3 ranking_term_10)
+for name in "${names[@]}"; do
+  [[ -n "${options[$name]:-}" ]] || { echo "ranking_study.sh: unknown variant $name (${!options[*]})" >&2; exit 2; }
+  # shellcheck disable=SC2086  # the options are words
+  variant "$name" ${options[$name]}
+done
