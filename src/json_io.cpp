@@ -121,12 +121,13 @@ GpuSpec resolve_gpu(std::string_view name_or_path) {
   return find_gpu(name_or_path);
 }
 
+static Eigen::VectorXf to_vector(const std::vector<float>& values) {
+  return Eigen::VectorXf(Eigen::Map<const Eigen::VectorXf>(values.data(), static_cast<Eigen::Index>(values.size())));
+}
+
 // One network's layers (hidden then output), checked against the widths mlp.network lists;
 // `name` is the field the errors name (mlp.layers, mlp.further_networks[N]).
 static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hidden, const std::string& name) {
-  const auto to_vector = [](const std::vector<float>& values) {
-    return Eigen::VectorXf(Eigen::Map<const Eigen::VectorXf>(values.data(), static_cast<Eigen::Index>(values.size())));
-  };
   std::vector<MlpLayer> out_layers;
   if (!layers.is_array()) detail::fail_field(name, layers.dump().substr(0, 80), "must be an array");
   if (layers.size() != hidden.size() + 1)
@@ -176,9 +177,6 @@ Mlp mlp_from_json(std::string_view json_text) {
   description.feature_names = fields.texts("features");
   if (fields.text("input_transform") != "standardize")
     detail::fail_field("mlp.input_transform", fields.text("input_transform"), "must be \"standardize\"");
-  const auto to_vector = [](const std::vector<float>& values) {
-    return Eigen::VectorXf(Eigen::Map<const Eigen::VectorXf>(values.data(), static_cast<Eigen::Index>(values.size())));
-  };
   description.input_mean = to_vector(fields.floats("input_mean"));
   description.input_scale = to_vector(fields.floats("input_scale"));
 
