@@ -2,7 +2,7 @@
 # What moves the per-shape rank correlation of a shape's configs (issue: Spearman >= 0.9 on
 # held-out shapes), each variant trained like the bundled GEMM model (train_all.sh's options,
 # the same split) and scored with `eval --held-out --ranking`:
-#   bash data/models/ranking_study.sh [BUILD_DIR [VARIANT...]]   (all: about 25 minutes on 2 cores)
+#   bash data/models/ranking_study.sh [BUILD_DIR [VARIANT...]]   (all: about 20 minutes on 2 cores)
 # Variants: wide (512-256-128 layers); half_the_shapes (validation fraction 0.55, the same
 # test shapes); ensemble4 (four MAPE networks, --networks 4); ranking_term_3 and
 # ranking_term_10 (one network with --rank-weight 3 or 10). The ranking ensemble itself
