@@ -571,14 +571,12 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   Mlp model(std::move(description));
   std::vector<EpochReport> history;
   for (const TrainedNetwork& network : networks) history.insert(history.end(), network.history.begin(), network.history.end());
-  // One network: its best epoch's figure; an ensemble: the mean of its networks', measured.
+  // One network: its best epoch's figure; an ensemble: its mean prediction's, measured.
   double validation_mape = networks.front().best_validation_mape_pct;
   if (networks.size() > 1) {
-    const std::vector<double> predicted = predict_latencies(model, validation);
-    validation_mape = 0;
-    for (std::size_t i = 0; i < validation.size(); ++i)
-      validation_mape += std::abs(predicted[i] - validation[i].measured_us) / validation[i].measured_us;
-    validation_mape *= 100 / static_cast<double>(validation.size());
+    std::vector<double> measured;
+    for (const TrainingRow& row : validation) measured.push_back(row.measured_us);
+    validation_mape = accuracy(predict_latencies(model, validation), measured).mape_pct;
   }
   return TrainingResult{std::move(model), std::move(history), networks.front().best_epoch, validation_mape};
 }
