@@ -142,6 +142,7 @@ MeasuredKernel attention_row(const Row& row) {
   attention.head_dim = row.integer("head_dim");
   attention.causal = row.integer("causal") != 0;
   attention.dtype = row.dtype();
+  if (row.states("page_size")) attention.page_size = row.integer("page_size");  // optional: 0, a contiguous cache
   const std::string& impl = row.text("impl");
   if (impl != "flash2" && impl != "flash3") detail::fail_field(row.where() + ": impl", "\"" + impl + "\"", "must be flash2 or flash3");
   attention.config = AttentionConfig{.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3,

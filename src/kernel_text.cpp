@@ -174,8 +174,13 @@ Kernel parse_attention(KeyValues& values) {
     const std::string impl = values.text("impl", "flash3");
     if (impl != "flash2" && impl != "flash3") detail::fail_field("attention.impl", "\"" + impl + "\"", "must be flash2 or flash3");
     config.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3;
-    config.tile_q = values.small_integer("tile_q");
-    config.tile_kv = values.small_integer("tile_kv");
+    if (values.has("tile_q") || values.has("tile_kv")) {
+      config.tile_q = values.small_integer("tile_q");
+      config.tile_kv = values.small_integer("tile_kv");
+    } else {  // an implementation named without its tiles runs its own tiles for this shape
+      const AttentionConfig own = config.impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
+      config.tile_q = own.tile_q, config.tile_kv = own.tile_kv;
+    }
     config.num_splits = values.small_integer("num_splits", 0);
     attention.config = config;
   }
@@ -205,10 +210,10 @@ Kernel parse_collective(KeyValues& values, std::string kind) {
   Collective collective;
   if (kind.empty()) kind = values.text("kind", "all_reduce");
   bool known = false;
-  for (CollectiveKind candidate : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
-                                   CollectiveKind::all_to_all})
+  for (CollectiveKind candidate : kCollectiveKinds)
     if (kind == to_string(candidate)) collective.kind = candidate, known = true;
-  if (!known) detail::fail_field("collective.kind", "\"" + kind + "\"", "must be all_reduce, all_gather, reduce_scatter or all_to_all");
+  if (!known)
+    detail::fail_field("collective.kind", "\"" + kind + "\"", "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
   collective.bytes = values.number("bytes");
   collective.ranks = values.small_integer("ranks");
   collective.dtype = values.dtype(DType::bf16);
@@ -258,8 +263,8 @@ Kernel parse_kernel(std::string_view text) {
   if (op == "elementwise")
     return finish(Elementwise{values.number("bytes"), values.number("flops", 0), values.number("xu_ops", 0)});
   if (op == "collective") return finish(parse_collective(values, ""));
-  if (op == "all_reduce" || op == "all_gather" || op == "reduce_scatter" || op == "all_to_all")
-    return finish(parse_collective(values, op));
+  for (CollectiveKind kind : kCollectiveKinds)
+    if (op == to_string(kind)) return finish(parse_collective(values, op));
   throw Error("unknown op \"" + op + "\"; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
 }
 

@@ -19,6 +19,7 @@ namespace {
 
 using detail::Fields;
 using nlohmann::json;
+using nlohmann::ordered_json;  // written in the published files' field order
 
 constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
 
@@ -29,16 +30,34 @@ Phase phase_from(const std::string& text, const std::string& field) {
 }
 
 CollectiveKind collective_kind(const std::string& name, const std::string& field) {
-  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
-                              CollectiveKind::all_to_all})
+  for (CollectiveKind kind : kCollectiveKinds)
     if (name == to_string(kind)) return kind;
-  detail::fail_field(field, "\"" + name + "\"", "must be all_reduce, all_gather, reduce_scatter or all_to_all");
+  detail::fail_field(field, "\"" + name + "\"", "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
 }
+
+// The published `type` of a transfer: send_recv is point to point, the rest collectives.
+std::string_view transfer_type(CollectiveKind kind) { return kind == CollectiveKind::send_recv ? "p2p" : "collective"; }
+
+constexpr std::string_view kGemmTypes[] = {"ColumnParallelLinear", "RowParallelLinear", "MergedColumnParallelLinear",
+                                           "QKVParallelLinear",    "ReplicatedLinear",  "Linear"};
 
 DType dtype_from(const std::string& text, const std::string& field) {
   for (DType dtype : {DType::fp16, DType::bf16, DType::fp8_e4m3, DType::fp8_e5m2})
     if (text == to_string(dtype)) return dtype;
   detail::fail_field(field, "\"" + text + "\"", "must be fp16, bf16, fp8_e4m3 or fp8_e5m2");
+}
+
+// A GPU count: a positive integer no larger than any machine has (int elsewhere).
+int gpu_count(const Fields& f, const std::string& key, const std::string& field) {
+  const std::int64_t value = f.whole(key);
+  if (value > 65536) detail::fail_field(field, value, "must be at most 65536");
+  return static_cast<int>(value);
+}
+
+// Bytes as the published files write them: an integer when whole.
+ordered_json byte_count(double bytes) {
+  if (bytes == std::floor(bytes) && bytes < 9e15) return static_cast<std::int64_t>(bytes);
+  return bytes;
 }
 
 std::int64_t sum(const std::vector<std::int64_t>& values) {
@@ -67,7 +86,7 @@ ModelParams read_params(const json& object) {
   return p;
 }
 
-WorkloadOperators read_operators(const json& object, const std::string& prefix) {
+WorkloadOperators read_operators(const json& object, const std::string& prefix, int tp_size) {
   const Fields f(object, prefix);
   f.only({"gemm", "attention", "rmsnorm", "siluandmul", "moe", "communication"});
   WorkloadOperators ops;
@@ -75,9 +94,18 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix) 
     const json& list = f.get("gemm");
     if (!list.is_array()) detail::fail_field(prefix + "gemm", list.dump().substr(0, 80), "must be an array");
     for (std::size_t i = 0; i < list.size(); ++i) {
-      const Fields g(list[i], prefix + "gemm[" + std::to_string(i) + "].");
-      g.only({"name", "M", "N", "K", "count"});
-      ops.gemm.push_back({g.text("name"), g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")});
+      const std::string at = prefix + "gemm[" + std::to_string(i) + "].";
+      const Fields g(list[i], at);
+      g.only({"name", "type", "M", "N", "K", "count"});
+      WorkloadGemm gemm{g.text("name"), "", g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")};
+      if (g.has("type")) {
+        gemm.type = g.text("type");
+        if (std::find(std::begin(kGemmTypes), std::end(kGemmTypes), gemm.type) == std::end(kGemmTypes))
+          detail::fail_field(at + "type", "\"" + gemm.type + "\"",
+                             "must be ColumnParallelLinear, RowParallelLinear, MergedColumnParallelLinear, "
+                             "QKVParallelLinear, ReplicatedLinear or Linear");
+      }
+      ops.gemm.push_back(std::move(gemm));
     }
   }
   if (f.has("attention")) {
@@ -86,6 +114,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix) 
     WorkloadAttention attention{a.text("attention_type"), a.wholes("q_lengths"), a.wholes("kv_lengths"),
                                 a.whole("nh"),           a.whole("nkv"),       a.whole("hd"),
                                 a.whole("count"),        std::nullopt};
+    (void)attention_type_from(attention.attention_type, prefix + "attention.attention_type");
     if (a.has("impl")) {
       const std::string impl = a.text("impl");
       if (impl == "flash2") attention.impl = AttentionImpl::flash2;
@@ -95,14 +124,19 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix) 
     if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
       detail::fail_field(prefix + "attention.bs", a.whole("bs"),
                          "must equal the length of q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
+    if (attention.kv_lengths.size() != attention.q_lengths.size())
+      detail::fail_field(prefix + "attention.kv_lengths", attention.kv_lengths.size(),
+                         "must have as many entries as q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
     ops.attention = std::move(attention);
   }
   for (const char* name : {"rmsnorm", "siluandmul"}) {
     if (!f.has(name)) continue;
     const Fields r(f.get(name), prefix + name + ".");
     r.only({"seq", "dim", "count"});
-    (std::string_view(name) == "rmsnorm" ? ops.rmsnorm : ops.siluandmul) =
-        WorkloadRows{r.whole("seq"), r.whole("dim"), r.whole("count")};
+    const WorkloadRows rows{r.whole("seq"), r.whole("dim"), r.whole("count")};
+    if (std::string_view(name) == "siluandmul" && rows.dim % 2 != 0)
+      detail::fail_field(prefix + "siluandmul.dim", rows.dim, "must be even: the gate and up halves of the input, side by side");
+    (std::string_view(name) == "rmsnorm" ? ops.rmsnorm : ops.siluandmul) = rows;
   }
   if (f.has("moe")) {
     const Fields m(f.get("moe"), prefix + "moe.");
@@ -116,23 +150,40 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix) 
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string at = prefix + "communication[" + std::to_string(i) + "].";
       const Fields c(list[i], at);
-      c.only({"name", "bytes", "ranks", "count"});
-      WorkloadCollective collective{c.text("name"), c.number("bytes"), static_cast<int>(c.whole("ranks")), c.whole("count")};
-      (void)collective_kind(collective.name, at + "name");
-      detail::require_positive(at + "bytes", collective.bytes);
+      // "bytes" is the name this project's files used before they followed the published layout.
+      c.only({"name", "type", "volume_bytes", "bytes", "ranks", "count"});
+      WorkloadCollective collective;
+      collective.name = c.text("name");
+      const CollectiveKind kind = collective_kind(collective.name, at + "name");
+      if (c.has("type") && c.text("type") != transfer_type(kind))
+        detail::fail_field(at + "type", "\"" + c.text("type") + "\"",
+                           "must be \"" + std::string(transfer_type(kind)) + "\" for " + collective.name);
+      if (c.has("volume_bytes") == c.has("bytes"))
+        throw Error(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
+      collective.bytes = c.number(c.has("volume_bytes") ? "volume_bytes" : "bytes");
+      detail::require_positive(at + (c.has("volume_bytes") ? "volume_bytes" : "bytes"), collective.bytes);
+      const int default_ranks = kind == CollectiveKind::send_recv ? 2 : tp_size;
+      collective.ranks = c.has("ranks") ? gpu_count(c, "ranks", at + "ranks") : default_ranks;
+      if (collective.ranks < 2)
+        detail::fail_field(at + "ranks", collective.ranks,
+                           c.has("ranks") ? "must be >= 2" : "must be >= 2 (absent: the workload's tp_size)");
+      collective.count = c.whole("count");
       ops.communication.push_back(std::move(collective));
     }
   }
   return ops;
 }
 
-json operators_json(const WorkloadOperators& ops) {
-  json out = json::object();
-  if (!ops.gemm.empty()) {
-    json list = json::array();
-    for (const WorkloadGemm& g : ops.gemm) list.push_back({{"name", g.name}, {"M", g.m}, {"N", g.n}, {"K", g.k}, {"count", g.count}});
-    out["gemm"] = list;
+ordered_json operators_json(const WorkloadOperators& ops, int tp_size) {
+  ordered_json out = ordered_json::object();
+  ordered_json gemms = ordered_json::array();
+  for (const WorkloadGemm& g : ops.gemm) {
+    ordered_json gemm = {{"name", g.name}};
+    if (!g.type.empty()) gemm["type"] = g.type;
+    gemm.update({{"M", g.m}, {"N", g.n}, {"K", g.k}, {"count", g.count}});
+    gemms.push_back(std::move(gemm));
   }
+  out["gemm"] = std::move(gemms);
   if (ops.attention) {
     const WorkloadAttention& a = *ops.attention;
     out["attention"] = {{"attention_type", a.attention_type}, {"bs", a.q_lengths.size()}, {"q_lengths", a.q_lengths},
@@ -145,12 +196,14 @@ json operators_json(const WorkloadOperators& ops) {
   if (ops.moe)
     out["moe"] = {{"tokens", ops.moe->tokens}, {"experts", ops.moe->experts}, {"top_k", ops.moe->top_k},
                   {"hidden", ops.moe->hidden}, {"intermediate", ops.moe->intermediate}, {"count", ops.moe->count}};
-  if (!ops.communication.empty()) {
-    json list = json::array();
-    for (const WorkloadCollective& c : ops.communication)
-      list.push_back({{"name", c.name}, {"bytes", c.bytes}, {"ranks", c.ranks}, {"count", c.count}});
-    out["communication"] = list;
+  ordered_json transfers = ordered_json::array();
+  for (const WorkloadCollective& c : ops.communication) {
+    const CollectiveKind kind = collective_kind(c.name, "communication.name");
+    ordered_json transfer = {{"name", c.name}, {"type", transfer_type(kind)}, {"volume_bytes", byte_count(c.bytes)}, {"count", c.count}};
+    if (c.ranks != (kind == CollectiveKind::send_recv ? 2 : tp_size)) transfer["ranks"] = c.ranks;
+    transfers.push_back(std::move(transfer));
   }
+  out["communication"] = std::move(transfers);
   return out;
 }
 
@@ -169,44 +222,66 @@ struct Batch {
   std::int64_t prompt_tokens = 0, decode_tokens = 0, logits = 0;
 };
 
-WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, int tp, Phase phase) {
+WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, const Deployment& deployment, Phase phase) {
+  const int tp = deployment.tp;
   const std::int64_t tokens = sum(batch.q), layers = p.num_hidden_layers;
   const std::int64_t heads = p.num_attention_heads / tp;
   const std::int64_t kv_heads = std::max<std::int64_t>(1, p.num_key_value_heads / tp);  // replicated when fewer than tp
   WorkloadOperators ops;
-  ops.gemm.push_back({"qkv_proj", tokens, (heads + 2 * kv_heads) * p.head_dim, p.hidden_size, layers});
-  ops.gemm.push_back({"o_proj", tokens, p.hidden_size, heads * p.head_dim, layers});
+  ops.gemm.push_back({"qkv_proj", "ColumnParallelLinear", tokens, (heads + 2 * kv_heads) * p.head_dim, p.hidden_size, layers});
+  ops.gemm.push_back({"o_proj", "RowParallelLinear", tokens, p.hidden_size, heads * p.head_dim, layers});
   if (p.num_experts == 0) {
-    ops.gemm.push_back({"gate_up_proj", tokens, 2 * p.intermediate_size / tp, p.hidden_size, layers});
-    ops.gemm.push_back({"down_proj", tokens, p.hidden_size, p.intermediate_size / tp, layers});
-    ops.siluandmul = WorkloadRows{tokens, p.intermediate_size / tp, layers};
+    ops.gemm.push_back({"gate_up_proj", "MergedColumnParallelLinear", tokens, 2 * p.intermediate_size / tp, p.hidden_size, layers});
+    ops.gemm.push_back({"down_proj", "RowParallelLinear", tokens, p.hidden_size, p.intermediate_size / tp, layers});
+    ops.siluandmul = WorkloadRows{tokens, 2 * p.intermediate_size / tp, layers};
   } else {
-    ops.gemm.push_back({"router", tokens, p.num_experts, p.hidden_size, layers});
+    ops.gemm.push_back({"router", "ReplicatedLinear", tokens, p.num_experts, p.hidden_size, layers});
     ops.moe = WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
     if (p.shared_expert_intermediate_size > 0) {
       const std::int64_t shared = p.shared_expert_intermediate_size / tp;
-      ops.gemm.push_back({"shared_gate_up_proj", tokens, 2 * shared, p.hidden_size, layers});
-      ops.gemm.push_back({"shared_down_proj", tokens, p.hidden_size, shared, layers});
-      ops.siluandmul = WorkloadRows{tokens, shared, layers};
+      ops.gemm.push_back({"shared_gate_up_proj", "MergedColumnParallelLinear", tokens, 2 * shared, p.hidden_size, layers});
+      ops.gemm.push_back({"shared_down_proj", "RowParallelLinear", tokens, p.hidden_size, shared, layers});
+      ops.siluandmul = WorkloadRows{tokens, 2 * shared, layers};
     }
   }
-  if (batch.logits > 0)
-    ops.gemm.push_back({"lm_head", batch.logits, (p.vocab_size + tp - 1) / tp, p.hidden_size, 1});
-  ops.attention = WorkloadAttention{std::string(to_string(phase)), batch.q, batch.kv, heads, kv_heads, p.head_dim, layers, std::nullopt};
+  if (batch.logits > 0)  // vocabulary-parallel: each GPU its shard of the vocabulary
+    ops.gemm.push_back({"lm_head", "Linear", batch.logits, (p.vocab_size + tp - 1) / tp, p.hidden_size, 1});
+  const std::string attention_type = deployment.attention_impl
+                                         ? attention_type_name(*deployment.attention_impl, phase == Phase::decode)
+                                         : std::string(to_string(phase));
+  ops.attention = WorkloadAttention{attention_type, batch.q, batch.kv, heads, kv_heads, p.head_dim, layers, std::nullopt};
   ops.rmsnorm = WorkloadRows{tokens, p.hidden_size, 2 * layers + 1};  // two per layer and the final norm
+  // Activations between layers are 16-bit whatever the GEMMs' type.
+  const double activation_bytes = static_cast<double>(tokens * p.hidden_size) * 2;
   if (tp > 1) {
-    // Activations between layers are 16-bit whatever the GEMMs' type.
-    const double activation_bytes = static_cast<double>(tokens * p.hidden_size) * 2;
     ops.communication.push_back({"all_reduce", activation_bytes, tp, 2 * layers});
     if (batch.logits > 0)  // the LM head's vocabulary shards gathered for sampling (bf16 logits)
       ops.communication.push_back({"all_gather", static_cast<double>(batch.logits * p.vocab_size) * 2, tp, 1});
   }
+  // Each stage boundary hands over the hidden states and the residual (vLLM's and SGLang's
+  // intermediate tensors), 16-bit.
+  if (deployment.pp > 1) ops.communication.push_back({"send_recv", 2 * activation_bytes, 2, deployment.pp - 1});
   return ops;
 }
 
 }  // namespace
 
 std::string_view to_string(Phase phase) { return kPhaseNames[static_cast<std::size_t>(phase)]; }
+
+AttentionType attention_type_from(std::string_view attention_type, const std::string& field) {
+  if (attention_type == "fa3_ragged") return {AttentionImpl::flash3, false};
+  if (attention_type == "fa2_ragged") return {AttentionImpl::flash2, false};
+  if (attention_type == "fa2_paged") return {AttentionImpl::flash2, true};
+  if (attention_type == "fa3_paged") return {AttentionImpl::flash3, true};
+  for (std::string_view phase : kPhaseNames)
+    if (attention_type == phase) return {std::nullopt, false};
+  detail::fail_field(field, "\"" + std::string(attention_type).substr(0, 80) + "\"",
+                     "must be fa3_ragged, fa2_ragged, fa2_paged, fa3_paged, prefill, decode or mixed");
+}
+
+std::string attention_type_name(AttentionImpl impl, bool paged) {
+  return std::string(impl == AttentionImpl::flash2 ? "fa2" : "fa3") + (paged ? "_paged" : "_ragged");
+}
 
 void ModelParams::validate() const {
   detail::require_positive("model_params.hidden_size", hidden_size);
@@ -238,9 +313,8 @@ Workload workload_from_json(std::string_view json_text) {
   Workload w;
   w.model = f.text("model");
   w.model_params = read_params(f.get("model_params"));
-  w.tp_size = static_cast<int>(f.whole("tp_size"));
-  w.pp_size = static_cast<int>(f.whole("pp_size"));
-  if (w.pp_size != 1) detail::fail_field("pp_size", w.pp_size, "must be 1: pipeline parallelism is not modelled");
+  w.tp_size = gpu_count(f, "tp_size", "tp_size");
+  w.pp_size = gpu_count(f, "pp_size", "pp_size");
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", iterations.dump().substr(0, 80), "must be an array");
@@ -262,7 +336,7 @@ Workload workload_from_json(std::string_view json_text) {
     if (it.whole("num_tokens") != iteration.num_tokens())
       detail::fail_field(prefix + "num_tokens", it.whole("num_tokens"),
                          "must equal the sum of q_lengths (" + std::to_string(iteration.num_tokens()) + ")");
-    iteration.operators = read_operators(it.get("operators"), prefix + "operators.");
+    iteration.operators = read_operators(it.get("operators"), prefix + "operators.", w.tp_size);
     w.iterations.push_back(std::move(iteration));
   }
   return w;
@@ -272,7 +346,7 @@ Workload load_workload(const std::filesystem::path& path) { return workload_from
 
 std::string to_json(const Workload& w) {
   const ModelParams& p = w.model_params;
-  json params = {{"hidden_size", p.hidden_size},         {"num_attention_heads", p.num_attention_heads},
+  ordered_json params = {{"hidden_size", p.hidden_size},         {"num_attention_heads", p.num_attention_heads},
                  {"num_key_value_heads", p.num_key_value_heads}, {"head_dim", p.head_dim},
                  {"intermediate_size", p.intermediate_size}, {"vocab_size", p.vocab_size},
                  {"num_hidden_layers", p.num_hidden_layers}};
@@ -282,7 +356,7 @@ std::string to_json(const Workload& w) {
     params["moe_intermediate_size"] = p.moe_intermediate_size;
     params["shared_expert_intermediate_size"] = p.shared_expert_intermediate_size;
   }
-  json iterations = json::array();
+  ordered_json iterations = ordered_json::array();
   for (const WorkloadIteration& it : w.iterations)
     iterations.push_back({{"iteration", it.iteration},
                           {"phase", to_string(it.phase)},
@@ -290,8 +364,8 @@ std::string to_json(const Workload& w) {
                           {"q_lengths", it.q_lengths},
                           {"kv_lengths", it.kv_lengths},
                           {"num_tokens", it.num_tokens()},
-                          {"operators", operators_json(it.operators)}});
-  const json document = {{"model", w.model},     {"model_params", params}, {"tp_size", w.tp_size},
+                          {"operators", operators_json(it.operators, w.tp_size)}});
+  const ordered_json document = {{"model", w.model},     {"model_params", params}, {"tp_size", w.tp_size},
                          {"pp_size", w.pp_size}, {"dtype", to_string(w.dtype)}, {"iterations", iterations}};
   return document.dump(1) + "\n";
 }
@@ -301,22 +375,26 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
   std::vector<WorkloadKernel> out;
   for (const WorkloadGemm& g : ops.gemm) out.push_back({g.name, Gemm{.m = g.m, .n = g.n, .k = g.k, .dtype = dtype}, g.count});
   if (ops.attention) {
+    const WorkloadAttention& a = *ops.attention;
+    const AttentionType type = attention_type_from(a.attention_type);
     Attention attention;
-    attention.q_lens = ops.attention->q_lengths;
-    attention.kv_lens = ops.attention->kv_lengths;
-    attention.heads = ops.attention->nh, attention.kv_heads = ops.attention->nkv, attention.head_dim = ops.attention->hd;
+    attention.q_lens = a.q_lengths;
+    attention.kv_lens = a.kv_lengths;
+    attention.heads = a.nh, attention.kv_heads = a.nkv, attention.head_dim = a.hd;
     attention.dtype = dtype == DType::fp16 ? DType::fp16 : DType::bf16;  // fp8 models keep a 16-bit KV cache here
-    if (ops.attention->impl)
-      attention.config = *ops.attention->impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
-    out.push_back({"attention", attention, ops.attention->count});
+    attention.page_size = type.paged ? kPagedKvBlockTokens : 0;
+    if (const std::optional<AttentionImpl> impl = a.impl ? a.impl : type.impl)
+      attention.config = *impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
+    out.push_back({"attention", attention, a.count});
   }
   const DType activations = dtype == DType::fp16 ? DType::fp16 : DType::bf16;
   if (ops.rmsnorm)
     out.push_back({"rmsnorm", RmsNorm{.tokens = ops.rmsnorm->seq, .hidden = ops.rmsnorm->dim, .dtype = activations,
                                       .fused_residual = true},
                    ops.rmsnorm->count});
-  if (ops.siluandmul)
-    out.push_back({"silu_and_mul", SiluMul{.tokens = ops.siluandmul->seq, .dim = ops.siluandmul->dim, .dtype = activations},
+  if (ops.siluandmul)  // the file gives the input's width, gate and up side by side
+    out.push_back({"silu_and_mul",
+                   SiluMul{.tokens = ops.siluandmul->seq, .dim = ops.siluandmul->dim / 2, .dtype = activations},
                    ops.siluandmul->count});
   if (ops.moe)
     out.push_back({"fused_moe",
@@ -391,11 +469,20 @@ void SchedulerPolicy::validate() const {
   detail::require_positive("scheduler.max_sequences", max_sequences);
 }
 
-Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace, int tp,
-                           const SchedulerPolicy& policy, DType dtype) {
+void Deployment::validate() const {
+  if (tp < 1 || tp > 65536) detail::fail_field("tp", tp, "must be from 1 to 65536");
+  if (pp < 1 || pp > 65536) detail::fail_field("pp", pp, "must be from 1 to 65536");
+}
+
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
+                           const Deployment& deployment, const SchedulerPolicy& policy) {
   params.validate();
   policy.validate();
-  if (tp < 1) detail::fail_field("tp", tp, "must be >= 1");
+  deployment.validate();
+  const int tp = deployment.tp;
+  if (deployment.pp > params.num_hidden_layers)
+    detail::fail_field("pp", deployment.pp,
+                       "must be at most the number of layers (" + std::to_string(params.num_hidden_layers) + "): a stage holds whole layers");
   if (params.num_attention_heads % tp != 0)
     detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
   if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
@@ -410,7 +497,7 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     detail::require_non_negative("trace.num_decode_tokens", r.decode_tokens);
     requests.push_back({r.prefill_tokens, 0, r.decode_tokens, 0});
   }
-  Workload w{std::move(model), params, tp, 1, dtype, {}};
+  Workload w{std::move(model), params, tp, deployment.pp, deployment.dtype, {}};
   std::size_t next_waiting = 0;           // requests are admitted in trace order
   std::vector<std::size_t> running;       // admitted and not finished
   while (next_waiting < requests.size() || !running.empty()) {
@@ -464,7 +551,7 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     iteration.phase = phase;
     iteration.q_lengths = batch.q;
     iteration.kv_lengths = batch.kv;
-    iteration.operators = layer_operators(params, batch, tp, phase);
+    iteration.operators = layer_operators(params, batch, deployment, phase);
     w.iterations.push_back(std::move(iteration));
   }
   return w;

@@ -307,10 +307,23 @@ TEST_CASE("attention default config by architecture and head size", "[demand][at
 
   CHECK(pipeweave::default_config(prefill128, hopper).impl == AttentionImpl::flash3);
   CHECK(pipeweave::default_config(prefill128, hopper).tile_q == 128);
-  CHECK(pipeweave::default_config(prefill64, hopper).tile_kv == 192);
+  // FlashAttention-3's tile_size_fwd_sm90: causal prefills take the narrower KV tile.
+  CHECK(pipeweave::default_config(prefill64, hopper).tile_q == 192);
+  CHECK(pipeweave::default_config(prefill64, hopper).tile_kv == 128);
   CHECK(pipeweave::default_config(prefill128, hopper).tile_kv == 128);
   CHECK(pipeweave::default_config(prefill256, hopper).tile_kv == 80);
-  CHECK(pipeweave::default_config(decode64, hopper).tile_q == 64);
+  Attention full128 = prefill128;
+  full128.causal = false;
+  CHECK(pipeweave::default_config(full128, hopper).tile_kv == 176);
+  // Decode packs its query heads into the same tiles; a cache paged in pages that do not hold
+  // whole KV tiles is read without TMA, with the narrower tile.
+  CHECK(pipeweave::default_config(decode64, hopper).tile_q == 192);
+  CHECK(pipeweave::default_config(decode64, hopper).tile_kv == 192);
+  Attention paged64 = decode64;
+  paged64.page_size = 1;
+  CHECK(pipeweave::default_config(paged64, hopper).tile_kv == 128);
+  paged64.page_size = 384;  // two whole KV tiles a page: TMA
+  CHECK(pipeweave::default_config(paged64, hopper).tile_kv == 192);
 
   CHECK(pipeweave::default_config(prefill128, ampere).impl == AttentionImpl::flash2);
   CHECK(pipeweave::default_config(prefill64, ampere).tile_kv == 128);
@@ -339,8 +352,8 @@ TEST_CASE("attention demand: fp8 needs an fp8 tensor path", "[demand][attention]
   CHECK_THROWS_AS(pipeweave::demand(attention, synthetic_gpu_cc80(4)), pipeweave::Error);
   CHECK_THROWS_WITH(pipeweave::demand(attention, synthetic_gpu_cc80(4)), Catch::Contains("fp8"));
   // On the Hopper-like GPU the same kernel runs at the fp8 rate of 2048 flops/clk/SM:
-  // default FA3 tile 128 x 192 (head_dim 64): tile 0 sees 128 keys -> 1 block of 192,
-  // tile 1 sees 256 keys -> 2 blocks = 384 rows. 2 heads.
+  // default FA3 fp8 tile 192 x 160 (head_dim 64): tile 0 (rows 0-191) sees 192 keys -> 2 blocks
+  // of 160 = 320 rows, tile 1 (rows 192-255) sees 256 keys -> 2 blocks = 320 rows. 2 heads.
   const auto d = pipeweave::demand(attention, synthetic_gpu(4));
-  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(2 * 4.0 * 128 * 64 * (192 + 384) / (2048.0 * 4)).epsilon(1e-9));
+  CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(2 * 4.0 * 192 * 64 * (320 + 320) / (2048.0 * 4)).epsilon(1e-9));
 }

@@ -390,9 +390,15 @@ TEST_CASE("parse_kernel: collectives, by kind key and by alias", "[kernel_text]"
 // to_string -> parse_kernel
 // ---------------------------------------------------------------------------------------
 
+// g++ 12's -Warray-bounds misreads the inlined move of a Kernel variant in vector growth (a
+// false positive that comes and goes with inlining decisions elsewhere): off for this test.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#endif
 TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel_text]") {
   std::vector<Kernel> kernels;
-  kernels.reserve(32);  // no regrowth: g++ 12's -Warray-bounds misreads the inlined move of a Kernel variant
+  kernels.reserve(32);
   kernels.emplace_back(make_gemm(4096, 4096, 4096));
   kernels.emplace_back(make_gemm(1, 128256, 4096, DType::fp8_e5m2));
   Gemm configured_gemm = make_gemm(8192, 1024, 28672, DType::int8);
@@ -432,6 +438,9 @@ TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel
     CHECK(to_string(parsed) == text);
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // ---------------------------------------------------------------------------------------
 // Bad input

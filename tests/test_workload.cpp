@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,7 +83,7 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
 TEST_CASE("workload: chunked prefill decodes first, then fills the token budget with prompt chunks", "[workload]") {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
   // Iteration 0: prompts 600 and 100, and the first 324 tokens of the 2000-token prompt.
   // 1: the two finished prompts decode (kv 601, 101), the long prompt goes on: 1022 more (to 1346).
   // 2: decodes (602, 102), the last 654 prompt tokens (to 2000).
@@ -110,7 +112,7 @@ TEST_CASE("workload: without chunking, prompt-only iterations while whole prompt
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
   policy.chunked_prefill = false;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
   // 600 and 100 fit together; 2000 does not fit while others run, so the two decode to the end
   // (3 and 5 steps), then the long prompt runs alone in an empty batch, then its 2 decodes.
   const std::vector<Lengths> q{{600, 100}, {1, 1}, {1, 1}, {1, 1}, {1}, {1}, {2000}, {1}, {1}};
@@ -124,13 +126,13 @@ TEST_CASE("workload: without chunking, prompt-only iterations while whole prompt
   }
   // max_sequences caps the requests running at once: one at a time runs each to its end.
   policy.max_sequences = 1;
-  const Workload serial = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  const Workload serial = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
   CHECK(serial.iterations.size() == 1 + 3 + 1 + 5 + 1 + 2);
 }
 
 TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[workload]") {
   SchedulerPolicy policy;
-  const Workload w = generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 2, policy);
+  const Workload w = generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, Deployment{.tp = 2}, policy);
   REQUIRE(w.iterations.size() == 1);
   const WorkloadIteration& it = w.iterations.front();
   // 32 heads and 8 KV heads over 2 GPUs: 16 and 4 each, of 128.
@@ -148,7 +150,11 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
   CHECK(it.operators.attention->nkv == 4);
   CHECK(it.operators.attention->count == 32);
   CHECK(it.operators.rmsnorm->count == 65);  // two per layer and the final norm
-  CHECK(it.operators.siluandmul->dim == 7168);
+  CHECK(it.operators.siluandmul->dim == 14336);  // the input's width, gate and up: the gate-up projection's N
+  CHECK(gemm_named(it, "qkv_proj").type == "ColumnParallelLinear");
+  CHECK(gemm_named(it, "o_proj").type == "RowParallelLinear");
+  CHECK(gemm_named(it, "gate_up_proj").type == "MergedColumnParallelLinear");
+  CHECK(gemm_named(it, "lm_head").type == "Linear");
   REQUIRE(it.operators.communication.size() == 2);
   CHECK(it.operators.communication[0].name == "all_reduce");
   CHECK(it.operators.communication[0].bytes == 300.0 * 4096 * 2);  // bf16 activations
@@ -156,19 +162,19 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
   CHECK(it.operators.communication[1].name == "all_gather");       // the logits' vocabulary shards
 
   // One GPU: no collective. Eight GPUs: one KV head each (8 / 8).
-  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 1, policy)
+  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, Deployment{.tp = 1}, policy)
             .iterations.front()
             .operators.communication.empty());
-  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, 8, policy)
+  CHECK(generate_workload("llama", llama_8b(), std::vector<TraceRequest>{{300, 0, 1}}, Deployment{.tp = 8}, policy)
             .iterations.front()
             .operators.attention->nkv == 1);
-  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), 3, policy); }),
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 3}, policy); }),
              Contains("tp") && Contains("must divide num_attention_heads (32)"));
 
   // A mixture of experts: router and fused MoE instead of the dense MLP.
   const ModelParams mixtral = load_hf_config(kData + "/models/Mixtral-8x7B/config.json");
   const WorkloadIteration moe =
-      generate_workload("mixtral", mixtral, std::vector<TraceRequest>{{64, 0, 1}}, 2, policy).iterations.front();
+      generate_workload("mixtral", mixtral, std::vector<TraceRequest>{{64, 0, 1}}, Deployment{.tp = 2}, policy).iterations.front();
   REQUIRE(moe.operators.moe);
   CHECK(moe.operators.moe->experts == 8);
   CHECK(moe.operators.moe->top_k == 2);
@@ -180,7 +186,7 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
 TEST_CASE("workload: the JSON layout reads back what it writes, and names what is wrong", "[workload]") {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 2, policy);
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
   const std::string text = to_json(w);
   CHECK(workload_from_json(text) == w);
   CHECK_THAT(text, Contains("\"M\": 1024") && Contains("\"siluandmul\"") && Contains("\"num_tokens\": 1024"));
@@ -195,7 +201,16 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
   CHECK_THAT(broken("\"M\": 1024", "\"M\": -4"), Contains("iterations[0].operators.gemm[0].M must be a positive integer, got -4"));
   CHECK_THAT(broken("\"num_tokens\": 1024", "\"num_tokens\": 1000"),
              Contains("iterations[0].num_tokens") && Contains("must equal the sum of q_lengths (1024)"));
-  CHECK_THAT(broken("\"pp_size\": 1", "\"pp_size\": 2"), Contains("pp_size") && Contains("not modelled"));
+  CHECK_THAT(broken("\"pp_size\": 1", "\"pp_size\": 0"), Contains("pp_size") && Contains("positive"));
+  CHECK_THAT(broken("\"type\": \"RowParallelLinear\"", "\"type\": \"Sideways\""),
+             Contains("gemm[1].type") && Contains("RowParallelLinear"));
+  CHECK_THAT(broken("\"attention_type\": \"prefill\"", "\"attention_type\": \"fa9_ragged\""),
+             Contains("attention.attention_type") && Contains("fa3_ragged"));
+  CHECK_THAT(broken("\"type\": \"collective\"", "\"type\": \"p2p\""),
+             Contains("communication[0].type") && Contains("\"collective\" for all_reduce"));
+  CHECK_THAT(broken("\"volume_bytes\"", "\"bytes\": 5, \"volume_bytes\""), Contains("volume_bytes and bytes are both given"));
+  CHECK_THAT(broken("\"dim\": 14336", "\"dim\": 14335"),
+             Contains("siluandmul.dim") && Contains("even"));
   CHECK_THAT(broken("\"phase\": \"prefill\"", "\"phase\": \"warmup\""),
              Contains("iterations[0].phase") && Contains("must be prefill, decode or mixed"));
   CHECK_THAT(broken("\"name\": \"all_reduce\"", "\"name\": \"broadcast\""), Contains("communication[0].name"));
@@ -208,7 +223,7 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
 TEST_CASE("workload: attention's implementation, when the workload names it, sets its tiles", "[workload]") {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
-  Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
   // Unnamed: no config, so the demand model takes the GPU's default (FlashAttention-3 on Hopper).
   auto attention_of = [&](std::size_t i) {
     for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype))
@@ -234,7 +249,7 @@ TEST_CASE("workload: attention's implementation, when the workload names it, set
 TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the stated overhead", "[workload]") {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 2, policy);
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   IterationOverhead overhead;
@@ -277,7 +292,7 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
 TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", "[workload]") {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), 1, policy);
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   SustainedLoad sustained;
@@ -336,4 +351,115 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
     CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
                Contains("sustained.at_tensor_utilization"));
   }
+}
+
+TEST_CASE("workload: the published workloads are read as published and written back field for field", "[workload]") {
+  struct Published {
+    std::string file;
+    int tp, pp;
+    std::optional<AttentionImpl> prompt_impl;
+  };
+  const std::vector<Published> files{{"Qwen2.5-14B_arxiv_8_fa3_tp1_pp1_first3.json", 1, 1, AttentionImpl::flash3},
+                                     {"Qwen3-32B_splitwise_48_fa2_tp2_pp1_first3.json", 2, 1, AttentionImpl::flash2},
+                                     {"Llama-3.1-70B_arxiv_16_fa3_tp4_pp1_first3.json", 4, 1, AttentionImpl::flash3},
+                                     {"Llama-3.1-70B_splitwise_64_fa3_tp8_pp1_first2.json", 8, 1, AttentionImpl::flash3},
+                                     {"Llama-3.1-70B_vllm_a16_fa3_tp4_pp2_first3.json", 4, 2, AttentionImpl::flash3}};
+  const Predictor predictor = Predictor::analytical();
+  for (const Published& p : files) {
+    INFO(p.file);
+    const std::string text = pipeweave_test::read_text(kData + "/published/" + p.file);
+    const Workload w = workload_from_json(text);
+    CHECK(w.tp_size == p.tp);
+    CHECK(w.pp_size == p.pp);
+    REQUIRE(w.iterations.size() >= 2);
+    const WorkloadIteration& prompt = w.iterations.front();
+    const WorkloadIteration& decode = w.iterations.back();
+    CHECK(prompt.phase == Phase::prefill);
+    CHECK(decode.phase == Phase::decode);
+    CHECK(gemm_named(prompt, "o_proj").type == "RowParallelLinear");
+    CHECK(gemm_named(prompt, "gate_up_proj").type == "MergedColumnParallelLinear");
+    // The attention types name the implementation; decode reads a paged KV cache.
+    const std::vector<WorkloadKernel> prompt_kernels = iteration_kernels(prompt, w.dtype);
+    const std::vector<WorkloadKernel> decode_kernels = iteration_kernels(decode, w.dtype);
+    const auto kernel_of = [&](const std::vector<WorkloadKernel>& kernels, const std::string& name) -> const Kernel& {
+      const auto found = std::find_if(kernels.begin(), kernels.end(), [&](const WorkloadKernel& k) { return k.name == name; });
+      REQUIRE(found != kernels.end());
+      return found->kernel;
+    };
+    const Attention* prompt_attention = kernel_of(prompt_kernels, "attention").get_if<Attention>();
+    const Attention* decode_attention = kernel_of(decode_kernels, "attention").get_if<Attention>();
+    REQUIRE(prompt_attention);
+    REQUIRE(decode_attention);
+    REQUIRE(prompt_attention->config);
+    CHECK(prompt_attention->config->impl == *p.prompt_impl);
+    CHECK(prompt_attention->page_size == 0);
+    REQUIRE(decode_attention->config);
+    CHECK(decode_attention->config->impl == AttentionImpl::flash2);  // fa2_paged
+    CHECK(decode_attention->page_size == kPagedKvBlockTokens);
+    // siluandmul's dim is the gate-up projection's output, twice the MLP width per GPU.
+    REQUIRE(prompt.operators.siluandmul);
+    CHECK(prompt.operators.siluandmul->dim == gemm_named(prompt, "gate_up_proj").n);
+    const SiluMul* silu = kernel_of(prompt_kernels, "silu_and_mul").get_if<SiluMul>();
+    REQUIRE(silu);
+    CHECK(silu->dim * 2 == prompt.operators.siluandmul->dim);
+    // Transfers: all-reduces among the tensor-parallel group; a send_recv per stage boundary.
+    for (const WorkloadCollective& c : prompt.operators.communication) {
+      if (c.name == "all_reduce") CHECK(c.ranks == p.tp);
+      if (c.name == "send_recv") {
+        CHECK(c.ranks == 2);
+        CHECK(c.count == p.pp - 1);
+      }
+    }
+    const bool has_send_recv = std::any_of(prompt.operators.communication.begin(), prompt.operators.communication.end(),
+                                           [](const WorkloadCollective& c) { return c.name == "send_recv"; });
+    CHECK(has_send_recv == (p.pp > 1));
+    CHECK(prompt.operators.communication.empty() == (p.tp == 1 && p.pp == 1));
+
+    // Written back, the document is the published one field for field (plus the project's dtype).
+    nlohmann::json original = nlohmann::json::parse(text);
+    nlohmann::json written = nlohmann::json::parse(to_json(w));
+    CHECK(written["dtype"] == "bf16");
+    written.erase("dtype");
+    CHECK(written == original);
+    CHECK(workload_from_json(to_json(w)) == w);
+
+    // And it is predicted: every iteration has a positive time, the transfers included.
+    const WorkloadPrediction prediction = predict_workload(predictor, w, find_gpu("H100-SXM"));
+    REQUIRE(prediction.iterations.size() == w.iterations.size());
+    for (const IterationTime& it : prediction.iterations) CHECK(it.kernels_us > 0);
+  }
+}
+
+TEST_CASE("workload: pipeline parallelism hands the activations across each stage boundary", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload one = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
+  const Workload staged = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2, .pp = 4}, policy);
+  CHECK(staged.pp_size == 4);
+  REQUIRE(staged.iterations.size() == one.iterations.size());
+  for (std::size_t i = 0; i < staged.iterations.size(); ++i) {
+    const WorkloadOperators& a = one.iterations[i].operators;
+    const WorkloadOperators& b = staged.iterations[i].operators;
+    CHECK(a.gemm == b.gemm);  // the stages together run every layer once
+    REQUIRE(b.communication.size() == a.communication.size() + 1);
+    const WorkloadCollective& hand_over = b.communication.back();
+    CHECK(hand_over.name == "send_recv");
+    CHECK(hand_over.count == 3);
+    // hidden states and residual, 16-bit, for every token of the iteration
+    CHECK(hand_over.bytes == 2.0 * 2 * 4096 * static_cast<double>(staged.iterations[i].num_tokens()));
+  }
+  // The stages run one after another: the time is the single-stage sum plus the hand-overs.
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const WorkloadPrediction a = predict_workload(predictor, one, gpu), b = predict_workload(predictor, staged, gpu);
+  for (std::size_t i = 0; i < a.iterations.size(); ++i) {
+    const WorkloadCollective& hand_over = staged.iterations[i].operators.communication.back();
+    const double transfer =
+        predictor.predict(Collective{.kind = CollectiveKind::send_recv, .bytes = hand_over.bytes, .ranks = 2}, gpu).latency_us;
+    CHECK(b.iterations[i].kernels_us == Approx(a.iterations[i].kernels_us + 3 * transfer).epsilon(1e-9));
+  }
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1, .pp = 33}, policy); }),
+             Contains("pp") && Contains("number of layers (32)"));
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1, .pp = 0}, policy); }),
+             Contains("pp"));
 }

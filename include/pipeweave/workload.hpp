@@ -53,21 +53,47 @@ struct ModelParams {
 // times the iteration runs it (layers, or layers x 2 for the two norms and all-reduces).
 struct WorkloadGemm {
   std::string name;
+  // The serving engine's layer class, as the published layout names it: ColumnParallelLinear,
+  // RowParallelLinear, MergedColumnParallelLinear, QKVParallelLinear, ReplicatedLinear or
+  // Linear; empty when the file gives none. It says how the weight is split under tensor
+  // parallelism; the time comes from M, N, K alone.
+  std::string type;
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t count = 1;
   bool operator==(const WorkloadGemm&) const = default;
 };
+
+// The attention kernels the published layout names, and what each means here:
+//  fa3_ragged: FlashAttention-3 over a ragged (variable-length) batch of prompts;
+//  fa2_ragged: FlashAttention-2, likewise;
+//  fa2_paged, fa3_paged: decode over a paged KV cache (kPagedKvBlockTokens tokens a page);
+//  prefill, decode, mixed: the phase only (older project files, and generated workloads whose
+//    implementation is not stated): the library's default implementation for the GPU.
+// Anything else is refused.
+inline constexpr std::int64_t kPagedKvBlockTokens = 256;  // FlashAttention-2's paged kernel: pages of 256
+struct AttentionType {
+  std::optional<AttentionImpl> impl;  // none: the GPU's default
+  bool paged = false;
+};
+// Throws pipeweave::Error naming `field` for a type not listed above.
+AttentionType attention_type_from(std::string_view attention_type, const std::string& field = "attention_type");
+// The published name for an implementation in a prompt (ragged) or decode (paged) iteration.
+std::string attention_type_name(AttentionImpl impl, bool paged);
+
 struct WorkloadAttention {
-  std::string attention_type;  // free text; the phase of the iteration when generated
+  std::string attention_type;  // one of the names above
   std::vector<std::int64_t> q_lengths, kv_lengths;
   std::int64_t nh = 0, nkv = 0, hd = 0;  // per GPU
   std::int64_t count = 1;
-  // Optional ("impl" in the file): flash2 or flash3 when the run is known to use it (PyTorch's
-  // flash backend is FlashAttention-2, also on Hopper); absent, the library's default for the GPU.
+  // Optional ("impl" in the file, the project's addition): flash2 or flash3, overriding what
+  // attention_type implies (e2e --attention-impl sets it).
   std::optional<AttentionImpl> impl;
   bool operator==(const WorkloadAttention&) const = default;
 };
-struct WorkloadRows {  // rmsnorm (fused residual add) and silu-and-mul: seq rows of dim
+// rmsnorm (fused residual add): seq rows of dim. siluandmul: seq rows whose input is dim wide
+// (gate and up side by side, as the published layout gives it: the gate-up projection's N); the
+// output is dim / 2.
+struct WorkloadRows {
   std::int64_t seq = 0, dim = 0;
   std::int64_t count = 1;
   bool operator==(const WorkloadRows&) const = default;
@@ -77,9 +103,14 @@ struct WorkloadMoe {
   std::int64_t count = 1;
   bool operator==(const WorkloadMoe&) const = default;
 };
+// A transfer between GPUs. Published: {name, type, volume_bytes, count}; `type` is
+// "collective" (all_reduce, all_gather, reduce_scatter, all_to_all among the tensor-parallel
+// group) or "p2p" (send_recv: the activations handed from one pipeline stage to the next).
+// `ranks` is the project's optional addition; absent, the tensor-parallel size for a
+// collective and 2 for a p2p transfer.
 struct WorkloadCollective {
-  std::string name = "all_reduce";  // all_reduce, all_gather, reduce_scatter, all_to_all
-  double bytes = 0;                 // each rank's buffer
+  std::string name = "all_reduce";
+  double bytes = 0;  // "volume_bytes": each rank's buffer, or what one send moves
   int ranks = 0;
   std::int64_t count = 1;
   bool operator==(const WorkloadCollective&) const = default;
@@ -114,8 +145,16 @@ struct Workload {
   bool operator==(const Workload&) const = default;
 };
 
-// The JSON layout (see data/README.md). Reading checks every field and names the one that is
+// The JSON layout of the published method's workloads, read and written field for field (see
+// data/README.md, "Workload format"); the project's additions (dtype, attention impl,
+// communication ranks) are optional. Reading checks every field and names the one that is
 // wrong ("iterations[3].operators.gemm[1].M must be a positive integer, got -4").
+//
+// Pipeline parallelism (pp_size > 1): an iteration's operators are those of every stage, in
+// the order the stages run (counts over all layers), with one send_recv per stage boundary.
+// Without micro-batch interleaving (SGLang, and vLLM's default for one batch) the stages of an
+// iteration run one after another, so its time is the sum over the stages: the same sum as
+// over the listed operators.
 Workload workload_from_json(std::string_view json_text);
 Workload load_workload(const std::filesystem::path& path);
 std::string to_json(const Workload& workload);
@@ -163,12 +202,27 @@ struct SchedulerPolicy {
   void validate() const;
 };
 
-// The iterations a trace runs as on `tp` GPUs of tensor parallelism: per GPU, per layer the
-// input RMSNorm, QKV projection, attention, output projection, all-reduce, post-attention
-// RMSNorm, gate-up projection, SiLU-and-mul (or the fused MoE), down projection, all-reduce;
-// then the final norm and the LM head for each request that produces a token.
-Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace, int tp,
-                           const SchedulerPolicy& policy, DType dtype = DType::bf16);
+// How the model is spread over GPUs and run.
+struct Deployment {
+  int tp = 1;  // tensor parallelism: each layer's heads and MLP width split over tp GPUs
+  int pp = 1;  // pipeline parallelism: the layers cut into pp stages of consecutive layers
+  DType dtype = DType::bf16;
+  // The attention kernels the engine runs (the workload's attention_type: fa2_ragged for
+  // prompts and fa2_paged for decode, or fa3_*); none: the phase only, and the library's
+  // default for the GPU at prediction time.
+  std::optional<AttentionImpl> attention_impl;
+  void validate() const;
+};
+
+// The iterations a trace runs as: per GPU, per layer the input RMSNorm, QKV projection,
+// attention, output projection, all-reduce (tp > 1), post-attention RMSNorm, gate-up
+// projection, SiLU-and-mul (or the fused MoE), down projection, all-reduce; then the final
+// norm and the LM head (vocabulary-parallel, its shards all-gathered) for each request that
+// produces a token. Under pipeline parallelism each iteration also hands the hidden states
+// and residual across each of the pp - 1 stage boundaries (send_recv); the stages run one
+// after another (see the workload format above), so the operators are counted over all layers.
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
+                           const Deployment& deployment, const SchedulerPolicy& policy);
 
 // ---- Predicting it ------------------------------------------------------------------------
 

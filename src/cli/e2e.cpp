@@ -133,7 +133,8 @@ int e2e_command(int argc, char** argv, int first) {
     const fs::path config(a.model);
     std::string name = config.parent_path().filename().string();
     if (name.empty()) name = config.stem().string();
-    workload = generate_workload(name, load_hf_config(config), load_trace(a.trace), a.tp, a.policy, a.dtype);
+    workload = generate_workload(name, load_hf_config(config), load_trace(a.trace),
+                                 Deployment{.tp = a.tp, .pp = 1, .dtype = a.dtype, .attention_impl = std::nullopt}, a.policy);
   }
   if (a.attention_impl)  // what the run uses (PyTorch's flash backend: FlashAttention-2, also on Hopper)
     for (WorkloadIteration& iteration : workload.iterations)

@@ -120,13 +120,32 @@ inline AttentionConfig flash2_config(const Attention& attention) {
   return flash2_tiles(attention.head_dim, attention.is_decode());
 }
 
-// FlashAttention-3's tiles for this head size (Hopper and later; decode: 64-row tiles).
+// FlashAttention-3's tiles on Hopper for this head size, 16-bit inputs (hopper/tile_size.h,
+// tile_size_fwd_sm90): kBlockM x kBlockN, the KV tile narrower under a causal mask and for a
+// paged cache read without TMA (pages that do not hold whole KV tiles, e.g. SGLang's pages of
+// one token or vLLM's of 16). Decode uses the same tiles, its query heads packed into the rows.
 inline AttentionConfig flash3_config(const Attention& attention) {
   const std::int64_t hd = attention.head_dim;
+  const bool causal = attention.causal && !attention.is_decode();
+  const bool fp8 = dtype_bytes(attention.dtype) == 1;
+  auto tile_kv = [&](bool paged_non_tma) -> int {
+    if (fp8) {
+      if (hd <= 64) return 160;
+      if (hd <= 96) return 128;
+      if (hd <= 128) return paged_non_tma ? 160 : 224;
+      return hd <= 192 ? 160 : 128;
+    }
+    if (hd <= 64) return causal || paged_non_tma ? 128 : 192;
+    if (hd <= 96) return paged_non_tma ? 128 : 144;
+    if (hd <= 128) return causal || paged_non_tma ? 128 : 176;
+    if (hd <= 192) return paged_non_tma ? 96 : 128;
+    return 80;
+  };
   AttentionConfig config;
   config.impl = AttentionImpl::flash3;
-  config.tile_q = attention.is_decode() ? 64 : 128;
-  config.tile_kv = hd <= 64 ? 192 : (hd <= 128 ? 128 : 80);
+  config.tile_q = hd <= 96 ? 192 : 128;
+  const int tma_tile_kv = tile_kv(false);
+  config.tile_kv = tile_kv(attention.page_size > 0 && attention.page_size % tma_tile_kv != 0);
   return config;
 }
 
@@ -158,30 +177,82 @@ inline int flash_num_splits(double units, double sm_count, double kv_blocks) {
   return 1;
 }
 
+// FlashAttention-3's num_splits_heuristic (hopper/heuristics.h): no split when the units fill
+// 80% of the SMs or the KV is at most 4 blocks; otherwise the fewest splits whose wave
+// efficiency is within 85% of the best, up to 128.
+inline int flash3_num_splits(double units, double sm_count, double kv_blocks) {
+  if (units >= 0.8 * sm_count || kv_blocks <= 4) return 1;
+  const int max_splits = static_cast<int>(std::min({128.0, sm_count, kv_blocks}));
+  auto efficiency = [&](int splits) {
+    const double waves = units * splits / sm_count;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int splits = 1; splits <= max_splits; ++splits) best = std::max(best, efficiency(splits));
+  for (int splits = 1; splits <= max_splits; ++splits)
+    if (efficiency(splits) >= 0.85 * best) return splits;
+  return 1;
+}
+
 }  // namespace detail
 
-// Query rows one work unit covers per sequence, and the head units per sequence: decode
-// packs the query heads of a KV group into the rows.
-inline double attention_rows(const Attention& attention, std::size_t sequence) {
-  return attention.is_decode() ? static_cast<double>(attention.heads / attention.kv_heads)
-                               : static_cast<double>(attention.q_lens[sequence]);
+// Whether the query heads of a KV group share a work unit's rows ("pack GQA"): FlashAttention-2
+// for decode ("seqlenq_ngroups_swapped"); FlashAttention-3 for every variable-length batch, which
+// is how the serving engines call it (its should_pack_gqa).
+inline bool packs_gqa(const Attention& attention, AttentionImpl impl) {
+  return attention.is_decode() || impl == AttentionImpl::flash3;
 }
-inline double attention_head_units(const Attention& attention) {
-  return static_cast<double>(attention.is_decode() ? attention.kv_heads : attention.heads);
+// Query rows one work unit covers per sequence, and the head units per sequence.
+inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl = AttentionImpl::flash2) {
+  const double groups = static_cast<double>(attention.heads / attention.kv_heads);
+  if (attention.is_decode()) return groups;
+  const double q = static_cast<double>(attention.q_lens[sequence]);
+  return packs_gqa(attention, impl) ? q * groups : q;
+}
+inline double attention_head_units(const Attention& attention, AttentionImpl impl = AttentionImpl::flash2) {
+  return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
 }
 
-// KV splits: the config's, or FlashAttention's heuristic over the query-tile units.
-// FlashAttention-2 runs it against twice the SM count ("we're using 128 threads per block":
-// two of its CTAs share an SM); FlashAttention-3 against the SM count.
-inline int attention_splits(const Attention& attention, const AttentionConfig& config, const GpuSpec& gpu) {
-  if (config.num_splits > 0) return config.num_splits;
-  const double slots = gpu.sm_count * (config.impl == AttentionImpl::flash2 ? 2.0 : 1.0);
-  double units = 0, max_kv_blocks = 0;
-  for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
-    units += detail::ceil_div(attention_rows(attention, s), config.tile_q) * attention_head_units(attention);
+// KV splits per sequence: the config's, or FlashAttention's heuristics.
+// FlashAttention-2 runs its heuristic over all the query-tile units against twice the SM
+// count ("we're using 128 threads per block": two of its CTAs share an SM), one split count for
+// the batch. FlashAttention-3 (variable-length, as the engines call it) takes the heuristic's
+// count for one sequence of the longest lengths as an upper bound, then splits each sequence
+// in proportion to its KV blocks so that the batch's blocks spread over the SMs with a 10%
+// margin (hopper/flash_prepare_scheduler.cu): a long sequence among short ones is split, the
+// short ones are not.
+inline std::vector<int> attention_splits_per_sequence(const Attention& attention, const AttentionConfig& config,
+                                                      const GpuSpec& gpu) {
+  const std::size_t count = attention.q_lens.size();
+  if (config.num_splits > 0) return std::vector<int>(count, config.num_splits);
+  const double head_units = attention_head_units(attention, config.impl);
+  double units = 0, max_kv_blocks = 0, max_rows = 0;
+  for (std::size_t s = 0; s < count; ++s) {
+    const double rows = attention_rows(attention, s, config.impl);
+    units += detail::ceil_div(rows, config.tile_q) * head_units;
+    max_rows = std::max(max_rows, rows);
     max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
   }
-  return detail::flash_num_splits(units, slots, max_kv_blocks);
+  if (config.impl == AttentionImpl::flash2)
+    return std::vector<int>(count, detail::flash_num_splits(units, gpu.sm_count * 2.0, max_kv_blocks));
+  const int most = detail::flash3_num_splits(detail::ceil_div(max_rows, config.tile_q) * head_units, gpu.sm_count, max_kv_blocks);
+  if (most == 1) return std::vector<int>(count, 1);
+  double total_blocks = 0;
+  for (std::size_t s = 0; s < count; ++s)
+    total_blocks += detail::ceil_div(attention_rows(attention, s, config.impl), config.tile_q) *
+                    detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
+  const double blocks_per_sm = std::ceil(total_blocks * 1.1 * head_units / gpu.sm_count);
+  std::vector<int> splits(count);
+  for (std::size_t s = 0; s < count; ++s) {
+    const double kv_blocks = detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
+    splits[s] = static_cast<int>(std::max(1.0, std::min(detail::ceil_div(kv_blocks, blocks_per_sm), static_cast<double>(most))));
+  }
+  return splits;
+}
+// The largest split count of the batch (FlashAttention-2: the batch's one count).
+inline int attention_splits(const Attention& attention, const AttentionConfig& config, const GpuSpec& gpu) {
+  const std::vector<int> splits = attention_splits_per_sequence(attention, config, gpu);
+  return splits.empty() ? 1 : *std::max_element(splits.begin(), splits.end());
 }
 
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
@@ -198,21 +269,26 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   const double bytes = dtype_bytes(attention.dtype);
   const double tensor_rate = detail::tensor_rate(gpu, attention.dtype);
   const bool decode = attention.is_decode();
-  const double head_units = attention_head_units(attention);
-  const double splits = attention_splits(attention, config, gpu);
-  const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
+  const double head_units = attention_head_units(attention, config.impl);
+  // Packed rows hold the query heads of a group side by side: a tile covers tile_q / groups positions.
+  const double rows_per_position =
+      packs_gqa(attention, config.impl) && !decode ? static_cast<double>(attention.heads / attention.kv_heads) : 1.0;
+  const std::vector<int> sequence_splits = attention_splits_per_sequence(attention, config, gpu);
 
   // One class per (sequence, query tile); heads and splits are its identical copies.
   std::vector<detail::CtaClass> classes;
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
-    const double rows = attention_rows(attention, s);
+    const double splits = sequence_splits[s];
+    const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
+    const double rows = attention_rows(attention, s, config.impl);
     const double q_tiles = ceil_div(rows, tq);
     for (double tile = 0; tile < q_tiles; ++tile) {
       const double real_rows = std::min(tq, rows - tile * tq);
-      // Under a causal mask query row p (0-based) sees KV positions up to kv - q + p.
-      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, (tile + 1) * tq)) : kv;
+      // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
+      const double last_position = std::min(q, std::ceil((tile + 1) * tq / rows_per_position));
+      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + last_position) : kv;
       const double kv_rows = ceil_div(ceil_div(visible, tkv), splits) * tkv;
       longest_kv_rows = std::max(longest_kv_rows, kv_rows);
       detail::CtaClass cta;

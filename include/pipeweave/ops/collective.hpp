@@ -3,7 +3,8 @@
 // sets their time: a ring moves 2(n-1)/n of an all-reduce's buffer over each GPU's link
 // in 2(n-1) latency-bound steps; a one-shot all-reduce (vLLM's custom kernel for small
 // messages) reads every peer's buffer in one step, moving (n-1) buffers. The cheaper of
-// the two is taken, as the serving engines do by message size.
+// the two is taken, as the serving engines do by message size. A send_recv hands one buffer
+// from a pipeline stage's GPU to the next stage's, once over the link.
 
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +16,11 @@
 
 namespace pipeweave {
 
-enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all };
+enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
+
+inline constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::all_reduce, CollectiveKind::all_gather,
+                                                    CollectiveKind::reduce_scatter, CollectiveKind::all_to_all,
+                                                    CollectiveKind::send_recv};
 
 constexpr std::string_view to_string(CollectiveKind kind) {
   switch (kind) {
@@ -23,6 +28,7 @@ constexpr std::string_view to_string(CollectiveKind kind) {
     case CollectiveKind::all_gather: return "all_gather";
     case CollectiveKind::reduce_scatter: return "reduce_scatter";
     case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::send_recv: return "send_recv";
   }
   return "?";
 }
@@ -30,7 +36,7 @@ constexpr std::string_view to_string(CollectiveKind kind) {
 struct Collective {
   static constexpr OpFamily family = OpFamily::collective;
   CollectiveKind kind = CollectiveKind::all_reduce;
-  double bytes = 0;  // each rank's buffer: the all-reduce input, the all-gather output
+  double bytes = 0;  // each rank's buffer: the all-reduce input, the all-gather output; what send_recv moves
   int ranks = 0;
   DType dtype = DType::bf16;
 
@@ -63,12 +69,15 @@ inline Demand demand(const Collective& op, const GpuSpec& gpu) {
       if (op.kind == CollectiveKind::reduce_scatter) reduce_elements = link_bytes / dtype_bytes(op.dtype);
       break;
     case CollectiveKind::all_to_all: link_bytes = (n - 1) / n * op.bytes, steps = 1; break;
+    case CollectiveKind::send_recv: link_bytes = op.bytes, steps = 1; break;
   }
   // NCCL drives a collective with a few channels, one CTA each; 16 is its usual count on NVLink.
   const double ctas = std::min(16.0, static_cast<double>(gpu.sm_count));
   detail::PipeWork per_cta{};
   at(per_cta, Pipe::fma) = reduce_elements / ctas;
-  at(per_cta, Pipe::dram) = (2 * op.bytes + link_bytes) / ctas;  // own input, own output, peers' data landing
+  // Own input, own output, peers' data landing; a send reads its buffer and the receiver writes it.
+  const double own_bytes = op.kind == CollectiveKind::send_recv ? 0 : 2 * op.bytes;
+  at(per_cta, Pipe::dram) = (own_bytes + link_bytes + (op.kind == CollectiveKind::send_recv ? op.bytes : 0)) / ctas;
   at(per_cta, Pipe::l2) = at(per_cta, Pipe::dram);
   Demand result = detail::uniform_grid(per_cta, ctas, 1, gpu);
   at(result.gpu_cycles, Pipe::link) = link_bytes / link_bytes_per_clk + steps * step_cycles;
