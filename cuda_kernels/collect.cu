@@ -2,6 +2,7 @@
 //
 //   pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE
 //                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--rest R] [--reverse] [--interleave]
+//                     [--sms N]
 //
 // FILE (--shapes) is a CSV with a header row: `dtype,m,n,k` (gemm), `dtype,tokens,hidden,
 // fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul). The output is raw: one JSON object
@@ -29,6 +30,11 @@
 //   configuration kept it busy, so that the clock a long GEMM pulled down does not carry over to
 //   the next one. Without it, a shape measured after heavy ones read 5-7% slower on the H100
 //   (data/README.md, "How reproducible").
+// - Part of the GPU (--sms N): every kernel (the flush, the fills and the timed calls) runs in a
+//   green context of N SMs, rounded up to the hardware's granularity (tool_support.cuh), on its
+//   stream; cuBLASLt is told the count (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), so that its
+//   heuristic plans tiles and split-K as on a GPU with that many SMs. The device line then gives
+//   that count as sm_count and sm_limit, and the device's own as device_sm_count.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -61,6 +67,10 @@ using pipeweave_tool::json_string;
 using pipeweave_tool::mix;
 
 #include "cublaslt_enums.inc"
+
+// Where every kernel of the collection is launched: null (the legacy default stream, as always)
+// on the whole GPU; with --sms N, the green context's stream (tool_support.cuh).
+cudaStream_t g_stream = nullptr;
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
@@ -164,8 +174,8 @@ std::vector<Timing> time_calls(const std::vector<std::function<void()>>& calls, 
   // id - first_id = rep * count + call (interleaved) or call * reps + rep (one call after another)
   for (size_t step = 0; step < count * static_cast<size_t>(reps); ++step) {
     const size_t which = interleave ? step % count : step / static_cast<size_t>(reps);
-    if (flush) {
-      read_flush_kernel<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / sizeof(uint4));
+    if (flush) {  // on the timed calls' stream (with --sms, the same SMs): it must end before the call starts
+      read_flush_kernel<<<1024, 512, 0, g_stream>>>(static_cast<const uint4*>(flush), flush_bytes / sizeof(uint4));
       PW_CHECK(cudaGetLastError());
     }
     PW_CHECK(cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, next_id++));
@@ -268,7 +278,7 @@ const char* dtype_name(DType dtype) { return dtype == DType::bf16 ? "bf16" : dty
 size_t dtype_bytes(DType dtype) { return dtype == DType::fp8_e4m3 ? 1 : 2; }
 
 void fill(void* data, size_t bytes, DType dtype, uint32_t seed) {
-  fill_kernel<<<1024, 256>>>(static_cast<uint32_t*>(data), bytes / 4, static_cast<int>(dtype), seed);
+  fill_kernel<<<1024, 256, 0, g_stream>>>(static_cast<uint32_t*>(data), bytes / 4, static_cast<int>(dtype), seed);
   PW_CHECK(cudaGetLastError());
 }
 
@@ -322,10 +332,12 @@ struct Options {
   double rest = 0;        // idle time after each configuration, as a multiple of its measurement's
   bool reverse = false;   // measure a shape's candidates last to first (checks for order effects)
   bool interleave = false;  // a GEMM's candidates round-robin instead of one after another
+  int sms = 0;              // --sms N: confine every kernel to (at least) N SMs; 0: the whole GPU
 };
 
 struct Gpu {
   cudaDeviceProp prop{};
+  pipeweave_tool::SmLimit sm_limit;  // --sms: the green context; inactive on the whole GPU
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
@@ -380,6 +392,10 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
     const cublasOperation_t transpose = CUBLAS_OP_T, plain = CUBLAS_OP_N;
     PW_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
     PW_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof plain));
+    if (gpu.sm_limit.active()) {  // plan for the SMs the green context has, as cuBLAS would on such a GPU
+      const int32_t sm_target = gpu.sm_limit.obtained;
+      PW_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target, sizeof sm_target));
+    }
     // Column-major view: D (n x m) = W^T-stored (k x n, transposed) x X^T-stored (k x m).
     cublasLtMatrixLayout_t a_layout, b_layout, d_layout;
     PW_CHECK(cublasLtMatrixLayoutCreate(&a_layout, in_type, k, n, k));
@@ -408,7 +424,7 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
       measured.push_back(candidate);
       calls.push_back([&, result] {
         PW_CHECK(cublasLtMatmul(handle, op, &alpha, weights, a_layout, activations, b_layout, &beta, output, d_layout,
-                                output, d_layout, &result->algo, workspace, result->workspaceSize, 0));
+                                output, d_layout, &result->algo, workspace, result->workspaceSize, g_stream));
       });
     }
     std::vector<Timing> timings;
@@ -595,23 +611,24 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
     auto call = [&] {
       if (norm && fused) {
         if (dtype == DType::bf16)
-          fused_add_rms_norm_kernel<<<grid, threads>>>(static_cast<__nv_bfloat16*>(a), static_cast<__nv_bfloat16*>(b),
-                                                       static_cast<const __nv_bfloat16*>(c), 1e-6f, w);
+          fused_add_rms_norm_kernel<<<grid, threads, 0, g_stream>>>(
+              static_cast<__nv_bfloat16*>(a), static_cast<__nv_bfloat16*>(b), static_cast<const __nv_bfloat16*>(c), 1e-6f, w);
         else
-          fused_add_rms_norm_kernel<<<grid, threads>>>(static_cast<__half*>(a), static_cast<__half*>(b),
-                                                       static_cast<const __half*>(c), 1e-6f, w);
+          fused_add_rms_norm_kernel<<<grid, threads, 0, g_stream>>>(static_cast<__half*>(a), static_cast<__half*>(b),
+                                                                    static_cast<const __half*>(c), 1e-6f, w);
       } else if (norm) {
         if (dtype == DType::bf16)
-          rms_norm_kernel<<<grid, threads>>>(static_cast<__nv_bfloat16*>(b), static_cast<const __nv_bfloat16*>(a),
-                                             static_cast<const __nv_bfloat16*>(c), 1e-6f, w);
+          rms_norm_kernel<<<grid, threads, 0, g_stream>>>(static_cast<__nv_bfloat16*>(b), static_cast<const __nv_bfloat16*>(a),
+                                                          static_cast<const __nv_bfloat16*>(c), 1e-6f, w);
         else
-          rms_norm_kernel<<<grid, threads>>>(static_cast<__half*>(b), static_cast<const __half*>(a),
-                                             static_cast<const __half*>(c), 1e-6f, w);
+          rms_norm_kernel<<<grid, threads, 0, g_stream>>>(static_cast<__half*>(b), static_cast<const __half*>(a),
+                                                          static_cast<const __half*>(c), 1e-6f, w);
       } else {
         if (dtype == DType::bf16)
-          silu_and_mul_kernel<<<grid, threads>>>(static_cast<__nv_bfloat16*>(b), static_cast<const __nv_bfloat16*>(a), w);
+          silu_and_mul_kernel<<<grid, threads, 0, g_stream>>>(static_cast<__nv_bfloat16*>(b),
+                                                              static_cast<const __nv_bfloat16*>(a), w);
         else
-          silu_and_mul_kernel<<<grid, threads>>>(static_cast<__half*>(b), static_cast<const __half*>(a), w);
+          silu_and_mul_kernel<<<grid, threads, 0, g_stream>>>(static_cast<__half*>(b), static_cast<const __half*>(a), w);
       }
       PW_CHECK(cudaGetLastError());
     };
@@ -634,7 +651,7 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
 
 constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
-    "[--l2 cold|warm] [--rest R] [--reverse] [--interleave]\n";
+    "[--l2 cold|warm] [--rest R] [--reverse] [--interleave] [--sms N]\n";
 
 }  // namespace
 
@@ -658,6 +675,7 @@ int main(int argc, char** argv) {
     else if (argument == "--algos") options.algos = static_cast<int>(positive(value, "--algos"));
     else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
     else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
+    else if (argument == "--sms") options.sms = pipeweave_tool::parse_sms(kToolName, value);
     else if (argument == "--l2" && (value == "cold" || value == "warm")) options.cold = value == "cold";
     else if (argument == "--rest") {
       char* end = nullptr;
@@ -678,25 +696,42 @@ int main(int argc, char** argv) {
   start_cupti();  // before the context exists (the first allocation makes it)
   Gpu gpu;
   PW_CHECK(cudaGetDeviceProperties(&gpu.prop, 0));
+  if (options.sms > 0) {  // before any allocation: the green context is current from here on
+    gpu.sm_limit = pipeweave_tool::confine_to_sms(kToolName, 0, options.sms);
+    g_stream = gpu.sm_limit.stream;
+  }
+  const int sm_count = gpu.sm_limit.active() ? gpu.sm_limit.obtained : gpu.prop.multiProcessorCount;
   if (options.cold) {
     gpu.flush_bytes = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
     PW_CHECK(cudaMalloc(&gpu.flush, gpu.flush_bytes));
     PW_CHECK(cudaMemset(gpu.flush, 0x5a, gpu.flush_bytes));
   }
+  // The memset ran on the legacy default stream, which the green context's non-blocking stream
+  // does not wait for.
+  if (gpu.sm_limit.active()) PW_CHECK(cudaDeviceSynchronize());
   std::FILE* out = std::fopen(options.out.c_str(), "w");
   if (!out) fail("cannot write " + options.out);
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   std::fprintf(out, "{\"op\": \"device\", \"name\": %s, \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"driver\": %s, "
-                    "\"cuda_runtime\": %d, \"cublaslt\": %zu, \"reps\": %d, \"warmup\": %d, \"l2\": \"%s\", \"rest\": %g}\n",
-               json_string(gpu.prop.name).c_str(), gpu.prop.major, gpu.prop.minor, gpu.prop.multiProcessorCount,
+                    "\"cuda_runtime\": %d, \"cublaslt\": %zu, \"reps\": %d, \"warmup\": %d, \"l2\": \"%s\", \"rest\": %g%s}\n",
+               json_string(gpu.prop.name).c_str(), gpu.prop.major, gpu.prop.minor, sm_count,
                json_string(driver_version()).c_str(), runtime, cublasLtGetVersion(), options.reps, options.warmup,
-               options.cold ? "cold" : "warm", options.rest);
+               options.cold ? "cold" : "warm", options.rest, pipeweave_tool::sm_limit_json(gpu.sm_limit).c_str());
   std::fprintf(stderr, "pipeweave-collect: %s on %s, %d repetitions after %d warm-up, L2 %s, rest %g x\n", options.op.c_str(),
                gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed (read) before each" : "warm", options.rest);
+  if (gpu.sm_limit.active())
+    std::fprintf(stderr, "pipeweave-collect: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
+                 gpu.sm_limit.obtained, gpu.sm_limit.device_sm_count, options.sms, gpu.sm_limit.observed);
   if (options.op == "gemm") collect_gemm(options, gpu, out);
   else collect_rows(options, gpu, out);
   if (std::fclose(out) != 0) fail("cannot write " + options.out);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (gpu.sm_limit.active()) {  // the confinement, checked again now that cuBLASLt's modules are loaded
+    const int seen = pipeweave_tool::observed_sms(kToolName, g_stream, gpu.sm_limit.device_sm_count);
+    if (seen > gpu.sm_limit.obtained)
+      std::fprintf(stderr, "pipeweave-collect: warning: after the collection a probe kernel ran on %d SMs, more than the %d of --sms\n",
+                   seen, gpu.sm_limit.obtained);
+  }
   return 0;
 }

@@ -2,13 +2,20 @@
 """Measures FlashAttention on the GPU in hand, for pipeweave's attention training data.
 
     python3 collect_attention.py --shapes data/shapes/attention.csv --out attention.jsonl [--reps 10] [--warmup 3]
+        [--impl flash2|flash3 [--fa3-path DIR] [--page-size P]]
 
 The shape list is what `pipeweave shapes --op attention` prints
-(dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal; lengths joined by '/'). Each batch runs
-through PyTorch's FlashAttention-2 (torch.ops.aten._flash_attention_forward, the variable-length
-entry point, so ragged batches and cached prefixes are real); PyTorch is the only dependency,
-which is why this one op is measured from Python: pipeweave-collect (collect.cu) measures the
-others. Timing comes from CUPTI through the PyTorch profiler: every kernel the call launches,
+(dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal; lengths joined by '/'). With --impl flash2
+(the default) each batch runs through PyTorch's FlashAttention-2
+(torch.ops.aten._flash_attention_forward, the variable-length entry point, so ragged batches and
+cached prefixes are real); PyTorch is the only dependency, which is why this one op is measured
+from Python: pipeweave-collect (collect.cu) measures the others.
+With --impl flash3 it runs FlashAttention-3 (built from ../shared/vendor, see
+cuda_kernels/build_fa3.sh; --fa3-path names its hopper/ folder) as the serving engines call it:
+a batch with prompt tokens through flash_attn_varlen_func (ragged, KV contiguous), a decode batch
+(one query token per sequence) through flash_attn_with_kvcache over a paged KV cache of
+--page-size tokens a page (1: SGLang's default; 16: vLLM's; 0: a contiguous cache), pages laid
+out in order, with FlashAttention-3's own split and pack-GQA heuristics (num_splits=0). Timing comes from CUPTI through the PyTorch profiler: every kernel the call launches,
 first start to last end, after the L2 is flushed (a buffer twice its size read, so that no dirty
 line is left to be written back during the timed call) before each call.
 The output is raw JSON lines in the layout of pipeweave-collect's (a "device" line, then one
@@ -26,6 +33,11 @@ import torch
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 MARKERS = ("spin_kernel", "sleep")  # torch.cuda._sleep's kernel marks the start of each call in the trace
+# The marker also holds the GPU long enough (about 100 us) for the host to queue the whole call
+# behind it: FlashAttention-3 launches a scheduler kernel, then does host work, then the
+# attention kernel; with the GPU idle in between, a tiny call measured ~30 us of host time
+# (a CUDA graph, as the engines run decode, has no such gap).
+SLEEP_CYCLES = 200_000
 
 
 def driver_version():
@@ -68,6 +80,69 @@ def read_shapes(path):
         return rows
 
 
+def fa3_tiles(shape, paged_non_tma):
+    """FlashAttention-3's kBlockM x kBlockN on sm90 for 16-bit inputs (hopper/tile_size.h)."""
+    hd, causal = shape["head_dim"], shape["causal"]
+    if hd <= 64:
+        return 192, 128 if causal or paged_non_tma else 192
+    if hd <= 96:
+        return 192, 128 if paged_non_tma else 144
+    if hd <= 128:
+        return 128, 128 if causal or paged_non_tma else 176
+    if hd <= 192:
+        return 128, 96 if paged_non_tma else 128
+    return 128, 80
+
+
+def is_decode(shape):
+    return all(q == 1 for q in shape["q_lens"])
+
+
+def make_call_fa3(shape, fa3, page_size):
+    dtype = DTYPES[shape["dtype"]]
+    q_lens, kv_lens = shape["q_lens"], shape["kv_lens"]
+    h, hk, d = shape["heads"], shape["kv_heads"], shape["head_dim"]
+    if not is_decode(shape):
+        q = torch.randn(sum(q_lens), h, d, device="cuda", dtype=dtype)
+        k = torch.randn(sum(kv_lens), hk, d, device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        cum_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32, device="cuda")
+        cum_k = torch.tensor([0] + list(torch.tensor(kv_lens).cumsum(0)), dtype=torch.int32, device="cuda")
+        max_q, max_k, causal = max(q_lens), max(kv_lens), shape["causal"]
+
+        def call():
+            fa3.flash_attn_varlen_func(q, k, v, cum_q, cum_k, max_q, max_k, causal=causal, num_splits=0)
+
+        return call, fa3_tiles(shape, False), 0
+    batch = len(q_lens)
+    q = torch.randn(batch, 1, h, d, device="cuda", dtype=dtype)
+    seqlens = torch.tensor(kv_lens, dtype=torch.int32, device="cuda")
+    if page_size == 0:
+        k_cache = torch.randn(batch, max(kv_lens), hk, d, device="cuda", dtype=dtype)
+        v_cache = torch.randn_like(k_cache)
+        page_table = None
+    else:
+        pages = [(n + page_size - 1) // page_size for n in kv_lens]
+        k_cache = torch.randn(sum(pages), page_size, hk, d, device="cuda", dtype=dtype)
+        v_cache = torch.randn_like(k_cache)
+        table = torch.zeros(batch, max(pages), dtype=torch.int32)
+        first = 0
+        for i, n in enumerate(pages):
+            table[i, :n] = torch.arange(first, first + n, dtype=torch.int32)
+            first += n
+        page_table = table.cuda()
+    causal = shape["causal"]
+
+    def call():
+        fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, page_table=page_table, causal=causal,
+                                    num_splits=0)
+
+    # FlashAttention-3 reads a paged cache through TMA only when pages hold whole KV tiles.
+    tiles = fa3_tiles(shape, False)
+    non_tma = page_size > 0 and page_size % tiles[1] != 0
+    return call, fa3_tiles(shape, non_tma), page_size
+
+
 def make_call(shape):
     dtype = DTYPES[shape["dtype"]]
     q_lens, kv_lens = shape["q_lens"], shape["kv_lens"]
@@ -92,16 +167,16 @@ def kernel_events(trace_path):
     return events
 
 
-def measure_chunk(shapes, args, flush):
+def measure_chunk(shapes, args, flush, fa3):
     """Runs a chunk of shapes under one profiler session; returns (kernels, grids, durations) per shape."""
-    calls = [make_call(s) for s in shapes]
+    calls = [make_call_fa3(s, fa3, args.page_size)[0] if fa3 else make_call(s) for s in shapes]
     torch.cuda.synchronize()
     activities = [torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as profiler:
         for call in calls:
             for _ in range(args.warmup + args.reps):
                 torch.sum(flush, dtype=torch.int64)  # a read-only flush: see collect.cu
-                torch.cuda._sleep(1)
+                torch.cuda._sleep(SLEEP_CYCLES)
                 call()
         torch.cuda.synchronize()
     with tempfile.TemporaryDirectory() as folder:
@@ -123,9 +198,10 @@ def measure_chunk(shapes, args, flush):
     for i in range(len(shapes)):
         timed = groups[i * (args.warmup + args.reps) + args.warmup:(i + 1) * (args.warmup + args.reps)]
         durations = [max(e["ts"] + e["dur"] for e in g) - min(e["ts"] for e in g) for g in timed]
+        busy = [sum(e["dur"] for e in g) for g in timed]  # the kernels alone, without the gaps between them
         names = [e["name"] for e in timed[0]]
         grids = [e.get("args", {}).get("grid", []) for e in timed[0]]
-        results.append((names, grids, durations))
+        results.append((names, grids, durations, busy))
     return results
 
 
@@ -137,7 +213,21 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=40, help="at most this many shapes per profiler session")
     parser.add_argument("--chunk-gb", type=float, default=16, help="and at most this much input data")
+    parser.add_argument("--impl", choices=["flash2", "flash3"], default="flash2")
+    parser.add_argument("--fa3-path", help="FlashAttention-3's hopper/ folder (built in place), for --impl flash3")
+    parser.add_argument("--page-size", type=int, default=1,
+                        help="--impl flash3: tokens per page of the decode batches' KV cache (0: contiguous)")
     args = parser.parse_args()
+    fa3 = None
+    if args.impl == "flash3":
+        if args.fa3_path:
+            sys.path.insert(0, args.fa3_path)
+        try:
+            from flash_attn_3 import flash_attn_interface as fa3  # hopper/flash_attn_3, built in place
+        except ImportError as error:
+            sys.exit(f"collect_attention: error: FlashAttention-3 is not importable ({error}); build it with cuda_kernels/build_fa3.sh")
+        if args.page_size < 0:
+            sys.exit("collect_attention: error: --page-size must be >= 0")
     if not torch.cuda.is_available():
         sys.exit("collect_attention: error: no CUDA GPU is visible to PyTorch")
     shapes = read_shapes(args.shapes)
@@ -149,7 +239,8 @@ def main():
             "op": "device", "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
             "sm_count": props.multi_processor_count, "driver": driver_version(),
             "cuda_runtime": cuda_runtime(),
-            "implementation": "torch.ops.aten._flash_attention_forward (FlashAttention-2), torch " + torch.__version__,
+            "implementation": ("FlashAttention-3 (flash_attn_varlen_func, flash_attn_with_kvcache), torch " if fa3 else
+                               "torch.ops.aten._flash_attention_forward (FlashAttention-2), torch ") + torch.__version__,
             "reps": args.reps, "warmup": args.warmup, "l2": "cold"}) + "\n")
         start = 0
         while start < len(shapes):
@@ -158,11 +249,17 @@ def main():
                 total += batch_bytes(shapes[end])
                 end += 1
             chunk = shapes[start:end]
-            for shape, (names, grids, durations) in zip(chunk, measure_chunk(chunk, args, flush)):
+            for shape, (names, grids, durations, busy) in zip(chunk, measure_chunk(chunk, args, flush, fa3)):
                 record = {"op": "attention", "dtype": shape["dtype"], "q_lens": shape["q_lens"], "kv_lens": shape["kv_lens"],
                           "heads": shape["heads"], "kv_heads": shape["kv_heads"], "head_dim": shape["head_dim"],
-                          "causal": 1 if shape["causal"] else 0, "implementation": "flash2", "l2": "cold",
-                          "kernels": names, "grids": grids, "durations_us": [round(d, 3) for d in durations]}
+                          "causal": 1 if shape["causal"] else 0, "implementation": args.impl, "l2": "cold",
+                          "kernels": names, "grids": grids, "durations_us": [round(d, 3) for d in durations],
+                          "kernel_busy_us": [round(d, 3) for d in busy]}
+                if fa3:  # FlashAttention-3's names do not carry its tiles: the rule it chose them by
+                    decode = is_decode(shape)
+                    page_size = args.page_size if decode else 0
+                    tiles = fa3_tiles(shape, decode and page_size > 0 and page_size % fa3_tiles(shape, False)[1] != 0)
+                    record.update({"tile_q": tiles[0], "tile_kv": tiles[1], "page_size": page_size})
                 out.write(json.dumps(record) + "\n")
             out.flush()
             start = end

@@ -4,7 +4,7 @@
 // into a GpuSpec; that processing is plain C++ in the library (pipeweave/calibration.hpp),
 // so that it is tested without a GPU. This file only measures.
 //
-//   pipeweave-microbench [--quick] [--only NAME[,NAME...]] [--device N] [--out FILE] [--list]
+//   pipeweave-microbench [--quick] [--only NAME[,NAME...]] [--device N] [--sms N] [--out FILE] [--list]
 //
 // Progress goes to stderr, the JSON to stdout (or FILE). Exit status 2, with one line
 // "pipeweave-microbench: error: ..." naming the cause, when there is no usable GPU.
@@ -31,6 +31,11 @@
 //   loop with four loads in flight per thread, a full GPU of resident threads.
 // - L2: the same read kernel over a quarter of the L2, with loads that skip L1 (ld.global.cg).
 // - Launch: back-to-back empty kernels; the time per launch.
+// - Part of the GPU (--sms N): every kernel runs in a green context of N SMs, rounded up to the
+//   hardware's granularity (tool_support.cuh), on its stream, and every launch is sized for the
+//   SMs obtained (one CTA per SM, a full set of resident threads): the figures are those of a GPU
+//   with that many SMs and this one's memory system. The log's device gives that count as
+//   sm_count and sm_limit, the device's own as device_sm_count.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -59,6 +64,10 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
 }
 #define PW_CUDA(call) check((call), #call)
+
+// Where every kernel is launched and timed: null (the legacy default stream, as always) on the
+// whole GPU; with --sms N, the green context's stream (tool_support.cuh).
+cudaStream_t g_stream = nullptr;
 
 // ---- Device helpers ------------------------------------------------------------------------
 
@@ -399,12 +408,14 @@ __global__ void empty_kernel() {}
 struct Device {
   int index = 0;
   cudaDeviceProp prop{};
+  pipeweave_tool::SmLimit sm_limit;  // --sms: the green context; inactive on the whole GPU
   int clock_khz = 0;
   int memory_clock_khz = 0;
   std::string driver;
   int driver_api = 0, runtime_api = 0;
   double dram_peak_gb_s() const { return 2.0 * memory_clock_khz * 1e3 * (prop.memoryBusWidth / 8.0) / 1e9; }
   bool hopper() const { return prop.major == 9 && prop.minor == 0; }
+  int sm_count() const { return sm_limit.active() ? sm_limit.obtained : prop.multiProcessorCount; }  // the SMs kernels run on
   int cc() const { return prop.major * 10 + prop.minor; }
 };
 
@@ -449,9 +460,9 @@ class Timer {
   ~Timer() { cudaEventDestroy(start_), cudaEventDestroy(stop_); }
   template <typename Body>
   double seconds(Body&& body) {
-    PW_CUDA(cudaEventRecord(start_));
+    PW_CUDA(cudaEventRecord(start_, g_stream));
     body();
-    PW_CUDA(cudaEventRecord(stop_));
+    PW_CUDA(cudaEventRecord(stop_, g_stream));
     PW_CUDA(cudaEventSynchronize(stop_));
     PW_CUDA(cudaGetLastError());
     float ms = 0;
@@ -506,7 +517,7 @@ struct Buffers {
 
 std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
   const cudaDeviceProp& prop = device.prop;
-  const int sms = prop.multiProcessorCount;
+  const int sms = device.sm_count();
   // More than half the SM's shared memory: one CTA per SM.
   const int one_per_sm_smem = static_cast<int>(prop.sharedMemPerMultiprocessor / 2 + 1024);
   float* sink = buffers.sink;
@@ -522,7 +533,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
         .first_iterations = 64,
         .clocked_ctas = sms,
         .launch = [=](long long it, CtaClock* clocks) {
-          kernel<<<sms, kWgmmaWarpgroups * 128, one_per_sm_smem>>>(it, clocks, sink);
+          kernel<<<sms, kWgmmaWarpgroups * 128, one_per_sm_smem, g_stream>>>(it, clocks, sink);
         }});
   };
   auto tensor_mma = [&](const char* name, const char* instruction, double flops_per_instruction, auto kernel) {
@@ -534,7 +545,9 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
         .work_per_iteration = flops_per_instruction * kMmaChains * (1024 / 32) * sms,
         .first_iterations = 64,
         .clocked_ctas = sms,
-        .launch = [=](long long it, CtaClock* clocks) { kernel<<<sms, 1024, one_per_sm_smem>>>(it, clocks, sink); }});
+        .launch = [=](long long it, CtaClock* clocks) {
+          kernel<<<sms, 1024, one_per_sm_smem, g_stream>>>(it, clocks, sink);
+        }});
   };
 
   using K = TensorKind;
@@ -568,21 +581,23 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
       .unit = "op", .work_per_iteration = double(kUnroll) * kChains * 1024 * sms, .first_iterations = 16,
       .clocked_ctas = sms,
       .launch = [=](long long it, CtaClock* clocks) {
-        ffma_kernel<<<sms, 1024, one_per_sm_smem>>>(it, 0.999f, 1e-3f, clocks, sink);
+        ffma_kernel<<<sms, 1024, one_per_sm_smem, g_stream>>>(it, 0.999f, 1e-3f, clocks, sink);
       }});
   PW_CUDA(cudaFuncSetAttribute(ex2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
   list.push_back(Benchmark{
       .name = "xu_ex2", .instruction = "MUFU.EX2 (ex2.approx.ftz.f32), 8 independent chains per thread",
       .unit = "op", .work_per_iteration = double(kUnroll) * kChains * 1024 * sms, .first_iterations = 4,
       .clocked_ctas = sms,
-      .launch = [=](long long it, CtaClock* clocks) { ex2_kernel<<<sms, 1024, one_per_sm_smem>>>(it, clocks, sink); }});
+      .launch = [=](long long it, CtaClock* clocks) {
+        ex2_kernel<<<sms, 1024, one_per_sm_smem, g_stream>>>(it, clocks, sink);
+      }});
   const int smem_bytes = std::max(one_per_sm_smem, kSmemRows * 1024 * 16);
   PW_CUDA(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   list.push_back(Benchmark{
       .name = "smem_read", .instruction = "ld.shared.v4 (LDS.128), consecutive threads at consecutive 16 bytes",
       .unit = "byte", .work_per_iteration = 4.0 * kSmemRows * 16 * 1024 * sms, .first_iterations = 16,
       .clocked_ctas = sms,
-      .launch = [=](long long it, CtaClock* clocks) { smem_kernel<<<sms, 1024, smem_bytes>>>(it, clocks, sink); }});
+      .launch = [=](long long it, CtaClock* clocks) { smem_kernel<<<sms, 1024, smem_bytes, g_stream>>>(it, clocks, sink); }});
 
   // Memory: a full GPU of resident threads, grid-stride loops.
   const int threads = 256;
@@ -595,15 +610,17 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
   list.push_back(Benchmark{
       .name = "dram_read", .instruction = "ld.global.nc.v4 over 2 GiB, 4 loads in flight per thread",
       .unit = "byte", .work_per_iteration = double(vectors) * 16, .first_iterations = 1,
-      .launch = [=](long long it, CtaClock*) { read_kernel<false><<<ctas, threads>>>(a, vectors, it, sink_words); }});
+      .launch = [=](long long it, CtaClock*) {
+        read_kernel<false><<<ctas, threads, 0, g_stream>>>(a, vectors, it, sink_words);
+      }});
   list.push_back(Benchmark{
       .name = "dram_write", .instruction = "st.global.v4 over 2 GiB",
       .unit = "byte", .work_per_iteration = double(vectors) * 16, .first_iterations = 1,
-      .launch = [=](long long it, CtaClock*) { write_kernel<<<ctas, threads>>>(b, vectors, it); }});
+      .launch = [=](long long it, CtaClock*) { write_kernel<<<ctas, threads, 0, g_stream>>>(b, vectors, it); }});
   list.push_back(Benchmark{
       .name = "dram_copy", .instruction = "ld.global.nc.v4 + st.global.v4, 2 GiB to 2 GiB (bytes read + written)",
       .unit = "byte", .work_per_iteration = 2.0 * double(vectors) * 16, .first_iterations = 1,
-      .launch = [=](long long it, CtaClock*) { copy_kernel<<<ctas, threads>>>(a, b, vectors, it); }});
+      .launch = [=](long long it, CtaClock*) { copy_kernel<<<ctas, threads, 0, g_stream>>>(a, b, vectors, it); }});
   // L2: at most a quarter of it, so that the lines stay resident whichever partition holds
   // them; 1024 threads per SM, whose 64 KB of loads in flight cover the L2's latency.
   const int l2_ctas = sms * 4;
@@ -613,12 +630,14 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
       .name = "l2_read",
       .instruction = "ld.global.cg.v4 over " + std::to_string(l2_vectors * 16 >> 20) + " MiB (L2-resident), repeated",
       .unit = "byte", .work_per_iteration = double(l2_vectors) * 16, .first_iterations = 16,
-      .launch = [=](long long it, CtaClock*) { read_kernel<true><<<l2_ctas, threads>>>(a, l2_vectors, it, sink_words); }});
+      .launch = [=](long long it, CtaClock*) {
+        read_kernel<true><<<l2_ctas, threads, 0, g_stream>>>(a, l2_vectors, it, sink_words);
+      }});
   list.push_back(Benchmark{
       .name = "launch_overhead", .instruction = "empty kernel <<<1, 32>>>, launched back to back",
       .unit = "launch", .work_per_iteration = 1, .first_iterations = 256,
       .launch = [](long long it, CtaClock*) {
-        for (long long i = 0; i < it; ++i) empty_kernel<<<1, 32>>>();
+        for (long long i = 0; i < it; ++i) empty_kernel<<<1, 32, 0, g_stream>>>();
       }});
   return list;
 }
@@ -631,11 +650,12 @@ void print_json(std::FILE* out, const Device& device, const Settings& settings, 
               "\"max_clock_mhz\": %.0f, \"memory_clock_mhz\": %.0f, \"memory_bus_bits\": %d, "
               "\"dram_peak_gb_s\": %.1f, \"l2_bytes\": %d, \"memory_bytes\": %zu, \"smem_bytes_per_sm\": %zu, "
               "\"registers_per_sm\": %d, \"max_threads_per_sm\": %d, \"max_ctas_per_sm\": %d, "
-              "\"driver\": %s, \"cuda_driver_api\": %d, \"cuda_runtime\": %d},\n",
-              json_string(p.name).c_str(), p.major, p.minor, p.multiProcessorCount, device.clock_khz / 1e3,
+              "\"driver\": %s, \"cuda_driver_api\": %d, \"cuda_runtime\": %d%s},\n",
+              json_string(p.name).c_str(), p.major, p.minor, device.sm_count(), device.clock_khz / 1e3,
               device.memory_clock_khz / 1e3, p.memoryBusWidth, device.dram_peak_gb_s(), p.l2CacheSize,
               p.totalGlobalMem, p.sharedMemPerMultiprocessor, p.regsPerMultiprocessor, p.maxThreadsPerMultiProcessor,
-              p.maxBlocksPerMultiProcessor, json_string(device.driver).c_str(), device.driver_api, device.runtime_api);
+              p.maxBlocksPerMultiProcessor, json_string(device.driver).c_str(), device.driver_api, device.runtime_api,
+              pipeweave_tool::sm_limit_json(device.sm_limit).c_str());
   std::fprintf(out, "  \"benchmarks\": [");
   for (size_t i = 0; i < done.size(); ++i) {
     const Benchmark& b = done[i];
@@ -650,8 +670,9 @@ void print_json(std::FILE* out, const Device& device, const Settings& settings, 
 }
 
 constexpr const char* kUsage =
-    "usage: pipeweave-microbench [--quick] [--only NAME[,NAME...]] [--device N] [--out FILE] [--list]\n"
-    "Measures the GPU's pipeline throughputs; prints JSON (pipeweave-microbench v1) on stdout.\n";
+    "usage: pipeweave-microbench [--quick] [--only NAME[,NAME...]] [--device N] [--sms N] [--out FILE] [--list]\n"
+    "Measures the GPU's pipeline throughputs; prints JSON (pipeweave-microbench v1) on stdout.\n"
+    "--sms N runs every kernel on N of the GPU's SMs (a green context; rounded up to the hardware's granularity).\n";
 
 }  // namespace
 
@@ -660,13 +681,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   bool list_only = false;
   int device_index = 0;
+  int sms = 0;  // --sms N; 0: the whole GPU
   std::string out_path;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     if (argument == "--quick") settings.quick = true;
     else if (argument == "--list") list_only = true;
-    else if ((argument == "--only" || argument == "--device" || argument == "--out") && i + 1 < argc) {
+    else if ((argument == "--only" || argument == "--device" || argument == "--out" || argument == "--sms") && i + 1 < argc) {
       const std::string value = argv[++i];
+      if (argument == "--sms") {
+        sms = pipeweave_tool::parse_sms(kToolName, value);
+        continue;
+      }
       if (argument == "--out") {
         out_path = value;
         continue;
@@ -707,6 +733,12 @@ int main(int argc, char** argv) {
     fail(std::string(device.prop.name) + " has compute capability " + std::to_string(device.prop.major) + "." +
          std::to_string(device.prop.minor) + "; the microbenchmarks need 8.0 (Ampere) or later");
 
+  // Before any allocation: the green context is current from here on.
+  if (sms > 0 && !list_only) {
+    device.sm_limit = pipeweave_tool::confine_to_sms(kToolName, device_index, sms);
+    g_stream = device.sm_limit.stream;
+  }
+
   Buffers buffers;
   constexpr size_t kBufferBytes = size_t{2} << 30;
   buffers.vectors = kBufferBytes / sizeof(uint4);
@@ -716,6 +748,8 @@ int main(int argc, char** argv) {
     PW_CUDA(cudaMemset(buffers.a, 0x5a, kBufferBytes));
     PW_CUDA(cudaMalloc(&buffers.sink, sizeof(float) * 1024 * device.prop.multiProcessorCount));
     PW_CUDA(cudaMalloc(&buffers.clocks, sizeof(CtaClock) * device.prop.multiProcessorCount));
+    // The memset ran on the legacy default stream, which the green context's stream does not wait for.
+    if (device.sm_limit.active()) PW_CUDA(cudaDeviceSynchronize());
   }
   std::vector<Benchmark> all = make_benchmarks(device, buffers);
   if (list_only) {
@@ -732,6 +766,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "pipeweave-microbench: %s (sm_%d%d, %d SMs), %zu benchmarks%s\n", device.prop.name,
                device.prop.major, device.prop.minor, device.prop.multiProcessorCount, chosen.size(),
                settings.quick ? ", quick" : "");
+  if (device.sm_limit.active())
+    std::fprintf(stderr, "pipeweave-microbench: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
+                 device.sm_limit.obtained, device.sm_limit.device_sm_count, sms, device.sm_limit.observed);
   Timer timer;
   for (size_t i = 0; i < chosen.size(); ++i) {
     Benchmark& b = chosen[i];

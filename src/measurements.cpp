@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json_support.hpp"
+#include "pipeweave/calibration.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 
@@ -163,7 +164,7 @@ std::string row_op_row(const PooledRecord& record, const std::string& gpu, bool 
 }
 
 constexpr const char* kAttentionHeader =
-    "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
+    "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,page_size,duration_us,"
     "spread,reps,runs,run_spread,l2,kernels,kernel\n";
 
 std::string join_lengths(const json& values, const std::string& field) {
@@ -179,27 +180,47 @@ std::string join_lengths(const json& values, const std::string& field) {
 
 // FlashAttention-2's kernels carry their traits: Flash_fwd_kernel_traits<kHeadDim, kBlockM,
 // kBlockN, kNWarps, ...>; the split-KV kernel's launch grid is (m blocks, splits, batch x heads).
+// FlashAttention-3's names do not: collect_attention.py records the tiles it chose by its rule
+// (tile_q, tile_kv) and the paged cache's page size; its split count is its own heuristic's,
+// per sequence (num_splits 0 in the CSV: the demand model works it out as FlashAttention-3 does).
 std::string attention_row(const PooledRecord& record, const std::string& gpu) {
   const Fields& f = record.fields;
   const std::string& prefix = record.prefix;
   const Timing timing = read_timing(record);
-  static const std::regex traits(R"(Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
-  const std::string& kernel = timing.kernels.front();
-  std::smatch match;
-  if (!std::regex_search(kernel, match, traits))
-    detail::fail_field(prefix + "kernels[0]", kernel.substr(0, 80), "must be a FlashAttention kernel whose name carries its traits");
-  const json& grids = f.get("grids");
+  const std::string implementation = f.text("implementation");
+  std::string tile_q, tile_kv, warps;
   int splits = 1;
-  for (std::size_t i = 0; i < timing.kernels.size() && grids.is_array() && i < grids.size(); ++i)
-    if (timing.kernels[i].find("splitkv_kernel") != std::string::npos && grids[i].is_array() && grids[i].size() == 3 &&
-        grids[i][1].is_number_integer())
-      splits = grids[i][1].get<int>();
+  std::int64_t page_size = 0;
+  std::string kernel = timing.kernels.front();
+  if (implementation == "flash3") {
+    tile_q = std::to_string(f.integer("tile_q"));
+    tile_kv = std::to_string(f.integer("tile_kv"));
+    warps = "12";  // a producer and two consumer warpgroups
+    splits = 0;
+    page_size = f.has("page_size") ? f.whole("page_size", 0) : 0;
+    for (const std::string& name : timing.kernels)  // the attention kernel itself, not the scheduler's
+      if (name.find("FlashAttnFwdSm90") != std::string::npos) {
+        kernel = name;
+        break;
+      }
+  } else {
+    static const std::regex traits(R"(Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
+    std::smatch match;
+    if (!std::regex_search(kernel, match, traits))
+      detail::fail_field(prefix + "kernels[0]", kernel.substr(0, 80), "must be a FlashAttention kernel whose name carries its traits");
+    tile_q = match[2], tile_kv = match[3], warps = match[4];
+    const json& grids = f.get("grids");
+    for (std::size_t i = 0; i < timing.kernels.size() && grids.is_array() && i < grids.size(); ++i)
+      if (timing.kernels[i].find("splitkv_kernel") != std::string::npos && grids[i].is_array() && grids[i].size() == 3 &&
+          grids[i][1].is_number_integer())
+        splits = grids[i][1].get<int>();
+  }
   const json& q_lens = f.get("q_lens");
   std::ostringstream row;
   row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << (q_lens.is_array() ? q_lens.size() : 0) << ','
       << join_lengths(q_lens, prefix + "q_lens") << ',' << join_lengths(f.get("kv_lens"), prefix + "kv_lens") << ','
       << f.integer("heads") << ',' << f.integer("kv_heads") << ',' << f.integer("head_dim") << ',' << f.integer("causal") << ','
-      << f.text("implementation") << ',' << match[2] << ',' << match[3] << ',' << match[4] << ',' << splits << ','
+      << implementation << ',' << tile_q << ',' << tile_kv << ',' << warps << ',' << splits << ',' << page_size << ','
       << number(timing.median_us) << ',' << timing_cells(timing, f) << ',' << timing.kernels.size() << ','
       << csv_cell(kernel) << '\n';
   return row.str();
@@ -263,6 +284,16 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
         run.gpu = find_gpu(device).name;
       } catch (const Error&) {
         run.gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
+      }
+      // pipeweave-collect --sms N: the kernels ran on sm_limit SMs, a GPU of its own, named as
+      // calibrate names the spec of microbenchmarks run the same way.
+      if (f.has("sm_limit")) {
+        const int sm_limit = f.integer("sm_limit");
+        detail::require_positive(prefix + "sm_limit", sm_limit);
+        if (f.has("sm_count") && f.integer("sm_count") != sm_limit)
+          detail::fail_field(prefix + "sm_limit", std::to_string(sm_limit),
+                             "must be sm_count (" + std::to_string(f.integer("sm_count")) + "), the SMs the kernels ran on");
+        run.gpu = sm_limited_gpu_name(run.gpu, sm_limit);
       }
       for (const char* field : {"reps", "warmup", "l2", "rest"})
         run.protocol[field] = document.contains(field) ? document[field] : json();

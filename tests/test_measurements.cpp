@@ -1,10 +1,14 @@
 // Measured kernels: cuBLAS kernel names, and raw pipeweave-collect records to measurement CSV.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "pipeweave/calibration.hpp"
+#include "pipeweave/dataset.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/measurements.hpp"
 #include "test_support.hpp"
@@ -200,6 +204,35 @@ TEST_CASE("raw records: every malformed line is named") {
              Contains("line 2: op") && Contains("\"conv2d\""));
 }
 
+TEST_CASE("raw attention records: FlashAttention-3's tiles and page size as the collector recorded them") {
+  // collect_attention.py --impl flash3: the names carry no traits, the record its tiles (by
+  // FlashAttention-3's rule) and the paged cache's page size; the split count is FlashAttention-3's
+  // own per-sequence choice (0: the demand model works it out); the row names the attention
+  // kernel, not the scheduler kernel launched first.
+  const std::string record =
+      kDevice + "\n" +
+      R"x({"op": "attention", "dtype": "bf16", "q_lens": [1, 1], "kv_lens": [300, 5000], "heads": 32, "kv_heads": 8, )x"
+      R"x("head_dim": 128, "causal": 1, "implementation": "flash3", "l2": "cold", "kernels": [)x"
+      R"x("void flash::prepare_varlen_num_blocks_kernel<1, true>(int)", "void cutlass::device_kernel<flash::enable_sm90<flash::FlashAttnFwdSm90<x> > >(x)", )x"
+      R"x("void cutlass::device_kernel<flash::FlashAttnFwdCombine<x> >(x)"], "grids": [[1, 1, 1], [132, 1, 1], [4, 1, 1]], )x"
+      R"x("durations_us": [20.0, 21.0, 19.0], "tile_q": 128, "tile_kv": 128, "page_size": 1})x";
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(record));
+  REQUIRE(csv.size() == 2);
+  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,300/5000,32,8,128,1,flash3,128,128,12,0,1,20,0.1,3,1,0,cold,3,"));
+  CHECK_THAT(csv[1], Contains("FlashAttnFwdSm90"));
+  const std::vector<MeasuredKernel> rows = measurements_from_csv(measurements_csv_from_raw(record));
+  REQUIRE(rows.size() == 1);
+  const Attention* attention = rows[0].kernel.get_if<Attention>();
+  REQUIRE(attention);
+  CHECK(attention->page_size == 1);
+  REQUIRE(attention->config);
+  CHECK(attention->config->impl == AttentionImpl::flash3);
+  CHECK(attention->config->num_splits == 0);
+  std::string no_tiles = record;
+  no_tiles.replace(no_tiles.find("\"tile_q\": 128, "), 15, "");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(no_tiles); }), Contains("tile_q"));
+}
+
 TEST_CASE("raw attention records: FlashAttention-2's traits and split count from its kernels") {
   const std::string split =
       kDevice + "\n" +
@@ -211,15 +244,46 @@ TEST_CASE("raw attention records: FlashAttention-2's traits and split count from
   const std::vector<std::string> csv = lines(measurements_csv_from_raw(split));
   REQUIRE(csv.size() == 2);
   CHECK(csv[0] ==
-        "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,duration_us,"
-        "spread,reps,runs,run_spread,l2,kernels,kernel");
-  // kBlockM 64, kBlockN 128, 4 warps; 5 splits from the grid's y; median 30, spread 2/30.
-  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,30,0.0666667,3,1,0,cold,2,"));
+        "gpu,dtype,batch,q_lens,kv_lens,heads,kv_heads,head_dim,causal,impl,tile_q,tile_kv,warps,num_splits,page_size,"
+        "duration_us,spread,reps,runs,run_spread,l2,kernels,kernel");
+  // kBlockM 64, kBlockN 128, 4 warps; 5 splits from the grid's y; a contiguous cache; median 30, spread 2/30.
+  CHECK(csv[1].starts_with("H100-SXM,bf16,2,1/1,4000/9000,32,8,128,1,flash2,64,128,4,5,0,30,0.0666667,3,1,0,cold,2,"));
   std::string plain = split;
   plain.replace(plain.find("[[1, 5, 16], [16, 1, 1]]"), 24, "[[20, 2, 8]]");
   plain.replace(plain.find("flash_fwd_splitkv_kernel"), 24, "flash_fwd_kernel");
-  CHECK_THAT(lines(measurements_csv_from_raw(plain))[1], Contains(",flash2,64,128,4,1,"));
+  CHECK_THAT(lines(measurements_csv_from_raw(plain))[1], Contains(",flash2,64,128,4,1,0,"));
   std::string unknown = split;
   unknown.replace(unknown.find("Flash_fwd_kernel_traits<128, 64"), 31, "some_other_kernel<1");
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(unknown); }), Contains("line 2: kernels[0]") && Contains("traits"));
+}
+
+TEST_CASE("raw records confined to part of the SMs (--sms) name the GPU as its calibrated spec does") {
+  // tests/data/collect_raw_gemm_sm64.jsonl: pipeweave-collect --sms 64 on an H100 (three
+  // candidates of m=64, n=4096, k=4096), whose device line says sm_count 64, sm_limit 64.
+  std::ifstream in(std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/collect_raw_gemm_sm64.jsonl");
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(raw.empty());
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(raw));
+  REQUIRE(csv.size() == 4);
+  for (std::size_t i = 1; i < csv.size(); ++i) CHECK(csv[i].starts_with("H100-SXM-sm64,bf16,64,4096,4096,"));
+  CHECK(csv[1].starts_with(sm_limited_gpu_name("H100-SXM", 64) + ","));
+  // Median of the ten repetitions of candidate 0: the fifth and sixth, both 14.048.
+  CHECK_THAT(csv[1], Contains(",14.048,0,1,3,1,kernel_name,1,"));
+
+  // Without sm_limit (the whole GPU) the same records are the H100's.
+  const std::string whole = kDevice + raw.substr(raw.find('\n'));
+  CHECK(lines(measurements_csv_from_raw(whole))[1].starts_with("H100-SXM,bf16,64,"));
+  // A GPU the catalog does not know keeps CUDA's name, with the count.
+  std::string unknown = raw;
+  unknown.replace(unknown.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA Future GPU");
+  CHECK(lines(measurements_csv_from_raw(unknown))[1].starts_with("NVIDIA Future GPU-sm64,"));
+  // Runs on different SMs are different GPUs: they do not pool.
+  const std::vector<RawRun> mixed{{"full.jsonl", whole}, {"sm64.jsonl", raw}};
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(mixed); }),
+             Contains("sm64.jsonl: device name") && Contains("H100-SXM-sm64") && Contains("first run's GPU"));
+  // A limit that is not the SMs the kernels ran on is refused.
+  std::string wrong = raw;
+  const std::string limit = "\"sm_limit\": 64";
+  wrong.replace(wrong.find(limit), limit.size(), "\"sm_limit\": 72");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(wrong); }), Contains("line 1: sm_limit") && Contains("must be sm_count (64)"));
 }

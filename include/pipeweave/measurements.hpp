@@ -34,6 +34,10 @@ std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel
 // measured configuration of a single op) into that op's measurement CSV, with a header row.
 // Durations are the median of the repetitions. GEMM rows are in the library's convention
 // (m = tokens, row-major): cuBLAS's tile and cluster dimensions are swapped into it.
+// The `gpu` column is the catalog's name for the device line's GPU (CUDA's name when the catalog
+// lacks it); for a collection confined to part of the SMs (pipeweave-collect --sms: the device
+// line has sm_limit) it is sm_limited_gpu_name(that, sm_limit) (pipeweave/calibration.hpp),
+// e.g. "H100-SXM-sm64", the name of the spec `pipeweave calibrate` makes of logs run the same way.
 // Throws pipeweave::Error naming the line and field of anything malformed.
 std::string measurements_csv_from_raw(std::string_view raw_jsonl);
 

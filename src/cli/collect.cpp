@@ -35,6 +35,12 @@ int collect_command(int argc, char** argv, int first) {
     else if (argument == "--algos" || argument == "--reps" || argument == "--warmup" || argument == "--l2" ||
              argument == "--rest")
       tool_options += " " + argument + " " + shell_quote(value());
+    else if (argument == "--sms") {  // every kernel on (at least) N SMs: the rows name the GPU <gpu>-sm<count>
+      const std::string text = value();
+      if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) < 1)
+        detail::fail_field("--sms", text, "must be a positive whole number of SMs");
+      tool_options += " --sms " + text;
+    }
     else throw Error("unknown argument " + argument + " for collect");
   }
   if (out.empty()) throw Error("collect needs --out FILE.csv");
