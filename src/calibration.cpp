@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "csv_support.hpp"
 #include "json_support.hpp"
+#include "pipeweave/dataset.hpp"
+#include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/io.hpp"
 #include "pipeweave/predictor.hpp"
@@ -101,7 +104,9 @@ MeasuredDevice read_device(const json& object) {
   const Fields fields(object, "microbench.device.");
   fields.only({"name", "compute_capability", "sm_count", "max_clock_mhz", "memory_clock_mhz", "memory_bus_bits",
                "dram_peak_gb_s", "l2_bytes", "memory_bytes", "smem_bytes_per_sm", "registers_per_sm",
-               "max_threads_per_sm", "max_ctas_per_sm", "driver", "cuda_driver_api", "cuda_runtime"});
+               "max_threads_per_sm", "max_ctas_per_sm", "driver", "cuda_driver_api", "cuda_runtime",
+               // pipeweave-microbench --sms N only
+               "sm_limit", "sm_requested", "device_sm_count", "sm_observed"});
   MeasuredDevice device;
   device.name = fields.text("name");
   if (device.name.empty()) detail::fail_field("microbench.device.name", "\"\"", "must not be empty");
@@ -136,6 +141,20 @@ MeasuredDevice read_device(const json& object) {
   detail::require_positive("microbench.device.registers_per_sm", device.registers_per_sm);
   detail::require_positive("microbench.device.max_threads_per_sm", device.max_threads_per_sm);
   detail::require_positive("microbench.device.max_ctas_per_sm", device.max_ctas_per_sm);
+  if (fields.has("sm_limit")) {  // the kernels ran on sm_limit of the device's device_sm_count SMs
+    device.sm_limit = fields.integer("sm_limit");
+    device.device_sm_count = fields.integer("device_sm_count");
+    detail::require_positive("microbench.device.sm_limit", device.sm_limit);
+    if (device.sm_limit != device.sm_count)
+      detail::fail_field("microbench.device.sm_limit", std::to_string(device.sm_limit),
+                         "must be sm_count (" + std::to_string(device.sm_count) + "), the SMs the benchmarks ran on");
+    if (device.device_sm_count < device.sm_limit)
+      detail::fail_field("microbench.device.device_sm_count", std::to_string(device.device_sm_count),
+                         "must be at least sm_limit (" + std::to_string(device.sm_limit) + ")");
+  } else if (fields.has("device_sm_count")) {
+    detail::fail_field("microbench.device.device_sm_count", fields.get("device_sm_count").dump(),
+                       "comes only with sm_limit (a log of pipeweave-microbench --sms)");
+  }
   return device;
 }
 
@@ -144,7 +163,8 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
   fields.only({"name", "instruction", "unit", "iterations", "work", "runs"});
   MicrobenchResult result;
   result.name = fields.text("name");
-  const FigureRule& rule = rule_for(result.name, prefix + "name");
+  const std::string where = prefix + "name";  // named: GCC 13's -Wdangling-reference flags a temporary argument
+  const FigureRule& rule = rule_for(result.name, where);
   result.instruction = fields.text("instruction");
   result.unit = fields.text("unit");
   if (result.unit != rule.log_unit)
@@ -166,6 +186,10 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
 }
 
 }  // namespace
+
+std::string sm_limited_gpu_name(std::string_view gpu, int sm_count) {
+  return std::string(gpu) + "-sm" + std::to_string(sm_count);
+}
 
 std::span<const MicrobenchFigure> microbench_figures() {
   static const std::vector<MicrobenchFigure> figures = [] {
@@ -276,13 +300,19 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
   out.device = logs.front().device;
   out.logs = static_cast<int>(logs.size());
   for (std::size_t i = 1; i < logs.size(); ++i)
-    if (logs[i].device.name != out.device.name || logs[i].device.sm_count != out.device.sm_count)
-      detail::fail_field("log " + std::to_string(i + 1) + " device", "\"" + logs[i].device.name + "\"",
-                         "must be the first log's GPU (\"" + out.device.name + "\"): calibrate one GPU at a time");
+    if (logs[i].device.name != out.device.name || logs[i].device.sm_count != out.device.sm_count ||
+        logs[i].device.sm_limit != out.device.sm_limit) {
+      auto described = [](const MeasuredDevice& d) {
+        return d.sm_limit > 0 ? d.name + "\" on " + std::to_string(d.sm_limit) + " SMs (--sms)" : d.name + "\"";
+      };
+      detail::fail_field("log " + std::to_string(i + 1) + " device", "\"" + described(logs[i].device),
+                         "must be the first log's GPU (\"" + described(out.device) + "): calibrate one GPU at a time");
+    }
   const MeasuredDevice& device = out.device;
+  const bool limited = device.sm_limit > 0;  // --sms: a GPU of sm_count SMs and this one's memory system
 
-  try {
-    out.catalog = find_gpu(device.name);
+  try {  // the data sheet: what each figure is compared with, and what the logs do not measure
+    out.catalog = find_gpu_datasheet(device.name);
   } catch (const Error&) {
     out.catalog.reset();
   }
@@ -314,8 +344,8 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
     if (!clocks.empty()) figure.clock_mhz = median(clocks);
     if (out.catalog) {
       const GpuSpec& catalog = *out.catalog;
-      if (rule.per_clock) {
-        const double per_sm_clock = rule.per_clock(catalog) * catalog.sm_count;
+      if (rule.per_clock) {  // the catalog's per-SM figure, over the SMs the benchmarks ran on
+        const double per_sm_clock = rule.per_clock(catalog) * (limited ? device.sm_count : catalog.sm_count);
         figure.catalog = displayed(rule, per_sm_clock * catalog.clock_hz());
         if (figure.clock_mhz > 0) figure.peak_at_clock = displayed(rule, per_sm_clock * figure.clock_mhz * 1e6);
       } else if (is_dram(rule)) {
@@ -355,7 +385,12 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
   spec.registers_per_sm = device.registers_per_sm;
   spec.max_threads_per_sm = device.max_threads_per_sm;
   spec.max_ctas_per_sm = device.max_ctas_per_sm;
+  if (limited) {  // a GPU of its own: named for its SM count; CUDA's names belong to the whole GPU
+    spec.name = sm_limited_gpu_name(spec.name, device.sm_limit);
+    spec.aliases.clear();
+  }
 
+  spec.max_clock_mhz = device.max_clock_mhz;
   const CalibratedFigure* bf16 = find_figure("tensor_bf16");
   if (bf16 && bf16->clock_mhz > 0) spec.sm_clock_mhz = bf16->clock_mhz;
   else if (out.catalog) kept += ", SM clock";
@@ -380,11 +415,20 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
     else rule.set(spec, figure->measured);  // GB/s
   }
 
+  // Not measured by the microbenchmarks: estimated from their clock loss (pipeweave calibrate
+  // --sustained measures it from GEMMs run alone and back to back).
+  estimate_sustained_load(spec);
+
   const MicrobenchLog& first = logs.front();
   spec.source = "pipeweave calibrate: " + std::to_string(logs.size()) + " run(s) of pipeweave-microbench" +
-                (first.quick ? " --quick" : "") + " on " + device.name + ", driver " + device.driver + ", CUDA runtime " +
+                (first.quick ? " --quick" : "") + " on " + device.name +
+                (limited ? " confined to " + std::to_string(device.sm_limit) + " of its " +
+                               std::to_string(device.device_sm_count) + " SMs (--sms: a green context)"
+                         : "") +
+                ", driver " + device.driver + ", CUDA runtime " +
                 std::to_string(device.cuda_runtime / 1000) + "." + std::to_string(device.cuda_runtime % 1000 / 10) +
-                "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load";
+                "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load"
+                "; sustained load estimated from that clock's loss";
   if (!kept.empty()) spec.source += "; not measured, kept from the catalog: " + kept.substr(2);
   if (!allreduce.empty()) {
     out.link = fit_link(allreduce, spec);
@@ -397,6 +441,36 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
   }
   spec.validate();
   return out;
+}
+
+SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKernel> isolated,
+                                      std::span<const MeasuredKernel> sustained) {
+  gpu.validate();
+  detail::require_positive("gpu.max_clock_mhz", gpu.max_clock_mhz);
+  std::map<std::string, const MeasuredKernel*> alone;  // shape -> cuBLAS's first choice, measured alone
+  for (const MeasuredKernel& row : isolated)
+    if (row.is_default && row.gpu == gpu.name) alone.emplace(row.shape, &row);
+  SustainedProbe probe;
+  double alone_us = 0, busy_us = 0, tensor_us = 0;
+  std::map<std::string, bool> seen;
+  for (const MeasuredKernel& row : sustained) {
+    if (!row.is_default || row.gpu != gpu.name || seen[row.shape]) continue;
+    const auto found = alone.find(row.shape);
+    if (found == alone.end()) continue;
+    seen[row.shape] = true;
+    ++probe.shapes;
+    alone_us += found->second->duration_us;
+    busy_us += row.duration_us;
+    const Demand demand = compute_demand(found->second->kernel, gpu);
+    tensor_us += at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
+  }
+  if (probe.shapes == 0)
+    throw Error("the sustained-load probe shares no shape of " + gpu.name + " between its isolated and back-to-back rows");
+  probe.slowdown = std::max(1.0, busy_us / alone_us);
+  probe.tensor_utilization = std::min(1.0, tensor_us / alone_us);
+  gpu.sustained_clock_mhz = gpu.max_clock_mhz / probe.slowdown;
+  gpu.sustained_utilization = probe.tensor_utilization;
+  return probe;
 }
 
 std::string to_json(const Calibration& calibration) {
@@ -428,6 +502,10 @@ std::string to_json(const Calibration& calibration) {
       {"catalog_entry", calibration.catalog ? json(calibration.catalog->name) : json(nullptr)},
       {"logs", calibration.logs},
       {"figures", figures}};
+  if (device.sm_limit > 0) {
+    document["calibration"]["device"]["sm_limit"] = device.sm_limit;
+    document["calibration"]["device"]["device_sm_count"] = device.device_sm_count;
+  }
   if (const auto& link = calibration.link)
     document["calibration"]["link_fit"] = {{"all_reduces", link->rows},
                                            {"link_bandwidth_gb_s", link->link_bandwidth_gb_s},
@@ -436,6 +514,10 @@ std::string to_json(const Calibration& calibration) {
                                            {"link_bandwidth_gb_s_before", link->bandwidth_before_gb_s},
                                            {"link_latency_us_before", link->latency_before_us},
                                            {"mape_pct_before", link->mape_pct_before}};
+  if (const auto& probe = calibration.sustained)
+    document["calibration"]["sustained_probe"] = {{"shapes", probe->shapes},
+                                                  {"slowdown", probe->slowdown},
+                                                  {"tensor_utilization", probe->tensor_utilization}};
   return document.dump(2) + "\n";
 }
 

@@ -30,6 +30,16 @@ void GpuSpec::validate() const {
   require_positive("gpu.memory_gb", memory_gb);
   require_positive("gpu.link_bandwidth_gb_s", link_bandwidth_gb_s);
   require_non_negative("gpu.link_latency_us", link_latency_us);
+  require_non_negative("gpu.max_clock_mhz", max_clock_mhz);
+  require_non_negative("gpu.sustained_clock_mhz", sustained_clock_mhz);
+  if (sustained_clock_mhz > 0 && max_clock_mhz == 0)
+    detail::fail_field("gpu.sustained_clock_mhz", sustained_clock_mhz, "needs max_clock_mhz, the clock it is compared with");
+  if (sustained_clock_mhz > max_clock_mhz)
+    detail::fail_field("gpu.sustained_clock_mhz", sustained_clock_mhz,
+                       "must be at most max_clock_mhz (" + std::to_string(max_clock_mhz) + ")");
+  if (!(sustained_utilization >= 0 && sustained_utilization <= 1))
+    detail::fail_field("gpu.sustained_utilization", sustained_utilization, "must be in [0, 1]");
+  require_non_negative("gpu.power_limit_w", power_limit_w);
 }
 
 }  // namespace pipeweave

@@ -45,6 +45,13 @@ constexpr NumberField kGpuNumbers[] = {
     {"link_bandwidth_gb_s", &GpuSpec::link_bandwidth_gb_s},
     {"link_latency_us", &GpuSpec::link_latency_us},
 };
+// Fields added after version 1 was first written: optional, 0 when absent (unknown).
+constexpr NumberField kGpuOptionalNumbers[] = {
+    {"max_clock_mhz", &GpuSpec::max_clock_mhz},
+    {"sustained_clock_mhz", &GpuSpec::sustained_clock_mhz},
+    {"sustained_utilization", &GpuSpec::sustained_utilization},
+    {"power_limit_w", &GpuSpec::power_limit_w},
+};
 constexpr std::pair<std::string_view, double TensorRates::*> kTensorFields[] = {
     {"fp16_bf16", &TensorRates::fp16_bf16},
     {"fp8", &TensorRates::fp8},
@@ -63,6 +70,7 @@ GpuSpec gpu_spec_from_json(std::string_view json_text) {
   std::vector<std::string_view> known{"format", "version", "name", "aliases", "architecture",
                                       "tensor_flops_per_clk_per_sm", "source", "calibration"};
   for (const NumberField& field : kGpuNumbers) known.push_back(field.name);
+  for (const NumberField& field : kGpuOptionalNumbers) known.push_back(field.name);
   fields.only(known);
   check_format(fields, kGpuFormat, "gpu.");
 
@@ -78,6 +86,8 @@ GpuSpec gpu_spec_from_json(std::string_view json_text) {
     else
       gpu.*std::get<double GpuSpec::*>(field.member) = fields.number(key);
   }
+  for (const NumberField& field : kGpuOptionalNumbers)
+    if (fields.has(std::string(field.name))) gpu.*std::get<double GpuSpec::*>(field.member) = fields.number(std::string(field.name));
   const Fields tensor(fields.get("tensor_flops_per_clk_per_sm"), "gpu.tensor_flops_per_clk_per_sm.");
   tensor.only({"fp16_bf16", "fp8", "tf32", "int8"});
   for (const auto& [name, member] : kTensorFields) gpu.tensor_flops_per_clk_per_sm.*member = tensor.number(std::string(name));
@@ -93,6 +103,8 @@ std::string to_json(const GpuSpec& gpu) {
   document["aliases"] = gpu.aliases;
   document["architecture"] = gpu.architecture;
   for (const NumberField& field : kGpuNumbers)
+    std::visit([&](auto member) { document[std::string(field.name)] = gpu.*member; }, field.member);
+  for (const NumberField& field : kGpuOptionalNumbers)
     std::visit([&](auto member) { document[std::string(field.name)] = gpu.*member; }, field.member);
   json tensor = json::object();
   for (const auto& [name, member] : kTensorFields) tensor[std::string(name)] = gpu.tensor_flops_per_clk_per_sm.*member;
@@ -166,7 +178,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm",
-               "provenance"});
+               "provenance", "domain", "pipe_efficiency"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -211,6 +223,37 @@ Mlp mlp_from_json(std::string_view json_text) {
       const auto dtype = parse_dtype(name);
       if (!dtype) detail::fail_field("mlp.configless_scale", "\"" + name + "\"", "must be keyed by data type (bf16, fp8_e4m3, ...)");
       description.configless_scale.emplace_back(*dtype, scales.number(name));
+    }
+  }
+  if (fields.has("domain")) {
+    const Fields domain(fields.get("domain"), "mlp.domain.");
+    domain.only({"compute_capabilities", "input_min", "input_max"});
+    const json& capabilities = domain.get("compute_capabilities");
+    if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", capabilities.dump(), "must be an array");
+    for (const json& cc : capabilities) {
+      if (!cc.is_number_integer() || cc.get<std::int64_t>() < 10 || cc.get<std::int64_t>() > 999)
+        detail::fail_field("mlp.domain.compute_capabilities", cc.dump(), "must hold compute capabilities as major x 10 + minor (90)");
+      description.trained_compute_capabilities.push_back(cc.get<int>());
+    }
+    description.input_min = to_vector(domain.floats("input_min"));
+    description.input_max = to_vector(domain.floats("input_max"));
+  }
+  if (fields.has("pipe_efficiency")) {
+    const Fields table(fields.get("pipe_efficiency"), "mlp.pipe_efficiency.");
+    std::vector<std::string_view> names;
+    for (Pipe pipe : kAllPipes) names.push_back(to_string(pipe));
+    names.push_back("all");
+    table.only(names);
+    for (std::size_t p = 0; p < names.size(); ++p) {
+      const std::string name(names[p]);
+      if (!table.has(name)) continue;
+      const json& rows = table.get(name);
+      if (!rows.is_array()) detail::fail_field("mlp.pipe_efficiency." + name, rows.dump().substr(0, 80), "must be an array of [bound_us, efficiency]");
+      for (const json& row : rows) {
+        if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
+          detail::fail_field("mlp.pipe_efficiency." + name, row.dump().substr(0, 80), "must hold [bound_us, efficiency] pairs");
+        description.pipe_efficiency[p].emplace_back(row[0].get<double>(), row[1].get<double>());
+      }
     }
   }
   if (document.contains("provenance")) {
@@ -273,6 +316,20 @@ std::string to_json(const Mlp& mlp) {
     json scales = json::object();
     for (const auto& [dtype, scale] : d.configless_scale) scales[std::string(to_string(dtype))] = scale;
     document["configless_scale"] = scales;
+  }
+  if (d.input_min.size() > 0 || !d.trained_compute_capabilities.empty())
+    document["domain"] = {{"compute_capabilities", d.trained_compute_capabilities},
+                          {"input_min", shortest_decimals(d.input_min)},
+                          {"input_max", shortest_decimals(d.input_max)}};
+  if (mlp.has_pipe_efficiency()) {
+    json table = json::object();
+    for (std::size_t p = 0; p < d.pipe_efficiency.size(); ++p) {
+      if (d.pipe_efficiency[p].empty()) continue;
+      json rows = json::array();
+      for (const auto& [upto, efficiency] : d.pipe_efficiency[p]) rows.push_back({upto, efficiency});
+      table[std::string(p < kPipeCount ? to_string(kAllPipes[p]) : "all")] = rows;
+    }
+    document["pipe_efficiency"] = table;
   }
   json provenance = json::object();
   for (const auto& [key, value] : d.provenance) provenance[key] = value;

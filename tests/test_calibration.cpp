@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "pipeweave/calibration.hpp"
+#include "pipeweave/dataset.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/io.hpp"
@@ -112,6 +115,11 @@ std::string log_json(const MicrobenchLog& log) {
       .dump();
 }
 
+std::string sm64_log_text() {
+  std::ifstream in(std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/microbench_synthetic_sm64.json");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
 
 TEST_CASE("calibration turns rates into per-SM-per-clock figures at each benchmark's clock") {
@@ -135,8 +143,8 @@ TEST_CASE("calibration turns rates into per-SM-per-clock figures at each benchma
   CHECK(spec.memory_gb == Approx(85.017493504));
   CHECK(spec.l2_bytes == 52428800);
   // From the catalog: what a single GPU cannot measure.
-  CHECK(spec.link_bandwidth_gb_s == find_gpu("H100-SXM").link_bandwidth_gb_s);
-  CHECK(spec.aliases == find_gpu("H100-SXM").aliases);
+  CHECK(spec.link_bandwidth_gb_s == find_gpu_datasheet("H100-SXM").link_bandwidth_gb_s);
+  CHECK(spec.aliases == find_gpu_datasheet("H100-SXM").aliases);
   CHECK_THAT(spec.source, Contains("580.159.04") && Contains("CUDA runtime 13.0") && Contains("link figures from the catalog"));
   CHECK_NOTHROW(spec.validate());
 }
@@ -171,7 +179,7 @@ TEST_CASE("calibration shows each figure in its unit against the spec sheet at t
 
   const CalibratedFigure& l2 = figure(calibration, "l2_read");
   CHECK(l2.peak_at_clock == 0);  // no spec sheet gives one
-  CHECK(l2.catalog == Approx(find_gpu("H100-SXM").l2_bandwidth_gb_s));
+  CHECK(l2.catalog == Approx(find_gpu_datasheet("H100-SXM").l2_bandwidth_gb_s));
 
   const CalibratedFigure& launch = figure(calibration, "launch_overhead");
   CHECK(launch.measured == Approx(2.5));  // us per launch
@@ -214,8 +222,8 @@ TEST_CASE("calibration keeps the catalog's figure for a benchmark the logs lack,
   std::erase_if(log.benchmarks, [](const MicrobenchResult& b) { return b.name == "tensor_fp8" || b.name == "l2_read"; });
   const std::vector<MicrobenchLog> logs{log};
   const Calibration calibration = calibrate(logs);
-  CHECK(calibration.spec.tensor_flops_per_clk_per_sm.fp8 == find_gpu("H100-SXM").tensor_flops_per_clk_per_sm.fp8);
-  CHECK(calibration.spec.l2_bandwidth_gb_s == find_gpu("H100-SXM").l2_bandwidth_gb_s);
+  CHECK(calibration.spec.tensor_flops_per_clk_per_sm.fp8 == find_gpu_datasheet("H100-SXM").tensor_flops_per_clk_per_sm.fp8);
+  CHECK(calibration.spec.l2_bandwidth_gb_s == find_gpu_datasheet("H100-SXM").l2_bandwidth_gb_s);
   CHECK_THAT(calibration.spec.source, Contains("kept from the catalog: tensor fp8, L2 read"));
   CHECK(calibration.figures.size() == microbench_figures().size() - 2);
 }
@@ -341,13 +349,109 @@ TEST_CASE("the committed calibration logs reproduce the committed specs") {
     // The H200's link figures were fitted to all-reduces timed on two of them (NVLink).
     std::vector<AllReduceMeasurement> allreduce;
     if (gpu == "H200-SXM") allreduce = load_allreduce_measurements(dir + gpu + ".calibration/allreduce_2xH200.csv");
-    const Calibration calibration = calibrate(logs, allreduce);
+    Calibration calibration = calibrate(logs, allreduce);
+    // ... and the sustained-load figures from the probe of data/e2e/<gpu>/sustained_load/ (--sustained).
+    const std::string probe = std::string(PIPEWEAVE_SOURCE_DIR) + "/data/e2e/" + gpu + "/sustained_load/prefill_gemm_";
+    const SustainedProbe measured =
+        measure_sustained_load(calibration.spec, read_measurements(probe + "isolated.csv"), read_measurements(probe + "sustained.csv"));
+    CHECK(measured.shapes == 4);
     const GpuSpec committed = load_gpu_spec(dir + gpu + ".calibrated.json");
-    CHECK(calibration.spec == committed);
+    committed.validate();
+    GpuSpec derived = calibration.spec;
+    derived.source = committed.source;  // the CLI adds the probe's figures to the text
+    // The H100's link bandwidth: NCCL all-reduces on a published 4-GPU host (--link-bandwidth,
+    // data/gpus/published/link_bandwidth.txt).
+    if (gpu == "H100-SXM") derived.link_bandwidth_gb_s = 320.5;
+    CHECK(derived == committed);
     CHECK(committed.name == gpu);
-    // Measured, not copied from the catalog: the sustained clock is below the datasheet's.
-    CHECK(committed.sm_clock_mhz < find_gpu(gpu).sm_clock_mhz);
+    // Measured, not copied from the data sheet: the clock under tensor load is below the one the
+    // data sheet's peak assumes, and the catalog gives the calibrated spec for the name.
+    CHECK(committed.sm_clock_mhz < find_gpu_datasheet(gpu).sm_clock_mhz);
+    CHECK(find_gpu(gpu) == committed);
+    // The probe: GEMMs back to back at the power limit take 1.16x (H100) and 1.20x (H200) as long.
+    CHECK(committed.sustained_slowdown() == Approx(gpu == "H100-SXM" ? 1.156 : 1.199).margin(0.001));
   }
+}
+
+TEST_CASE("logs confined to part of the SMs (--sms) calibrate a GPU of that many SMs, named for them") {
+  // tests/data/microbench_synthetic_sm64.json: pipeweave-microbench --sms 60 on an H100, which got
+  // a green context of 64 of its 132 SMs. Per SM per clock: bf16 4.6848e14 flop/s / (64 x 1.83e9)
+  // = 4000, fp8 8000, tf32 2000, int8 8000; FP32 1.584e13 / (64 x 1.98e9) = 125 lanes, XU 16,
+  // shared memory 120 B; DRAM read 2800 GB/s, L2 5000 GB/s.
+  const std::string path = std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/microbench_synthetic_sm64.json";
+  const MicrobenchLog log = load_microbench_log(path);
+  CHECK(log.device.sm_count == 64);
+  CHECK(log.device.sm_limit == 64);
+  CHECK(log.device.device_sm_count == 132);
+  const std::vector<MicrobenchLog> logs{log};
+  const Calibration calibration = calibrate(logs);
+  const GpuSpec& spec = calibration.spec;
+  REQUIRE(calibration.catalog);
+  CHECK(calibration.catalog->name == "H100-SXM");
+  CHECK(spec.name == "H100-SXM-sm64");
+  CHECK(spec.name == sm_limited_gpu_name("H100-SXM", 64));
+  CHECK(spec.sm_count == 64);     // the log's count, not the catalog's 132
+  CHECK(spec.aliases.empty());    // "NVIDIA H100 80GB HBM3" is the whole GPU
+  CHECK(spec.sm_clock_mhz == Approx(1830));
+  CHECK(spec.tensor_flops_per_clk_per_sm.fp16_bf16 == Approx(4000));
+  CHECK(spec.tensor_flops_per_clk_per_sm.fp8 == Approx(8000));
+  CHECK(spec.fp32_lanes_per_clk_per_sm == Approx(125));
+  CHECK(spec.smem_bytes_per_clk_per_sm == Approx(120));
+  CHECK(spec.dram_bandwidth_gb_s == Approx(2800));
+  CHECK(spec.l2_bandwidth_gb_s == Approx(5000));
+  CHECK(spec.l2_bytes == 52428800);  // the memory system is the whole GPU's
+  CHECK(spec.memory_gb == Approx(85.017493504));
+  CHECK(spec.link_bandwidth_gb_s == find_gpu_datasheet("H100-SXM").link_bandwidth_gb_s);
+  CHECK_THAT(spec.source, Contains("confined to 64 of its 132 SMs"));
+  // The peak at the clock counts the 64 SMs (the catalog's per-SM figure x 64 x 1.83 GHz), not 132.
+  const GpuSpec& catalog = find_gpu_datasheet("H100-SXM");
+  const double per_clock = catalog.tensor_flops_per_clk_per_sm.fp16_bf16;
+  const CalibratedFigure& bf16 = figure(calibration, "tensor_bf16");
+  CHECK(bf16.measured == Approx(468.48));
+  CHECK(bf16.peak_at_clock == Approx(per_clock * 64 * 1.83e9 / 1e12));
+  CHECK(bf16.fraction_of_peak() == Approx(4000.0 / per_clock));
+  CHECK(bf16.catalog == Approx(per_clock * 64 * catalog.clock_hz() / 1e12));
+  CHECK(figure(calibration, "dram_read").peak_at_clock == Approx(catalog.dram_bandwidth_gb_s));  // the same DRAM
+  CHECK_NOTHROW(spec.validate());
+  // The spec file names it so, with the limit in its record, and predict reads it as 64 SMs.
+  const std::string text = to_json(calibration);
+  const GpuSpec read = gpu_spec_from_json(text);
+  CHECK(read == spec);
+  const json document = json::parse(text);
+  CHECK(document["calibration"]["device"]["sm_limit"] == 64);
+  CHECK(document["calibration"]["device"]["device_sm_count"] == 132);
+  CHECK_FALSE(json::parse(to_json(calibrate(std::vector<MicrobenchLog>{full_log()})))["calibration"]["device"].contains("sm_limit"));
+
+  // A GPU the catalog does not know: CUDA's name, with the count.
+  MicrobenchLog unknown = log;
+  unknown.device.name = "NVIDIA Future GPU";
+  CHECK(calibrate(std::vector<MicrobenchLog>{unknown}).spec.name == "NVIDIA Future GPU-sm64");
+  // Logs of the whole GPU and of part of it are two GPUs, and so are two limits.
+  CHECK_THAT(error_of([&] { calibrate(std::vector<MicrobenchLog>{full_log(), log}); }),
+             Contains("log 2 device") && Contains("on 64 SMs (--sms)") && Contains("one GPU at a time"));
+  MicrobenchLog all_through_green = full_log();  // --sms 132: every SM, through a green context
+  all_through_green.device.sm_limit = 132;
+  all_through_green.device.device_sm_count = 132;
+  CHECK_THAT(error_of([&] { calibrate(std::vector<MicrobenchLog>{full_log(), all_through_green}); }), Contains("one GPU at a time"));
+  CHECK(calibrate(std::vector<MicrobenchLog>{all_through_green}).spec.name == "H100-SXM-sm132");
+}
+
+TEST_CASE("microbenchmark log JSON: the SM limit's fields are checked") {
+  const json good = json::parse(sm64_log_text());
+  auto error_with = [&](const std::function<void(json&)>& edit) {
+    json broken = good;
+    edit(broken);
+    return error_of([&] { microbench_log_from_json(broken.dump()); });
+  };
+  CHECK_NOTHROW(microbench_log_from_json(good.dump()));
+  CHECK_THAT(error_with([](json& j) { j["device"]["sm_limit"] = 72; }),
+             Contains("microbench.device.sm_limit") && Contains("72") && Contains("must be sm_count (64)"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["sm_limit"] = "64"; }), Contains("microbench.device.sm_limit must be an integer"));
+  CHECK_THAT(error_with([](json& j) { j["device"].erase("device_sm_count"); }), Contains("microbench.device.device_sm_count is missing"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["device_sm_count"] = 32; }),
+             Contains("microbench.device.device_sm_count") && Contains("at least sm_limit (64)"));
+  CHECK_THAT(error_with([](json& j) { j["device"].erase("sm_limit"); }),
+             Contains("microbench.device.device_sm_count") && Contains("comes only with sm_limit"));
 }
 
 namespace {
@@ -364,7 +468,7 @@ std::vector<AllReduceMeasurement> modelled_allreduces(const GpuSpec& gpu, int ra
 }  // namespace
 
 TEST_CASE("fit_link recovers the link figures that produced the timings") {
-  GpuSpec truth = find_gpu("H200-SXM");
+  GpuSpec truth = find_gpu_datasheet("H200-SXM");
   truth.link_bandwidth_gb_s = 317;
   truth.link_latency_us = 8.5;
   std::vector<AllReduceMeasurement> rows = modelled_allreduces(truth, 2);
@@ -374,7 +478,7 @@ TEST_CASE("fit_link recovers the link figures that produced the timings") {
   rows.push_back({2, 1048576, "eager", 500.0});
   rows.push_back({2, 1048576, "stream", 1.0});
 
-  const GpuSpec& start = find_gpu("H200-SXM");  // the catalog's 450 GB/s and 2 us
+  const GpuSpec& start = find_gpu_datasheet("H200-SXM");  // the catalog's 450 GB/s and 2 us
   const LinkFit fit = fit_link(rows, start);
   CHECK(fit.rows == 18);
   CHECK(fit.link_bandwidth_gb_s == Approx(317).epsilon(0.01));

@@ -166,7 +166,8 @@ TEST_CASE("find_gpu: an unknown GPU throws an Error naming it and the known ones
   CHECK_THROWS_AS(find_gpu("H10"), Error);
 }
 
-TEST_CASE("gpu_catalog: spec-sheet figures hold", "[gpu_spec][catalog]") {
+TEST_CASE("gpu_datasheets: spec-sheet figures hold", "[gpu_spec][catalog]") {
+  const auto find_gpu = [](std::string_view name) -> const GpuSpec& { return find_gpu_datasheet(name); };
   SECTION("dense fp16/bf16 tensor peak = per-SM rate x SMs x clock, within 2% of the datasheet") {
     // Datasheet dense figures in TFLOPS (sparsity halved; FP32 accumulate where the part
     // has two rates, as a serving engine runs).
@@ -226,7 +227,7 @@ TEST_CASE("gpu_catalog: spec-sheet figures hold", "[gpu_spec][catalog]") {
   SECTION("architecture, compute capability and the tensor paths each one has") {
     const std::map<std::string, std::set<std::pair<int, int>>> capability = {
         {"ampere", {{8, 0}, {8, 6}}}, {"ada", {{8, 9}}}, {"hopper", {{9, 0}}}, {"blackwell", {{10, 0}, {12, 0}}}};
-    for (const GpuSpec& gpu : gpu_catalog()) {
+    for (const GpuSpec& gpu : gpu_datasheets()) {
       INFO(gpu.name);
       REQUIRE(capability.count(gpu.architecture) == 1);
       CHECK(capability.at(gpu.architecture)
@@ -251,7 +252,7 @@ TEST_CASE("gpu_catalog: spec-sheet figures hold", "[gpu_spec][catalog]") {
     const std::map<std::pair<int, int>, std::pair<double, int>> limits = {
         {{8, 0}, {164, 2048}}, {{8, 6}, {100, 1536}}, {{8, 9}, {100, 1536}},
         {{9, 0}, {228, 2048}}, {{10, 0}, {228, 2048}}, {{12, 0}, {100, 1536}}};
-    for (const GpuSpec& gpu : gpu_catalog()) {
+    for (const GpuSpec& gpu : gpu_datasheets()) {
       INFO(gpu.name);
       const auto& [smem_kib, threads] = limits.at({gpu.compute_capability_major, gpu.compute_capability_minor});
       CHECK(gpu.smem_bytes_per_sm == smem_kib * 1024);
@@ -265,6 +266,46 @@ TEST_CASE("gpu_catalog: spec-sheet figures hold", "[gpu_spec][catalog]") {
 // ---------------------------------------------------------------------------------------
 // JSON
 // ---------------------------------------------------------------------------------------
+
+TEST_CASE("gpu_catalog: what kernels sustain, calibrated or estimated from the data sheet", "[gpu_spec][catalog]") {
+  // Calibrated boards are their calibrated specs (the calibration tests check those files).
+  CHECK_THAT(find_gpu("H100-SXM").source, Contains("pipeweave calibrate"));
+  CHECK_THAT(find_gpu("H200-SXM").source, Contains("pipeweave calibrate"));
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    INFO(gpu.name);
+    const GpuSpec& sheet = find_gpu_datasheet(gpu.name);
+    CHECK(gpu.max_clock_mhz == sheet.max_clock_mhz);
+    CHECK(gpu.power_limit_w == sheet.power_limit_w);
+    CHECK(gpu.sm_clock_mhz <= gpu.max_clock_mhz + 1e-9);
+    CHECK(gpu.sustained_clock_mhz <= gpu.max_clock_mhz);
+    CHECK(gpu.sustained_clock_mhz >= gpu.sm_clock_mhz);  // GEMMs lose less clock than the pure tensor load
+    CHECK(gpu.dram_bandwidth_gb_s < sheet.dram_bandwidth_gb_s);
+    CHECK(gpu.sm_count == sheet.sm_count);
+    CHECK(gpu.tensor_flops_per_clk_per_sm.fp8 == Approx(sheet.tensor_flops_per_clk_per_sm.fp8).epsilon(0.01));
+    if (gpu.name != "H100-SXM" && gpu.name != "H200-SXM") CHECK_THAT(gpu.source, Contains("estimated from the data sheet"));
+  }
+  // Worked: the H800 is the H100's board (700 W, 1070.6 TFLOP/s at 1980 MHz): below the
+  // 1.131 W per TFLOP/s that holds the clock, it loses the H100's 1.2003x: 1980 / 1.2003 MHz.
+  const GpuSpec& h800 = find_gpu("H800");
+  CHECK(h800.sm_clock_mhz == Approx(1980 / 1.2003).epsilon(0.002));
+  CHECK(h800.sustained_slowdown() == Approx(1 + 0.78 * 0.2003).epsilon(0.002));
+  CHECK(h800.sustained_utilization == 0.92);
+  CHECK(h800.dram_bandwidth_gb_s == Approx(0.93 * 3350));  // HBM reads reach 93%
+  // The L40 runs its tensor cores at half rate (FP32 accumulate): 181 TFLOP/s on 300 W holds 2490 MHz.
+  CHECK(find_gpu("L40").sm_clock_mhz == 2490);
+  CHECK(find_gpu("L40").sustained_slowdown() == 1);
+  CHECK(find_gpu("L40").dram_bandwidth_gb_s == Approx(0.90 * 864));  // GDDR: 90%, an estimate
+  // The RTX 6000 Ada puts full-rate tensor cores on the same 300 W: it cannot hold 2505 MHz.
+  // 364 TFLOP/s: 0.82 W per TFLOP/s, cube root of 1.131 / 0.82 = 1.11.
+  CHECK(find_gpu("RTX-6000-Ada").sm_clock_mhz == Approx(2505 / std::cbrt(1.131 / (300 / (1024 * 142 * 2.505e-3)))).epsilon(0.001));
+  // GA100 on TSMC N7 needs 1.4x the power per flop to hold its clock.
+  const double a100_loss = std::cbrt(1.131 * 1.4 / (400 / (2048 * 108 * 1.41e-3)));
+  CHECK(find_gpu("A100-SXM4-80GB").sm_clock_mhz == Approx(1410 / a100_loss).epsilon(0.001));
+  // The data sheets keep their own figures.
+  CHECK(find_gpu_datasheet("H100-SXM").sm_clock_mhz == 1830);
+  CHECK(find_gpu_datasheet("H100-SXM").dram_bandwidth_gb_s == 3350);
+  CHECK(find_gpu_datasheet("H100-SXM").sustained_clock_mhz == 0);
+}
 
 TEST_CASE("GpuSpec JSON: to_json -> gpu_spec_from_json gives an equal spec", "[gpu_spec][json]") {
   for (const GpuSpec& gpu : gpu_catalog()) {

@@ -117,7 +117,7 @@ TEST_CASE("Predictor::analytical answers with the bound itself", "[predictor]") 
 
 TEST_CASE("Predictor: the bound is physical: no kernel beats its busiest pipe's peak", "[predictor]") {
   const Predictor predictor = Predictor::analytical();
-  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const GpuSpec& h100 = find_gpu_datasheet("H100-SXM");
   // H100-SXM datasheet peaks, written out: 989.4 TF dense bf16, 3.35 TB/s HBM3, 450 GB/s NVLink each way,
   // 128 FP32 lanes x 132 SMs x 1.83 GHz.
   constexpr double kBf16Flops = 989.4e12, kDramBytes = 3.35e12, kLinkBytes = 450e9, kFp32Lanes = 128 * 132 * 1.83e9;

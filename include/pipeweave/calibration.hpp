@@ -37,7 +37,12 @@ struct MeasuredDevice {
   std::string name;  // CUDA device name, e.g. "NVIDIA H100 80GB HBM3"
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
-  int sm_count = 0;
+  int sm_count = 0;  // the SMs the benchmarks ran on: the device's, or sm_limit's
+  // pipeweave-microbench --sms N: every kernel confined to a green context of sm_limit SMs (N
+  // rounded up to the hardware's granularity; equal to sm_count) of the device's device_sm_count.
+  // 0 (both): the whole GPU, and the log has neither key.
+  int sm_limit = 0;
+  int device_sm_count = 0;
   double max_clock_mhz = 0;
   double dram_peak_gb_s = 0;  // memory clock x bus width
   double l2_bytes = 0;
@@ -55,6 +60,13 @@ struct MicrobenchLog {
   bool quick = false;
   std::vector<MicrobenchResult> benchmarks;
 };
+
+// The name of a GPU whose kernels ran confined to `sm_count` of its SMs (pipeweave-microbench and
+// pipeweave-collect --sms): `gpu` (the catalog's name, or CUDA's for a GPU not in the catalog)
+// plus "-sm<count>", e.g. "H100-SXM-sm64". The calibrated spec of such logs has this name, and so
+// has the `gpu` column of measurement rows collected that way (measurements_csv_from_raw), so that
+// training finds the spec beside the rows (--specs DIR: DIR/H100-SXM-sm64.calibrated.json).
+std::string sm_limited_gpu_name(std::string_view gpu, int sm_count);
 
 // Reads a log; every malformed or missing field is an error naming it.
 MicrobenchLog microbench_log_from_json(std::string_view json_text);
@@ -122,13 +134,26 @@ struct LinkFit {
 // Throws pipeweave::Error when no row was measured in a CUDA graph.
 LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSpec& gpu);
 
+// The sustained-load figures measured: the same GEMMs timed one at a time after an idle flush
+// (as the training data is) and run back to back until the board sits at its power limit
+// (pipeweave-collect --reps 2000 --warmup 200 --l2 warm; data/README.md, "Sustained load").
+// Over the shapes in both (cuBLAS's first choice of each), the slowdown is the summed back-to-back
+// time over the summed isolated time, and the utilisation it applies from is the GEMMs' tensor
+// work at `gpu`'s rate over their isolated time. Sets gpu.sustained_clock_mhz (max_clock_mhz over
+// the slowdown) and gpu.sustained_utilization.
+struct SustainedProbe {
+  std::size_t shapes = 0;
+  double slowdown = 1;
+  double tensor_utilization = 0;
+};
 struct Calibration {
   MeasuredDevice device;
-  std::optional<GpuSpec> catalog;  // the catalog entry the device name finds, if any
+  std::optional<GpuSpec> catalog;  // the data-sheet entry the device name finds, if any (find_gpu_datasheet)
   GpuSpec spec;                    // the calibrated spec, validated
   std::vector<CalibratedFigure> figures;
   int logs = 0;
   std::optional<LinkFit> link;  // when all-reduce measurements were given
+  std::optional<SustainedProbe> sustained;  // when measure_sustained_load set the spec's sustained figures
 };
 
 // Pools the runs of one or more logs taken on the same GPU (several invocations give the
@@ -136,16 +161,26 @@ struct Calibration {
 // - throughputs per SM per clock (tensor per dtype, FP32, XU, shared memory) = median rate /
 //   (SM count x the clock measured during that benchmark): what one SM sustains per cycle;
 // - sm_clock_mhz = the clock sustained under the bf16 tensor load, the clock GEMMs see;
+//   max_clock_mhz = the device's highest clock; the sustained-load figures estimated from the
+//   first's loss against the second (estimate_sustained_load; measure_sustained_load replaces them);
 // - DRAM bandwidth = the read figure; L2 bandwidth = the L2 read figure;
 // - SM count, compute capability, L2, memory, shared memory, registers, thread and CTA limits
 //   from the device query; name, aliases, architecture and link figures from the catalog entry
 //   (a GPU not in the catalog is named as CUDA names it and gets PCIe 4 x16 link figures, and
 //   its `source` says so). A figure the logs lack keeps the catalog's value and `source` says so.
-// Throws pipeweave::Error when there is no log, the logs are of different GPUs, a benchmark is
+// - Logs confined to part of the SMs (device.sm_limit, --sms) give a GPU of that many SMs and the
+//   device's memory system: sm_count is the limit, the name sm_limited_gpu_name(...) and the
+//   aliases none (the CUDA names are the whole GPU's); peaks at the clock and catalog figures count
+//   those SMs. (`source` says so.)
+// Throws pipeweave::Error when there is no log, the logs are of different GPUs (or SM limits), a benchmark is
 // unknown, or a GPU not in the catalog lacks a figure the spec needs.
 // With `allreduce` measurements (taken on several of this GPU), the link figures are fitted to
 // them (fit_link) instead of taken from the catalog, and `source` says so.
 Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce = {});
+
+struct MeasuredKernel;  // pipeweave/dataset.hpp
+SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKernel> isolated,
+                                      std::span<const MeasuredKernel> sustained);
 
 // The spec file `pipeweave calibrate --out` writes: the GpuSpec (format "pipeweave-gpu") plus a
 // free-form `calibration` record of every figure, its spread and clock, and the device.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -28,11 +29,14 @@ struct CalibrateArguments {
   bool quick = false;
   bool json = false;
   int runs = 1;
+  int sms = 0;  // --sms N: the microbenchmarks on (at least) N SMs; 0: the whole GPU
   std::string out;
   std::string log_dir;
   std::string report_dir;
   std::vector<std::string> from_logs;
   std::string link;  // all-reduce timings (measure_allreduce.py) to fit the link figures to
+  std::string sustained_isolated, sustained_busy;  // --sustained ISOLATED.csv,BACK_TO_BACK.csv
+  double link_bandwidth = 0;  // --link-bandwidth GB/s: an all-reduce bus bandwidth measured elsewhere
 };
 
 CalibrateArguments parse(int argc, char** argv, int first) {
@@ -50,6 +54,19 @@ CalibrateArguments parse(int argc, char** argv, int first) {
     else if (argument == "--report") arguments.report_dir = value();
     else if (argument == "--from-log") arguments.from_logs.push_back(value());
     else if (argument == "--link") arguments.link = value();
+    else if (argument == "--link-bandwidth") {
+      const std::string text = value();
+      const std::optional<double> gb_s = parse_number(text);
+      if (!gb_s || *gb_s <= 0) detail::fail_field("--link-bandwidth", "\"" + text + "\"", "must be a positive number of GB/s");
+      arguments.link_bandwidth = *gb_s;
+    } else if (argument == "--sustained") {
+      const std::string text = value();
+      const std::size_t comma = text.find(',');
+      if (comma == std::string::npos || comma == 0 || comma + 1 == text.size())
+        detail::fail_field("--sustained", "\"" + text + "\"", "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
+      arguments.sustained_isolated = text.substr(0, comma);
+      arguments.sustained_busy = text.substr(comma + 1);
+    }
     else if (argument == "--runs") {
       const std::string text = value();
       std::size_t used = 0;
@@ -61,23 +78,32 @@ CalibrateArguments parse(int argc, char** argv, int first) {
       }
       if (used != text.size() || runs < 1 || runs > 100) detail::fail_field("--runs", text, "must be a whole number from 1 to 100");
       arguments.runs = runs;
+    } else if (argument == "--sms") {
+      const std::string text = value();
+      if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) < 1)
+        detail::fail_field("--sms", text, "must be a positive whole number of SMs");
+      arguments.sms = std::stoi(text);
     } else if (argument.starts_with("--")) {
       throw Error("unknown option " + argument + " for calibrate");
     } else {
       throw Error("calibrate takes no positional arguments, got " + argument);
     }
   }
-  if (!arguments.from_logs.empty() && (arguments.quick || arguments.runs != 1 || !arguments.log_dir.empty()))
-    throw Error("--from-log re-reads saved logs: it does not combine with --quick, --runs or --log-dir");
+  if (arguments.link_bandwidth > 0 && !arguments.link.empty())
+    throw Error("--link-bandwidth and --link both set the link: give one");
+  if (!arguments.from_logs.empty() && (arguments.quick || arguments.runs != 1 || arguments.sms > 0 || !arguments.log_dir.empty()))
+    throw Error("--from-log re-reads saved logs: it does not combine with --quick, --runs, --sms or --log-dir");
   return arguments;
 }
 
-// Runs the microbenchmarks once and returns their log.
-std::string run_microbench(const fs::path& program, bool quick, int run, int runs) {
+// Runs the microbenchmarks once (on `sms` SMs, 0: all) and returns their log.
+std::string run_microbench(const fs::path& program, bool quick, int sms, int run, int runs) {
   const fs::path log_path = fs::temp_directory_path() / fmt::format("pipeweave-microbench-{}-{}.json", ::getpid(), run);
   if (runs > 1) fmt::print(stderr, "pipeweave: microbenchmark run {} of {}\n", run, runs);
   try {
-    run_tool(program, fmt::format("{}--out {}", quick ? "--quick " : "", shell_quote(log_path.string())),
+    run_tool(program,
+             fmt::format("{}{}--out {}", quick ? "--quick " : "", sms > 0 ? fmt::format("--sms {} ", sms) : "",
+                         shell_quote(log_path.string())),
              "the microbenchmarks could not run");
   } catch (const Error&) {
     fs::remove(log_path);
@@ -96,8 +122,9 @@ std::string number(double value) {
 
 void print_table(const Calibration& calibration) {
   const MeasuredDevice& device = calibration.device;
-  fmt::print("{} (compute capability {}.{}, {} SMs, driver {}): {} log(s); catalog entry {}\n", device.name,
-             device.compute_capability_major, device.compute_capability_minor, device.sm_count, device.driver,
+  fmt::print("{} (compute capability {}.{}, {} SMs{}, driver {}): {} log(s); catalog entry {}\n", device.name,
+             device.compute_capability_major, device.compute_capability_minor, device.sm_count,
+             device.sm_limit > 0 ? fmt::format(" of {} (--sms)", device.device_sm_count) : "", device.driver,
              calibration.logs, calibration.catalog ? calibration.catalog->name : "none");
   const bool several = calibration.logs > 1;
   fmt::print("{:<24} {:>10} {:<8} {:>7}{} {:>9} {:>10} {:>8} {:>9} {:>7}\n", "figure", "measured", "unit", "spread",
@@ -116,6 +143,11 @@ void print_table(const Calibration& calibration) {
              "XU {:.2f}, shared memory {:.1f} B; DRAM {:.0f} GB/s, L2 {:.0f} GB/s\n",
              spec.name, spec.sm_clock_mhz, t.fp16_bf16, t.fp8, t.tf32, t.int8, spec.fp32_lanes_per_clk_per_sm,
              spec.xu_ops_per_clk_per_sm, spec.smem_bytes_per_clk_per_sm, spec.dram_bandwidth_gb_s, spec.l2_bandwidth_gb_s);
+  fmt::print("sustained load: tensor-bound kernels x{:.3f} back to back ({:.0f} MHz effective of {:.0f}) from a tensor "
+             "utilisation of {:.3f}; {}\n",
+             spec.sustained_slowdown(), spec.sustained_clock_mhz, spec.max_clock_mhz, spec.sustained_utilization,
+             calibration.sustained ? fmt::format("measured on {} GEMMs (--sustained)", calibration.sustained->shapes)
+                                   : "estimated from the tensor microbenchmark's clock (--sustained measures it)");
 }
 
 // Each all-reduce timed in a CUDA graph, measured against the model with the figures the fit
@@ -182,14 +214,32 @@ int calibrate_command(int argc, char** argv, int first) {
   } else {
     const fs::path program = find_tool(kMicrobench, "PIPEWEAVE_MICROBENCH");
     for (int run = 1; run <= arguments.runs; ++run) {
-      const std::string text = run_microbench(program, arguments.quick, run, arguments.runs);
+      const std::string text = run_microbench(program, arguments.quick, arguments.sms, run, arguments.runs);
       logs.push_back(microbench_log_from_json(text));
       if (!arguments.log_dir.empty()) write_text(fs::path(arguments.log_dir) / fmt::format("microbench-{}.json", run), text);
     }
   }
   std::vector<AllReduceMeasurement> allreduce;
   if (!arguments.link.empty()) allreduce = load_allreduce_measurements(arguments.link);
-  const Calibration calibration = calibrate(logs, allreduce);
+  Calibration calibration = calibrate(logs, allreduce);
+  if (arguments.link_bandwidth > 0) {
+    calibration.spec.link_bandwidth_gb_s = arguments.link_bandwidth;
+    calibration.spec.source += fmt::format("; link bandwidth {:g} GB/s given (--link-bandwidth: an all-reduce bus bandwidth "
+                                           "measured on a host of these GPUs)",
+                                           arguments.link_bandwidth);
+  }
+  if (!arguments.sustained_isolated.empty()) {
+    const std::vector<MeasuredKernel> isolated = read_measurements(arguments.sustained_isolated);
+    const std::vector<MeasuredKernel> busy = read_measurements(arguments.sustained_busy);
+    calibration.sustained = measure_sustained_load(calibration.spec, isolated, busy);
+    const std::string estimate = "; sustained load estimated from that clock's loss";
+    if (const std::size_t at = calibration.spec.source.find(estimate); at != std::string::npos)
+      calibration.spec.source.erase(at, estimate.size());
+    calibration.spec.source += fmt::format("; sustained load measured on {} GEMMs alone and back to back (--sustained): x{:.3f} "
+                                           "from a tensor utilisation of {:.3f}",
+                                           calibration.sustained->shapes, calibration.sustained->slowdown,
+                                           calibration.sustained->tensor_utilization);
+  }
   const std::vector<LinkRow> rows = link_rows(calibration, allreduce);
   const std::string spec_json = to_json(calibration);
   if (arguments.json) fmt::print("{}", spec_json);
