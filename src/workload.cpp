@@ -23,6 +23,18 @@ using nlohmann::ordered_json;  // written in the published files' field order
 
 constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
 
+// SGLang's engine terms, fitted on the published H100 runs (data/e2e/published/fit_engine.py;
+// data/README.md, "End to end: the published serving runs"). The host's cost per eager launch
+// is not fitted (every published prompt iteration keeps the GPU busier than the host): PyTorch's
+// eager dispatch of a small op, about 6 us, an estimate.
+constexpr double kSglangIterationUs = 857;
+constexpr double kSglangKernelGapUs = 0.41;
+constexpr double kEagerLaunchUs = 6;
+constexpr const char* kSglangSource =
+    "SGLang (bench_one_batch): 857 us per iteration and 0.41 us between kernels, fitted to the median decode iteration of "
+    "the 8 published H100 runs (TP 1, 2, 4; data/e2e/published/fit_engine.py); 6 us per eager launch, an estimate; "
+    "CUDA graphs for decode batches up to 160 (SGLang's default on 80 GB boards)";
+
 Phase phase_from(const std::string& text, const std::string& field) {
   for (std::size_t i = 0; i < std::size(kPhaseNames); ++i)
     if (text == kPhaseNames[i]) return static_cast<Phase>(i);
@@ -576,20 +588,179 @@ double SustainedLoad::slowdown_at(double tensor_utilization) const {
   return 1 + (tensor_bound_slowdown - 1) * share;
 }
 
+EngineProfile EngineProfile::sglang() {
+  EngineProfile e;
+  e.name = "sglang";
+  e.iteration_us = kSglangIterationUs;
+  e.kernel_gap_us = kSglangKernelGapUs;
+  e.eager_launch_us = kEagerLaunchUs;
+  e.cuda_graph_max_batch = 160;
+  e.engine_kernels = true;
+  e.decode_attention_follows_prompt = true;
+  e.source = kSglangSource;
+  return e;
+}
+
+EngineProfile EngineProfile::vllm() {
+  EngineProfile e = sglang();
+  e.name = "vllm";
+  e.cuda_graph_max_batch = 512;
+  e.source = "vLLM: no measured vLLM run was given, so SGLang's fitted figures (" + std::string(kSglangSource) +
+             "); CUDA graphs for decode batches up to 512 (vLLM's largest capture size)";
+  return e;
+}
+
+EngineProfile EngineProfile::named(std::string_view name) {
+  if (name == "sglang") return sglang();
+  if (name == "vllm") return vllm();
+  if (name == "none") return none();
+  detail::fail_field("engine", "\"" + std::string(name).substr(0, 40) + "\"", "must be sglang, vllm or none");
+}
+
+void EngineProfile::validate() const {
+  detail::require_non_negative("engine.iteration_us", iteration_us);
+  detail::require_non_negative("engine.kernel_gap_us", kernel_gap_us);
+  detail::require_non_negative("engine.eager_launch_us", eager_launch_us);
+  detail::require_non_negative("engine.cuda_graph_max_batch", cuda_graph_max_batch);
+}
+
+namespace {
+
+// The implementation a run's prompt attention names (its first iteration with prompt tokens
+// whose attention says one), for engines that decode with the same backend.
+std::optional<AttentionImpl> prompt_attention_impl(const Workload& workload) {
+  for (const WorkloadIteration& it : workload.iterations) {
+    if (it.phase == Phase::decode || !it.operators.attention) continue;
+    const WorkloadAttention& a = *it.operators.attention;
+    if (a.impl) return a.impl;
+    if (const std::optional<AttentionImpl> impl = attention_type_from(a.attention_type).impl) return impl;
+  }
+  return std::nullopt;
+}
+
+// The per-layer kernels an engine runs that the published workloads leave out: rotary embedding
+// of Q and K (read and written in place), the new K and V written into the cache, and for Qwen3
+// the RMSNorm of every query and key head. All are streaming kernels: bytes moved, a few flops.
+std::vector<WorkloadKernel> engine_kernels(const Workload& workload, const WorkloadIteration& iteration) {
+  std::vector<WorkloadKernel> out;
+  if (!iteration.operators.attention) return out;
+  const WorkloadAttention& a = *iteration.operators.attention;
+  const double tokens = static_cast<double>(iteration.num_tokens());
+  const double head_values = static_cast<double>((a.nh + a.nkv) * a.hd), kv_values = static_cast<double>(a.nkv * a.hd);
+  const double bytes = 2;  // 16-bit activations and cache
+  out.push_back({"rotary_embedding", Elementwise{.bytes = 2 * tokens * head_values * bytes, .flops = 3 * tokens * head_values},
+                 a.count});
+  out.push_back({"kv_cache_write", Elementwise{.bytes = 2 * 2 * tokens * kv_values * bytes}, a.count});
+  // Qwen3ForCausalLM, Qwen3MoeForCausalLM: q_norm and k_norm, unless the workload already
+  // counts them among its RMSNorms (some published Qwen3 workloads list 4 per layer, not 2).
+  const bool listed = iteration.operators.rmsnorm && iteration.operators.rmsnorm->count >= 4 * a.count;
+  if (workload.model.rfind("Qwen3", 0) == 0 && !listed)
+    out.push_back({"qk_norm", Elementwise{.bytes = 2 * tokens * head_values * bytes, .flops = 4 * tokens * head_values},
+                   2 * a.count});
+  return out;
+}
+
+// Follows requests through the iterations by their KV lengths (see RequestTime).
+struct RequestTracker {
+  struct Live {
+    std::int64_t prompt = 0, decodes = 0;
+    double first_token_us = 0, last_us = 0;
+  };
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<Live> requests;
+  std::multimap<std::int64_t, std::size_t> by_kv;  // a live request's KV length -> its index
+
+  // The first live request whose KV length is `kv` (one still in its prompt, if asked), removed.
+  std::size_t take(std::int64_t kv, bool in_prompt) {
+    auto [first, last] = by_kv.equal_range(kv);
+    for (auto it = first; it != last; ++it) {
+      if (in_prompt && requests[it->second].decodes > 0) continue;
+      const std::size_t index = it->second;
+      by_kv.erase(it);
+      return index;
+    }
+    return kNone;
+  }
+  void add(const WorkloadIteration& iteration, double end_us) {
+    for (std::size_t i = 0; i < iteration.q_lengths.size(); ++i) {
+      const std::int64_t q = iteration.q_lengths[i], kv = iteration.kv_lengths[i];
+      // One new token over a request one token shorter: its decode step. More tokens over a
+      // request in its prompt: the prompt's next chunk. Else a request starts.
+      std::size_t index = q == 1 ? take(kv - 1, false) : kNone;
+      const bool decode = index != kNone;
+      if (!decode && kv > q) index = take(kv - q, true);
+      if (index == kNone) {
+        index = requests.size();
+        requests.push_back({});
+      }
+      Live& r = requests[index];
+      if (decode) {
+        ++r.decodes;
+      } else {
+        r.prompt += q;
+        r.first_token_us = end_us;  // its first token comes from its last prompt chunk
+      }
+      r.last_us = end_us;
+      by_kv.emplace(kv, index);
+    }
+  }
+};
+
+Percentiles percentiles(std::vector<double> values) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  auto at = [&](double q) {  // linear interpolation between closest ranks
+    const double position = q * static_cast<double>(values.size() - 1);
+    const std::size_t low = static_cast<std::size_t>(position);
+    const std::size_t high = std::min(low + 1, values.size() - 1);
+    return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
+  };
+  return {at(0.5), at(0.9)};
+}
+
+}  // namespace
+
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
-                                    const IterationOverhead& overhead, const SustainedLoad& sustained) {
-  overhead.validate();
+                                    const WorkloadOptions& options) {
+  gpu.validate();
+  const EngineProfile& engine = options.engine;
+  engine.validate();
+  options.extra.validate();
+  const SustainedLoad sustained = options.sustained ? *options.sustained : SustainedLoad::of(gpu);
   sustained.validate();
+  std::optional<AttentionImpl> decode_impl =
+      engine.decode_attention_follows_prompt ? prompt_attention_impl(workload) : std::nullopt;
+  // FlashAttention-3 is built for Hopper alone: elsewhere the engines' attention backends run
+  // FlashAttention-2 (vLLM's flash-attention backend picks its version by architecture).
+  const bool fa3_runs_here = gpu.compute_capability_major == 9;
+  const bool engine_on = engine.name != "none";
+
   WorkloadPrediction result;
+  result.engine = engine, result.sustained = sustained;
   std::map<std::string, OperatorTime> by_name;
   std::vector<double> decode_times;
   std::vector<Kernel> kernels;
+  RequestTracker tracker;
   for (const WorkloadIteration& iteration : workload.iterations) {
-    const std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
+    std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
+    for (WorkloadKernel& k : named) {
+      const Attention* attention = k.kernel.get_if<Attention>();
+      if (!attention || iteration.operators.attention->impl) continue;  // a stated impl is taken as it is
+      if (!attention->config) continue;  // the phase only: the GPU's default implementation
+      AttentionImpl impl = attention->config->impl;
+      if (decode_impl && iteration.phase == Phase::decode) impl = *decode_impl;
+      if (engine_on && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
+      if (attention->config->impl == impl) continue;
+      Attention changed = *attention;
+      changed.config = impl == AttentionImpl::flash2 ? flash2_config(changed) : flash3_config(changed);
+      k.kernel = Kernel(std::move(changed));
+    }
+    if (engine.engine_kernels)
+      for (WorkloadKernel& k : engine_kernels(workload, iteration)) named.push_back(std::move(k));
     kernels.clear();
     for (const WorkloadKernel& k : named) kernels.push_back(k.kernel);
     const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
-    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0};
+    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0};
     // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies.
     double slowdown = 1;
     if (sustained.tensor_bound_slowdown != 1) {
@@ -602,30 +773,47 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
       }
       slowdown = sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);
     }
-    std::int64_t launches = 0;
     for (std::size_t i = 0; i < named.size(); ++i) {
       const double us = predictions[i].latency_us * (predictions[i].bottleneck == Pipe::tensor ? slowdown : 1.0) *
                         static_cast<double>(named[i].count);
       time.kernels_us += us;
-      launches += named[i].count;
+      time.launches += named[i].count;
       OperatorTime& op = by_name[named[i].name];
       op.name = named[i].name, op.us += us, op.launches += named[i].count;
     }
-    time.overhead_us = overhead.per_iteration_us + overhead.per_kernel_us * static_cast<double>(launches);
+    // The engine: gaps between kernels on the GPU; outside a CUDA graph the host launches each
+    // kernel, and the iteration takes whichever of the two is longer; then its own host work.
+    const double launches = static_cast<double>(time.launches);
+    const bool graph = iteration.phase == Phase::decode && iteration.batch_size() <= engine.cuda_graph_max_batch;
+    const double gpu_us = time.kernels_us + launches * engine.kernel_gap_us;
+    const double busy_us = graph ? gpu_us : std::max(gpu_us, launches * engine.eager_launch_us);
+    time.overhead_us = busy_us - time.kernels_us + engine.iteration_us + options.extra.per_iteration_us +
+                       options.extra.per_kernel_us * launches;
+    if (time.overhead_us > 0) {
+      OperatorTime& op = by_name["engine_overhead"];
+      op.name = "engine_overhead", op.us += time.overhead_us;
+    }
     result.total_us += time.total_us();
     result.overhead_us += time.overhead_us;
     if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
     else result.prefill_us += time.total_us();
+    tracker.add(iteration, result.total_us);
     result.iterations.push_back(time);
   }
-  if (!decode_times.empty()) {
-    std::sort(decode_times.begin(), decode_times.end());
-    const std::size_t n = decode_times.size();
-    result.median_decode_iteration_us = n % 2 ? decode_times[n / 2] : 0.5 * (decode_times[n / 2 - 1] + decode_times[n / 2]);
-  }
+  result.median_decode_iteration_us = percentiles(decode_times).median;
   for (auto& [name, op] : by_name) result.operators.push_back(op);
   std::sort(result.operators.begin(), result.operators.end(),
             [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
+  std::vector<double> ttft, tpot;
+  for (const RequestTracker::Live& r : tracker.requests) {
+    RequestTime out{r.prompt, 1 + r.decodes, r.first_token_us, 0, r.last_us};
+    if (r.decodes > 0) out.time_per_output_token_us = (r.last_us - r.first_token_us) / static_cast<double>(r.decodes);
+    result.requests.push_back(out);
+    ttft.push_back(out.time_to_first_token_us);
+    if (r.decodes > 0) tpot.push_back(out.time_per_output_token_us);
+  }
+  result.time_to_first_token_us = percentiles(ttft);
+  result.time_per_output_token_us = percentiles(tpot);
   return result;
 }
 

@@ -42,13 +42,13 @@ pipeweave_cli_failure(rank_fp8_on_a100 "fp8" rank --gpu A100-SXM4-80GB gemm:m=64
 pipeweave_cli_test(gpus_lists_h100 "\nH100-SXM +hopper +9\\.0 +132 " gpus)
 pipeweave_cli_test(gpus_lists_b200 "\nB200 +blackwell +10\\.0 +148 " gpus)
 # H100-SXM's dense bf16 peak: 4096 flops/clk/SM x 132 SMs x 1830 MHz = 989.4 TFLOPS.
-pipeweave_cli_test(gpus_shows_h100_peak "\nH100-SXM [^\n]* 989\\.[0-9] " gpus)
+pipeweave_cli_test(gpus_shows_h100_peak "\nH100-SXM +hopper +9\\.0 +132 +1650 +890\\.9 [^\n]* 1980 +989\\.4 +1\\.156  calibrated\n.*\nL40 +ada [^\n]*estimated\n" gpus)
 pipeweave_cli_test(gpus_json "^\\[.*\"format\": \"pipeweave-gpu\".*\"sm_count\": 132.*\\]" gpus --json)
 
 # ---- Predicting --------------------------------------------------------------------------
 # A row: latency, bound, efficiency, bottleneck, source, the kernel as given, its config.
 set(row_regex "\n +[0-9]+\\.[0-9][0-9] +[0-9]+\\.[0-9][0-9] +[01]\\.[0-9][0-9][0-9] +[a-z0-9]+ +(trained_model|analytical_bound) +gemm:m=4096,n=4096,k=4096,dtype=bf16 \\[tile [^]\n]+\\]")
-pipeweave_cli_test(predict_gemm "^GPU H100-SXM \\(132 SMs at 1830 MHz\\)\n +latency_us .*${row_regex}"
+pipeweave_cli_test(predict_gemm "^GPU H100-SXM \\(132 SMs at 1650 MHz\\)\n +latency_us .*${row_regex}"
                    predict --gpu H100-SXM ${gemm_text})
 pipeweave_cli_test(predict_by_device_name "^GPU H100-SXM .*${row_regex}"
                    predict --gpu "NVIDIA H100 80GB HBM3" ${gemm_text})
@@ -138,6 +138,30 @@ pipeweave_cli_failure(calibrate_from_log_with_quick "--from-log re-reads saved l
                       calibrate --from-log "${synthetic_log}" --quick)
 pipeweave_cli_failure(calibrate_bad_runs "--runs must be a whole number from 1 to 100, got 0" calibrate --runs 0)
 pipeweave_cli_failure(calibrate_unknown_option "unknown option --fast for calibrate" calibrate --fast)
+# Logs of pipeweave-microbench --sms (tests/data/microbench_synthetic_sm64.json: 64 of an H100's
+# 132 SMs) make the spec of a 64-SM GPU named for its count; --sms reaches the microbenchmarks.
+set(synthetic_sm64_log "${cli_data}/microbench_synthetic_sm64.json")
+pipeweave_cli_test(calibrate_sm_limited_log
+  "^NVIDIA H100 80GB HBM3 \\(compute capability 9\\.0, 64 SMs of 132 \\(--sms\\), .*catalog entry H100-SXM\n.*\ntensor bf16 +468 TFLOP/s +2\\.0% +1830 +4[78][0-9] +9[0-9]\\.[0-9]% .*\nspec H100-SXM-sm64: 1830 MHz; per SM per clock: tensor bf16 4000,"
+  calibrate --from-log "${synthetic_sm64_log}")
+pipeweave_cli_failure(calibrate_from_log_with_sms "--from-log re-reads saved logs: it does not combine with --quick, --runs, --sms"
+                      calibrate --from-log "${synthetic_sm64_log}" --sms 64)
+pipeweave_cli_failure(calibrate_bad_sms "--sms must be a positive whole number of SMs, got 0" calibrate --sms 0)
+# A stand-in for pipeweave-microbench that writes the --sms log only when given --sms 60.
+set(fake_microbench "${CMAKE_CURRENT_BINARY_DIR}/fake_sms/pipeweave-microbench")  # named so: its error line is relayed
+file(WRITE "${fake_microbench}" "#!/bin/sh\nout= sms=\nwhile [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --sms) sms=$2; shift;; esac; shift; done\n"
+     "[ \"$sms\" = 60 ] || { echo \"pipeweave-microbench: error: expected --sms 60, got '$sms'\"; exit 2; }\n"
+     "cp '${synthetic_sm64_log}' \"$out\"\n")
+file(CHMOD "${fake_microbench}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+add_test(NAME cli.calibrate_passes_sms
+         COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_MICROBENCH=${fake_microbench} ${cli} calibrate --sms 60)
+set_tests_properties(cli.calibrate_passes_sms PROPERTIES PASS_REGULAR_EXPRESSION "\nspec H100-SXM-sm64: 1830 MHz"
+                                                         FAIL_REGULAR_EXPRESSION "pipeweave: error" LABELS cli)
+add_test(NAME cli.calibrate_without_sms_passes_none
+         COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_MICROBENCH=${fake_microbench}
+                 ${CMAKE_COMMAND} "-DERROR_REGEX=the microbenchmarks could not run: expected --sms 60, got ''"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.cmake" -- ${cli} calibrate)
+set_tests_properties(cli.calibrate_without_sms_passes_none PROPERTIES LABELS cli)
 add_test(NAME cli.calibrate_microbench_missing
          COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_MICROBENCH=${CMAKE_CURRENT_BINARY_DIR}/no-such-microbench
                  ${CMAKE_COMMAND} "-DERROR_REGEX=PIPEWEAVE_MICROBENCH names .*no-such-microbench, which does not exist"
@@ -194,6 +218,25 @@ pipeweave_cli_failure(collect_missing_shapes "cannot open shape list .*no_such_s
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/cli_raw_bad.jsonl" "{\"op\": \"gemm\"}\n")
 pipeweave_cli_failure(collect_bad_raw "cli_raw_bad\\.jsonl: line 1: op .*\"device\""
                       collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}/cli_raw_bad.jsonl" --out "${collected_csv}")
+# pipeweave-collect --sms 64 (tests/data/collect_raw_gemm_sm64.jsonl, measured on an H100): rows of
+# H100-SXM-sm64 (test_measurements.cpp checks them); --sms reaches the tool, and not --from-raw.
+set(raw_gemm_sm64 "${cli_data}/collect_raw_gemm_sm64.jsonl")
+pipeweave_cli_test(collect_from_raw_sm_limited "^wrote 3 rows to [^\n]*collected_gemm_sm64\\.csv\n$"
+                   collect --from-raw "${raw_gemm_sm64}" --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_sm64.csv")
+pipeweave_cli_failure(collect_from_raw_with_sms "--from-raw converts saved records: it takes only --out"
+                      collect --from-raw "${raw_gemm_sm64}" --sms 64 --out "${collected_csv}")
+pipeweave_cli_failure(collect_bad_sms "--sms must be a positive whole number of SMs, got 8x"
+                      collect --op gemm --shapes "${raw_gemm}" --sms 8x --out "${collected_csv}")
+set(fake_collect "${CMAKE_CURRENT_BINARY_DIR}/fake_sms/pipeweave-collect")
+file(WRITE "${fake_collect}" "#!/bin/sh\nout= sms=\nwhile [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --sms) sms=$2; shift;; esac; shift; done\n"
+     "[ \"$sms\" = 64 ] || { echo \"pipeweave-collect: error: expected --sms 64, got '$sms'\"; exit 2; }\n"
+     "cp '${raw_gemm_sm64}' \"$out\"\n")
+file(CHMOD "${fake_collect}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+add_test(NAME cli.collect_passes_sms
+         COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_COLLECT=${fake_collect}
+                 ${cli} collect --op gemm --shapes "${raw_gemm}" --sms 64 --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_sm64_tool.csv")
+set_tests_properties(cli.collect_passes_sms PROPERTIES PASS_REGULAR_EXPRESSION "^wrote 3 rows to [^\n]*collected_gemm_sm64_tool\\.csv\n$"
+                                                       FAIL_REGULAR_EXPRESSION "pipeweave: error" LABELS cli)
 add_test(NAME cli.collect_tool_missing
          COMMAND ${CMAKE_COMMAND} -E env PIPEWEAVE_COLLECT=${CMAKE_CURRENT_BINARY_DIR}/no-such-collect
                  ${CMAKE_COMMAND} "-DERROR_REGEX=PIPEWEAVE_COLLECT names .*no-such-collect, which does not exist"
@@ -307,7 +350,9 @@ pipeweave_cli_test(train_ensemble "network  1 epoch    2: train MAPE .*wrote [^\
                    train --op gemm --data "${ranking_csv}" --out "${tiny_ensemble}" --hidden 8 --epochs 2 --networks 2 --rank-weight 1
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_ensemble PROPERTIES FIXTURES_SETUP tiny_ensemble)
-pipeweave_cli_test(predict_with_model "\n +[0-9]+\.[0-9][0-9] +[0-9]+\.[0-9][0-9] +[01]\.[0-9][0-9][0-9] +[a-z0-9]+ +trained_model +gemm:m=512"
+# The tiny model's training rows cover little: the GEMM lies outside them, and its efficiency comes
+# from the pipe table those rows measured (pipe_efficiency); either way the model file answers.
+pipeweave_cli_test(predict_with_model "\n +[0-9]+\.[0-9][0-9] +[0-9]+\.[0-9][0-9] +[01]\.[0-9][0-9][0-9] +[a-z0-9]+ +(trained_model|pipe_efficiency) +gemm:m=512"
                    predict --gpu H100-SXM --model "${tiny_ensemble}" "gemm:m=512,n=1024,k=2048,dtype=bf16,tile_m=128,tile_n=128,tile_k=64")
 pipeweave_cli_test(rank_with_model "^GPU H100-SXM: [0-9]+ candidates, fastest first\n +rank +latency_us" rank --gpu H100-SXM --model "${tiny_ensemble}" ${gemm_text})
 set(predict_plain "${cli};predict;--gpu;H100-SXM;gemm:m=512,n=1024,k=2048,dtype=bf16,tile_m=128,tile_n=128,tile_k=64")
@@ -332,17 +377,38 @@ pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval 
 set(llama_config "${cli_data}/models/Llama-3.1-8B/config.json")
 set(small_trace "${cli_data}/trace_small.csv")
 pipeweave_cli_test(e2e_from_config
-                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +0\\.000 ms [^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
+                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +[0-9]+\\.[0-9]+ ms +\\(engine sglang[^\n]*\n +time to first token +median +[0-9.]+ ms, p90 +[0-9.]+ ms +\\(3 requests\\)\n +time per output token +median [^\n]*\n +engine sglang: 857 us per iteration, 0\\.41 us between kernels[^\n]*\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(the GPU spec's\\)[^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
+# Without an engine: the workload's kernels alone, nothing added.
+pipeweave_cli_test(e2e_engine_none "of which overhead +0\\.000 ms +\\(engine none;[^\n]*\n.*engine none: the workload's kernels only"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --engine none)
+pipeweave_cli_test(e2e_engine_terms "engine sglang: 100 us per iteration, 2\\.00 us between kernels"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine-terms 100,2)
+pipeweave_cli_failure(e2e_bad_engine "engine must be sglang, vllm or none, got \"tgi\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine tgi)
+pipeweave_cli_failure(e2e_bad_engine_terms "--engine-terms must be ITERATION_US,KERNEL_GAP_US" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine-terms 5)
+# Pipeline parallelism: two stages of four GPUs each, the activations handed over once an iteration.
+pipeweave_cli_test(e2e_pipeline "^Llama-3\\.1-8B on 8 x H100-SXM \\(TP 4 x PP 2\\): 6 iterations.*\n +send_recv +[0-9.]+ +[0-9.]+% +6\n"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --tp 4 --pp 2)
+# A published workload as published: a FlashAttention-3 SGLang run; on an Ampere GPU the engine runs FlashAttention-2,
+# while the workload's kernels alone cannot run there and say why.
+set(published_fa3 "${cli_data}/published/Qwen2.5-14B_arxiv_8_fa3_tp1_pp1_first3.json")
+pipeweave_cli_test(e2e_published "^Qwen2ForCausalLM on 1 x A100-SXM4-80GB: 3 iterations, 1 with prompt tokens, 2 decode-only\n"
+                   e2e --gpu A100-SXM4-80GB --workload "${published_fa3}")
+pipeweave_cli_failure(e2e_published_fa3_on_ampere "attention\\.impl runs on Hopper \\(compute capability 9\\.x\\) only; A100-SXM4-80GB is 8\\.0"
+                      e2e --gpu A100-SXM4-80GB --workload "${published_fa3}" --engine none)
+pipeweave_cli_test(e2e_published_json "\"engine\": \\{[^}]*\"name\": \"sglang\".*\"requests\": \\[\n +\\{[^}]*\"output_tokens\": 3.*\"time_to_first_token_us\": \\{[^}]*\"median\""
+                   e2e --gpu H100-SXM --workload "${published_fa3}" --json)
+pipeweave_cli_test(e2e_kernel_model "of which overhead"
+                   e2e --gpu H100-SXM --workload "${published_fa3}" --kernel-model "${PROJECT_SOURCE_DIR}/data/models/attention.json")
 # The same trace without chunked prefill: 9 iterations (see test_workload.cpp).
 pipeweave_cli_test(e2e_no_chunking "^Llama-3\\.1-8B on 1 x H100-SXM: 9 iterations, 2 with prompt tokens, 7 decode-only\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --no-chunked-prefill)
 # A workload file in the published layout (written by --write-workload from the same trace at TP 2).
-pipeweave_cli_test(e2e_workload_file "^Llama-3\\.1-8B on 2 x H200-SXM: 6 iterations.*of which overhead +[0-9.]+ ms +\\(50 us per iteration.*\n +all_reduce +[0-9.]+ +[0-9.]+% +384\n"
+pipeweave_cli_test(e2e_workload_file "^Llama-3\\.1-8B on 2 x H200-SXM: 6 iterations.*of which overhead +[0-9.]+ ms +\\(engine sglang; and 50 us per iteration.*\n +all_reduce +[0-9.]+ +[0-9.]+% +384\n"
                    e2e --gpu H200-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us 50)
 pipeweave_cli_test(e2e_json "\"median_decode_iteration_us\": [0-9.]+.*\"operators\": \\[.*\"name\": \"gate_up_proj\".*\"per_iteration\": \\[.*\"phase\": \"mixed\""
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --json)
-pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv, [^\n]*operators\\.svg\n"
+pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv, [^\n]*requests\\.csv, [^\n]*timeline\\.svg, [^\n]*operators\\.svg\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_report")
 pipeweave_cli_failure(e2e_needs_gpu "e2e needs --gpu" e2e --workload "${cli_data}/workload_llama_tp2.json")
 pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
@@ -352,7 +418,7 @@ pipeweave_cli_failure(e2e_tp_must_divide "tp must be 3: must divide num_attentio
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 3)
 pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number >= 0 \\(microseconds\\), got \"-5\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us -5)
-pipeweave_cli_test(e2e_sustained "of which overhead [^\n]*\n +tensor-bound kernels x 1\.16 for the clock under sustained load"
+pipeweave_cli_test(e2e_sustained "\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\)\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16)
 pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor >= 1 [^\n]*got \"0\\.8\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 0.8)
@@ -368,7 +434,7 @@ pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.
 set(e2e_args e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
 pipeweave_cli_test(e2e_measured "predicted against measured per iteration:\n +all +6 iterations: mean \\|error\\| +[0-9.]+%[^\n]*\n +prefill +1 iterations: [^\n]*\n +mixed +2 iterations: [^\n]*\n +decode +3 iterations: "
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv")
-pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv, [^\n]*operators\\.svg and [^\n]*iterations\\.svg"
+pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv, [^\n]*requests\\.csv, [^\n]*timeline\\.svg, [^\n]*operators\\.svg and [^\n]*iterations\\.svg"
                    ${e2e_args} --measured "${cli_data}/e2e_measured_small.csv" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_report")
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_bad.csv" "iteration,measured_us\n0,12abc\n")
 pipeweave_cli_failure(e2e_measured_bad_cell "e2e_measured_bad\\.csv line 2 column measured_us must be a positive number, got \"12abc\""

@@ -252,10 +252,12 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
   const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
-  IterationOverhead overhead;
-  overhead.per_iteration_us = 100;
-  overhead.per_kernel_us = 2;
-  const WorkloadPrediction p = predict_workload(predictor, w, gpu, overhead);
+  WorkloadOptions options;
+  options.engine = EngineProfile::none();
+  options.sustained = SustainedLoad{};  // none
+  options.extra.per_iteration_us = 100;
+  options.extra.per_kernel_us = 2;
+  const WorkloadPrediction p = predict_workload(predictor, w, gpu, options);
   REQUIRE(p.iterations.size() == w.iterations.size());
 
   double total = 0, prefill = 0, operators = 0;
@@ -269,6 +271,7 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
     }
     INFO("iteration " << i);
     CHECK(p.iterations[i].kernels_us == Approx(kernels).epsilon(1e-9));
+    CHECK(p.iterations[i].launches == launches);
     CHECK(p.iterations[i].overhead_us == Approx(100 + 2.0 * static_cast<double>(launches)));
     total += p.iterations[i].total_us();
     (w.iterations[i].phase == Phase::decode ? decode.push_back(p.iterations[i].total_us()) : void(prefill += p.iterations[i].total_us()));
@@ -279,14 +282,155 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
   REQUIRE(decode.size() == 3);
   CHECK(p.median_decode_iteration_us == Approx(decode[1]).epsilon(1e-12));
   for (const OperatorTime& op : p.operators) operators += op.us;
-  CHECK(operators + p.overhead_us == Approx(p.total_us).epsilon(1e-9));
+  CHECK(operators == Approx(p.total_us).epsilon(1e-9));  // the overhead is an operator of its own
   CHECK(std::is_sorted(p.operators.begin(), p.operators.end(),
                        [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; }));
 
-  // Zero overhead is the default: nothing is assumed.
-  CHECK(predict_workload(predictor, w, gpu).overhead_us == 0);
-  overhead.per_kernel_us = -1;
-  CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, overhead); }), Contains("overhead.per_kernel_us"));
+  // Without an engine and stated terms nothing is added.
+  WorkloadOptions bare;
+  bare.engine = EngineProfile::none();
+  CHECK(predict_workload(predictor, w, gpu, bare).overhead_us == 0);
+  options.extra.per_kernel_us = -1;
+  CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, options); }), Contains("overhead.per_kernel_us"));
+}
+
+TEST_CASE("workload: an engine profile adds its host time, its kernel gaps and its own kernels", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  EngineProfile engine = EngineProfile::sglang();
+  engine.iteration_us = 500;
+  engine.kernel_gap_us = 1;
+  engine.eager_launch_us = 1000;  // larger than any GPU time here: prompt iterations are host-bound
+  WorkloadOptions options;
+  options.engine = engine;
+  options.sustained = SustainedLoad{};
+  const WorkloadPrediction p = predict_workload(predictor, w, gpu, options);
+  WorkloadOptions none = options;
+  none.engine = EngineProfile::none();
+  const WorkloadPrediction bare = predict_workload(predictor, w, gpu, none);
+  REQUIRE(p.iterations.size() == bare.iterations.size());
+  for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+    const IterationTime& it = p.iterations[i];
+    INFO("iteration " << i);
+    // The engine's kernels per layer: rotary embedding and the KV-cache write (not Qwen3: no q/k norms).
+    CHECK(it.launches == bare.iterations[i].launches + 2 * 32);
+    CHECK(it.kernels_us > bare.iterations[i].kernels_us);
+    const double launches = static_cast<double>(it.launches);
+    if (it.phase == Phase::decode)  // replayed from a CUDA graph: kernels, their gaps, the host's time
+      CHECK(it.total_us() == Approx(it.kernels_us + launches * 1 + 500).epsilon(1e-12));
+    else  // launched one by one: the host's 1000 us a launch outlasts the GPU
+      CHECK(it.total_us() == Approx(launches * 1000 + 500).epsilon(1e-12));
+  }
+  // Decode batches larger than the engine's CUDA graphs launch eagerly too.
+  options.engine.cuda_graph_max_batch = 1;
+  const WorkloadPrediction eager = predict_workload(predictor, w, gpu, options);
+  for (std::size_t i = 0; i < eager.iterations.size(); ++i)
+    if (w.iterations[i].phase == Phase::decode)
+      CHECK(eager.iterations[i].total_us() ==
+            Approx(w.iterations[i].batch_size() <= 1 ? p.iterations[i].total_us()
+                                                     : static_cast<double>(eager.iterations[i].launches) * 1000 + 500)
+                .epsilon(1e-12));
+
+  CHECK(EngineProfile::named("vllm").name == "vllm");
+  CHECK(EngineProfile::named("none").iteration_us == 0);
+  CHECK_THAT(error_of([] { EngineProfile::named("tgi"); }), Contains("engine") && Contains("sglang, vllm or none"));
+  options.engine.kernel_gap_us = -1;
+  CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, options); }), Contains("engine.kernel_gap_us"));
+}
+
+TEST_CASE("workload: under the engines decode attention runs the prompt's implementation", "[workload]") {
+  const Workload w =
+      workload_from_json(pipeweave_test::read_text(kData + "/published/Qwen2.5-14B_arxiv_8_fa3_tp1_pp1_first3.json"));
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  WorkloadOptions sglang, none;
+  none.engine = EngineProfile::none();
+  sglang.sustained = none.sustained = SustainedLoad{};  // no slowdown: the kernels' own times
+  const WorkloadPrediction a = predict_workload(predictor, w, gpu, sglang), b = predict_workload(predictor, w, gpu, none);
+  // Each decode attention as fa2_paged (none) and as FlashAttention-3 (sglang): the demand differs.
+  double fa2_us = 0, fa3_us = 0;
+  for (std::size_t i = 1; i < w.iterations.size(); ++i) {
+    const std::vector<WorkloadKernel> decode_kernels = iteration_kernels(w.iterations[i], w.dtype);
+    const auto found =
+        std::find_if(decode_kernels.begin(), decode_kernels.end(), [](const WorkloadKernel& k) { return k.name == "attention"; });
+    REQUIRE(found != decode_kernels.end());
+    Attention attention = *found->kernel.get_if<Attention>();
+    REQUIRE(attention.config);
+    CHECK(attention.config->impl == AttentionImpl::flash2);
+    fa2_us += predictor.predict(attention, gpu).latency_us * 48;  // 48 layers
+    attention.config = flash3_config(attention);
+    fa3_us += predictor.predict(attention, gpu).latency_us * 48;
+  }
+  REQUIRE(fa2_us != fa3_us);
+  const auto attention_us = [](const WorkloadPrediction& p) {
+    for (const OperatorTime& op : p.operators)
+      if (op.name == "attention") return op.us;
+    return 0.0;
+  };
+  Workload prompt_only = w;
+  prompt_only.iterations.resize(1);
+  const double prompt_us = attention_us(predict_workload(predictor, prompt_only, gpu, none));
+  CHECK(attention_us(b) == Approx(prompt_us + fa2_us).epsilon(1e-9));
+  CHECK(attention_us(a) == Approx(prompt_us + fa3_us).epsilon(1e-9));
+}
+
+TEST_CASE("workload: the sustained-load slowdown is the GPU's own unless given", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Predictor predictor = Predictor::analytical();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  REQUIRE(gpu.sustained_slowdown() > 1.1);  // measured: 1980 MHz alone, 1713 effective back to back
+  WorkloadOptions options;
+  options.engine = EngineProfile::none();
+  const WorkloadPrediction own = predict_workload(predictor, w, gpu, options);
+  CHECK(own.sustained.tensor_bound_slowdown == gpu.sustained_slowdown());
+  CHECK(own.sustained.at_tensor_utilization == gpu.sustained_utilization);
+  options.sustained = SustainedLoad::of(gpu);
+  CHECK(predict_workload(predictor, w, gpu, options).total_us == own.total_us);
+  options.sustained = SustainedLoad{};
+  const double without = predict_workload(predictor, w, gpu, options).total_us;
+  CHECK(predict_workload(predictor, w, gpu, options).prefill_us < own.prefill_us);
+  // A GPU whose spec says nothing about sustained load is not slowed.
+  GpuSpec unknown = gpu;
+  unknown.max_clock_mhz = unknown.sustained_clock_mhz = unknown.sustained_utilization = 0;
+  options.sustained.reset();
+  CHECK(predict_workload(predictor, w, unknown, options).total_us == without);
+}
+
+TEST_CASE("workload: each request's time to first token and time per output token", "[workload]") {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  WorkloadOptions options;
+  options.engine = EngineProfile::none();
+  const WorkloadPrediction p = predict_workload(Predictor::analytical(), w, find_gpu("H100-SXM"), options);
+  // The iterations (see "chunked prefill" above): 0 holds prompts 600 and 100 whole and the first
+  // 324 tokens of 2000; 1 and 2 decode the first two and go on with the long prompt, which ends
+  // in 2; then decodes until the requests have had 3, 5 and 2 steps.
+  std::vector<double> end;
+  double at = 0;
+  for (const IterationTime& it : p.iterations) end.push_back(at += it.total_us());
+  REQUIRE(p.requests.size() == 3);
+  CHECK(p.requests[0].prompt_tokens == 600);
+  CHECK(p.requests[1].prompt_tokens == 100);
+  CHECK(p.requests[2].prompt_tokens == 2000);
+  CHECK(p.requests[0].time_to_first_token_us == end[0]);
+  CHECK(p.requests[1].time_to_first_token_us == end[0]);
+  CHECK(p.requests[2].time_to_first_token_us == end[2]);
+  // Request 0 decodes in iterations 1, 2, 3; request 1 in 1-5; request 2 in 3, 4.
+  CHECK(p.requests[0].output_tokens == 4);
+  CHECK(p.requests[1].output_tokens == 6);
+  CHECK(p.requests[2].output_tokens == 3);
+  CHECK(p.requests[0].time_per_output_token_us == Approx((end[3] - end[0]) / 3));
+  CHECK(p.requests[1].time_per_output_token_us == Approx((end[5] - end[0]) / 5));
+  CHECK(p.requests[2].time_per_output_token_us == Approx((end[4] - end[2]) / 2));
+  CHECK(p.requests[2].finish_us == end[4]);
+  CHECK(p.time_to_first_token_us.median == end[0]);
+  CHECK(p.time_to_first_token_us.p90 == Approx(end[0] + 0.8 * (end[2] - end[0])));
 }
 
 TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", "[workload]") {
@@ -297,8 +441,9 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
   const GpuSpec& gpu = find_gpu("H100-SXM");
   SustainedLoad sustained;
   sustained.tensor_bound_slowdown = 1.25;
-  const WorkloadPrediction base = predict_workload(predictor, w, gpu);
-  const WorkloadPrediction slowed = predict_workload(predictor, w, gpu, {}, sustained);
+  const auto with = [](const SustainedLoad& load) { return WorkloadOptions{EngineProfile::none(), load, {}}; };
+  const WorkloadPrediction base = predict_workload(predictor, w, gpu, with(SustainedLoad{}));
+  const WorkloadPrediction slowed = predict_workload(predictor, w, gpu, with(sustained));
   REQUIRE(slowed.iterations.size() == base.iterations.size());
   bool some_tensor_bound = false, some_memory_bound = false;
   for (std::size_t i = 0; i < w.iterations.size(); ++i) {
@@ -318,7 +463,7 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
 
   // Measured at a tensor utilisation U, the slowdown scales with each iteration's own u.
   sustained.at_tensor_utilization = 0.8;
-  const WorkloadPrediction scaled = predict_workload(predictor, w, gpu, {}, sustained);
+  const WorkloadPrediction scaled = predict_workload(predictor, w, gpu, with(sustained));
   bool some_partial = false;
   for (std::size_t i = 0; i < w.iterations.size(); ++i) {
     double tensor_bound_us = 0, other_us = 0, tensor_work_us = 0;
@@ -342,13 +487,13 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
 
   for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     sustained.tensor_bound_slowdown = bad;
-    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
+    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, with(sustained)); }),
                Contains("sustained.tensor_bound_slowdown"));
   }
   sustained.tensor_bound_slowdown = 1.1;
   for (const double bad : {-0.1, 1.5, std::nan("")}) {
     sustained.at_tensor_utilization = bad;
-    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, {}, sustained); }),
+    CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, with(sustained)); }),
                Contains("sustained.at_tensor_utilization"));
   }
 }
@@ -451,7 +596,8 @@ TEST_CASE("workload: pipeline parallelism hands the activations across each stag
   // The stages run one after another: the time is the single-stage sum plus the hand-overs.
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
-  const WorkloadPrediction a = predict_workload(predictor, one, gpu), b = predict_workload(predictor, staged, gpu);
+  const WorkloadOptions bare{EngineProfile::none(), SustainedLoad{}, {}};
+  const WorkloadPrediction a = predict_workload(predictor, one, gpu, bare), b = predict_workload(predictor, staged, gpu, bare);
   for (std::size_t i = 0; i < a.iterations.size(); ++i) {
     const WorkloadCollective& hand_over = staged.iterations[i].operators.communication.back();
     const double transfer =

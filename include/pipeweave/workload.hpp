@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipeweave/gpu_spec.hpp"
@@ -226,9 +227,8 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
 
 // ---- Predicting it ------------------------------------------------------------------------
 
-// Time spent per iteration outside the kernels, stated by the caller: kernel launches the GPU
-// waits for, the scheduler, sampling, detokenisation. Defaults are zero so that nothing is
-// assumed; data/README.md records what was measured on real runs.
+// Time spent per iteration outside the kernels, stated by the caller on top of the engine's
+// (EngineProfile): kernel launches the GPU waits for, scheduling, sampling. Zero by default.
 struct IterationOverhead {
   double per_iteration_us = 0;
   double per_kernel_us = 0;  // for each kernel launched (count included)
@@ -236,48 +236,109 @@ struct IterationOverhead {
 };
 
 // A GPU that stays busy with dense math reaches its power limit and lowers its clock. The
-// kernel models learn from kernels measured one at a time, after an idle flush, at the boost
-// clock; a serving engine's prefill runs them back to back. Measured (data/README.md,
-// "Sustained load"): a Llama-3.1-8B layer's four prefill GEMMs run 1.16x (H100) and 1.20x
-// (H200) slower back to back than alone, at a tensor utilisation of 0.92 (0.97); in the stack the SM
-// clock sits at 1485-1545 MHz in prompt iterations against 1950-1980 MHz in decode ones.
-// The power drawn, and so the clock lost, follows the tensor load: in an iteration whose
-// tensor utilisation is u (tensor-pipe work at the spec's rate over the iteration's predicted
-// kernel time), every tensor-bound kernel takes 1 + (tensor_bound_slowdown - 1) x
-// min(1, u / at_tensor_utilization) times its predicted time; other kernels keep theirs.
-// With at_tensor_utilization = 0 the full slowdown applies at any load. 1 (the default): none.
+// kernel models learn from kernels measured one at a time, after an idle flush; a serving
+// engine's prefill runs them back to back. The power drawn, and so the clock lost, follows the
+// tensor load: in an iteration whose tensor utilisation is u (tensor-pipe work at the spec's
+// rate over the iteration's predicted kernel time), every tensor-bound kernel takes
+// 1 + (tensor_bound_slowdown - 1) x min(1, u / at_tensor_utilization) times its predicted time;
+// other kernels keep theirs. With at_tensor_utilization = 0 the full slowdown applies at any
+// load. 1 (the default of this struct): none. The GPU's own figures (GpuSpec::sustained_*:
+// measured on the H100, 1.156 at 0.916, and the H200, 1.199 at 0.972; estimated from the power
+// limit elsewhere) apply unless a prediction is given others (data/README.md, "Sustained load").
 struct SustainedLoad {
   double tensor_bound_slowdown = 1;
   double at_tensor_utilization = 0;  // the utilisation the slowdown was measured at, in [0, 1]
+  static SustainedLoad of(const GpuSpec& gpu) { return {gpu.sustained_slowdown(), gpu.sustained_utilization}; }
   double slowdown_at(double tensor_utilization) const;
   void validate() const;
+};
+
+// What a serving engine adds to each iteration around the kernels a workload lists. Every
+// figure names its source (data/README.md, "End to end: the published serving runs"):
+//  - host time per iteration that the GPU waits for: building the batch's inputs, launching,
+//    sampling the next tokens, synchronising (iteration_us);
+//  - the gap between consecutive kernels on the GPU (kernel_gap_us), and, for iterations not
+//    replayed from a CUDA graph, the host's cost to launch each kernel (eager_launch_us): such
+//    an iteration takes the longer of the GPU's time and the host's;
+//  - decode iterations of at most cuda_graph_max_batch requests replay a CUDA graph;
+//  - kernels the engine runs that the published workloads do not list, per layer: the rotary
+//    embedding of the queries and keys and the write of the new keys and values into the KV
+//    cache (and, for Qwen3 models, the RMSNorm of each query and key head);
+//  - decode attention: both engines serve prompts and decode with one attention backend, so
+//    decode iterations run the implementation the run's prompt attention names (a published
+//    SGLang FlashAttention-3 run lists its decode as fa2_paged).
+struct EngineProfile {
+  std::string name = "none";
+  double iteration_us = 0;
+  double kernel_gap_us = 0;
+  double eager_launch_us = 0;
+  std::int64_t cuda_graph_max_batch = 0;
+  bool engine_kernels = false;
+  bool decode_attention_follows_prompt = false;
+  std::string source = "nothing added: the workload's kernels alone";
+
+  static EngineProfile none() { return {}; }
+  static EngineProfile sglang();
+  static EngineProfile vllm();
+  // "sglang", "vllm" or "none"; throws pipeweave::Error naming the choices.
+  static EngineProfile named(std::string_view name);
+  void validate() const;
+};
+
+struct WorkloadOptions {
+  EngineProfile engine = EngineProfile::sglang();
+  std::optional<SustainedLoad> sustained;  // none: the GPU spec's own
+  IterationOverhead extra;                 // the caller's, on top of the engine's
 };
 
 struct IterationTime {
   std::int64_t iteration = 0;
   Phase phase = Phase::prefill;
   std::int64_t num_tokens = 0;
-  double kernels_us = 0;
-  double overhead_us = 0;
+  double kernels_us = 0;   // the kernels' predicted time, sustained-load slowdown included
+  double overhead_us = 0;  // everything else: the engine's and the caller's terms
+  std::int64_t launches = 0;
   double total_us() const { return kernels_us + overhead_us; }
 };
 
 struct OperatorTime {
-  std::string name;  // e.g. qkv_proj, attention, all_reduce
+  std::string name;  // e.g. qkv_proj, attention, all_reduce, engine_overhead
   double us = 0;     // over the whole run
   std::int64_t launches = 0;
+};
+
+// One request's times, every request arriving at the start of the run: time to its first token
+// (the end of the iteration that holds its last prompt tokens) and time per output token after
+// that (the rest of its decode iterations, over their count; 0 when it decodes none).
+// Requests are followed through the iterations by their KV lengths (a decode entry continues
+// the request whose KV was one shorter; a prompt chunk whose KV exceeds its new tokens
+// continues a prompt).
+struct RequestTime {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t output_tokens = 0;
+  double time_to_first_token_us = 0;
+  double time_per_output_token_us = 0;
+  double finish_us = 0;
+};
+
+struct Percentiles {
+  double median = 0, p90 = 0;
 };
 
 struct WorkloadPrediction {
   std::vector<IterationTime> iterations;
   std::vector<OperatorTime> operators;  // largest first
-  double prefill_us = 0;                // iterations that run prompt tokens (prefill and mixed)
+  std::vector<RequestTime> requests;
+  double prefill_us = 0;                  // iterations that run prompt tokens (prefill and mixed)
   double median_decode_iteration_us = 0;  // 0 when no iteration is decode-only
   double total_us = 0;
-  double overhead_us = 0;  // the part of total_us that is overhead
+  double overhead_us = 0;  // the part of total_us that is not kernels
+  Percentiles time_to_first_token_us, time_per_output_token_us;
+  EngineProfile engine;
+  SustainedLoad sustained;
 };
 
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
-                                    const IterationOverhead& overhead = {}, const SustainedLoad& sustained = {});
+                                    const WorkloadOptions& options = {});
 
 }  // namespace pipeweave

@@ -24,10 +24,12 @@ using nlohmann::json;
 
 struct E2eArguments {
   std::string gpu, workload, model, trace, write_workload, report, measured;
-  int tp = 1;
+  int tp = 1, pp = 1;
   SchedulerPolicy policy;
-  IterationOverhead overhead;
-  SustainedLoad sustained;
+  WorkloadOptions options;
+  std::optional<double> sustained_slowdown, sustained_utilization;
+  std::optional<std::pair<double, double>> engine_terms;  // the engine's iteration_us and kernel_gap_us, given
+  std::vector<std::string> kernel_models;  // --kernel-model: in place of the bundled model of its family
   DType dtype = DType::bf16;
   std::optional<AttentionImpl> attention_impl;
   bool json = false;
@@ -62,26 +64,42 @@ E2eArguments parse(int argc, char** argv, int first) {
     };
     if (argument == "--gpu") a.gpu = value();
     else if (argument == "--workload") a.workload = value();
+    else if (argument == "--kernel-model") a.kernel_models.push_back(value());
     else if (argument == "--model") a.model = value();
     else if (argument == "--trace") a.trace = value();
-    else if (argument == "--tp") a.tp = static_cast<int>(whole_number("--tp", value(), 1));
+    else if (argument == "--tp") a.tp = static_cast<int>(std::min<std::int64_t>(whole_number("--tp", value(), 1), 65536));
+    else if (argument == "--pp") a.pp = static_cast<int>(std::min<std::int64_t>(whole_number("--pp", value(), 1), 65536));
+    else if (argument == "--engine") {
+      const std::optional<std::pair<double, double>> terms = a.engine_terms;
+      a.options.engine = EngineProfile::named(value());
+      a.engine_terms = terms;
+    } else if (argument == "--engine-terms") {
+      const std::string text = value();
+      const std::size_t comma = text.find(',');
+      const std::optional<double> iteration = parse_number(text.substr(0, comma));
+      std::optional<double> gap;
+      if (comma != std::string::npos) gap = parse_number(text.substr(comma + 1));
+      if (!iteration || !gap || *iteration < 0 || *gap < 0)
+        throw Error(fmt::format("--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers >= 0, got \"{}\"", text));
+      a.engine_terms = std::pair{*iteration, *gap};
+    }
     else if (argument == "--max-batched-tokens") a.policy.max_batched_tokens = whole_number(argument, value(), 1);
     else if (argument == "--max-seqs") a.policy.max_sequences = whole_number(argument, value(), 1);
     else if (argument == "--no-chunked-prefill") a.policy.chunked_prefill = false;
-    else if (argument == "--overhead-us") a.overhead.per_iteration_us = non_negative(argument, value());
-    else if (argument == "--kernel-overhead-us") a.overhead.per_kernel_us = non_negative(argument, value());
+    else if (argument == "--overhead-us") a.options.extra.per_iteration_us = non_negative(argument, value());
+    else if (argument == "--kernel-overhead-us") a.options.extra.per_kernel_us = non_negative(argument, value());
     else if (argument == "--sustained-slowdown") {
       const std::string text = value();
       const std::optional<double> factor = parse_number(text);
       if (!factor || *factor < 1)
-        throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower), got \"{}\"", text));
-      a.sustained.tensor_bound_slowdown = *factor;
+        throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower; 1: none), got \"{}\"", text));
+      a.sustained_slowdown = *factor;
     } else if (argument == "--sustained-utilization") {
       const std::string text = value();
       const std::optional<double> share = parse_number(text);
       if (!share || *share < 0 || *share > 1)
         throw Error(fmt::format("--sustained-utilization must be a tensor utilisation in [0, 1], got \"{}\"", text));
-      a.sustained.at_tensor_utilization = *share;
+      a.sustained_utilization = *share;
     }
     else if (argument == "--dtype") {
       const std::string text = value();
@@ -102,8 +120,16 @@ E2eArguments parse(int argc, char** argv, int first) {
     else throw Error("unknown argument " + argument + " for e2e");
   }
   if (a.gpu.empty()) throw Error("e2e needs --gpu NAME or --gpu spec.json");
-  if (a.sustained.at_tensor_utilization > 0 && a.sustained.tensor_bound_slowdown == 1)
+  if (a.engine_terms) {
+    a.options.engine.iteration_us = a.engine_terms->first;
+    a.options.engine.kernel_gap_us = a.engine_terms->second;
+    a.options.engine.source += fmt::format("; terms given: {} us per iteration, {} us between kernels", a.engine_terms->first,
+                                           a.engine_terms->second);
+  }
+  if (a.sustained_utilization && !a.sustained_slowdown)
     throw Error("--sustained-utilization scales --sustained-slowdown: give both");
+  if (a.sustained_slowdown)
+    a.options.sustained = SustainedLoad{*a.sustained_slowdown, a.sustained_utilization.value_or(0)};
   const bool from_file = !a.workload.empty(), generated = !a.model.empty() || !a.trace.empty();
   if (from_file == generated)
     throw Error("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
@@ -134,7 +160,7 @@ int e2e_command(int argc, char** argv, int first) {
     std::string name = config.parent_path().filename().string();
     if (name.empty()) name = config.stem().string();
     workload = generate_workload(name, load_hf_config(config), load_trace(a.trace),
-                                 Deployment{.tp = a.tp, .pp = 1, .dtype = a.dtype, .attention_impl = std::nullopt}, a.policy);
+                                 Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt}, a.policy);
   }
   if (a.attention_impl)  // what the run uses (PyTorch's flash backend: FlashAttention-2, also on Hopper)
     for (WorkloadIteration& iteration : workload.iterations)
@@ -142,8 +168,10 @@ int e2e_command(int argc, char** argv, int first) {
   if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
   if (workload.iterations.empty()) throw Error("the workload has no iteration");
 
-  const Predictor predictor;
-  const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.overhead, a.sustained);
+  std::vector<Mlp> models;
+  for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
+  const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
+  const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.options);
 
   // --measured: per iteration, predicted against measured.
   struct Compared {
@@ -187,36 +215,66 @@ int e2e_command(int argc, char** argv, int first) {
     json iterations = json::array();
     for (const IterationTime& it : p.iterations)
       iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
-                            {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"total_us", it.total_us()}});
+                            {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
+                            {"total_us", it.total_us()}});
+    json requests = json::array();
+    for (const RequestTime& r : p.requests)
+      requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
+                          {"time_to_first_token_us", r.time_to_first_token_us},
+                          {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us}});
+    const EngineProfile& e = p.engine;
     fmt::print("{}\n", json{{"gpu", gpu.name},
                             {"model", workload.model},
                             {"tp_size", workload.tp_size},
+                            {"pp_size", workload.pp_size},
                             {"iterations", p.iterations.size()},
                             {"prefill_us", p.prefill_us},
                             {"median_decode_iteration_us", p.median_decode_iteration_us},
                             {"total_us", p.total_us},
                             {"overhead_us", p.overhead_us},
-                            {"overhead", {{"per_iteration_us", a.overhead.per_iteration_us}, {"per_kernel_us", a.overhead.per_kernel_us}}},
-                            {"sustained_slowdown", a.sustained.tensor_bound_slowdown},
-                            {"sustained_utilization", a.sustained.at_tensor_utilization},
+                            {"time_to_first_token_us", {{"median", p.time_to_first_token_us.median}, {"p90", p.time_to_first_token_us.p90}}},
+                            {"time_per_output_token_us",
+                             {{"median", p.time_per_output_token_us.median}, {"p90", p.time_per_output_token_us.p90}}},
+                            {"engine", {{"name", e.name}, {"iteration_us", e.iteration_us}, {"kernel_gap_us", e.kernel_gap_us},
+                                        {"eager_launch_us", e.eager_launch_us}, {"cuda_graph_max_batch", e.cuda_graph_max_batch},
+                                        {"engine_kernels", e.engine_kernels},
+                                        {"decode_attention_follows_prompt", e.decode_attention_follows_prompt}, {"source", e.source}}},
+                            {"overhead", {{"per_iteration_us", a.options.extra.per_iteration_us},
+                                          {"per_kernel_us", a.options.extra.per_kernel_us}}},
+                            {"sustained_slowdown", p.sustained.tensor_bound_slowdown},
+                            {"sustained_utilization", p.sustained.at_tensor_utilization},
                             {"operators", operators},
                             {"per_iteration", iterations},
+                            {"requests", requests},
                             {"comparison", comparison}}
                            .dump(2));
   } else {
-    fmt::print("{} on {} x {}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, workload.tp_size,
-               gpu.name, p.iterations.size(), p.iterations.size() - decode_only, decode_only);
+    const int gpus = workload.tp_size * workload.pp_size;
+    fmt::print("{} on {} x {}{}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, gpus, gpu.name,
+               workload.pp_size > 1 ? fmt::format(" (TP {} x PP {})", workload.tp_size, workload.pp_size) : "",
+               p.iterations.size(), p.iterations.size() - decode_only, decode_only);
     fmt::print("  prefill (iterations with prompt tokens) {:>12.3f} ms\n", p.prefill_us / 1000);
     fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
     fmt::print("  total                                   {:>12.3f} ms\n", p.total_us / 1000);
-    fmt::print("  of which overhead                       {:>12.3f} ms  ({} us per iteration + {} us per kernel; "
+    fmt::print("  of which overhead                       {:>12.3f} ms  (engine {}; and {} us per iteration + {} us per kernel; "
                "--overhead-us, --kernel-overhead-us)\n",
-               p.overhead_us / 1000, a.overhead.per_iteration_us, a.overhead.per_kernel_us);
-    if (a.sustained.tensor_bound_slowdown != 1)
-      fmt::print("  tensor-bound kernels x {} for the clock under sustained load (--sustained-slowdown){}\n",
-                 a.sustained.tensor_bound_slowdown,
-                 a.sustained.at_tensor_utilization > 0
-                     ? fmt::format(", in proportion to each iteration's tensor utilisation up to {}", a.sustained.at_tensor_utilization)
+               p.overhead_us / 1000, p.engine.name, a.options.extra.per_iteration_us, a.options.extra.per_kernel_us);
+    fmt::print("  time to first token     median {:>10.3f} ms, p90 {:>10.3f} ms  ({} requests)\n",
+               p.time_to_first_token_us.median / 1000, p.time_to_first_token_us.p90 / 1000, p.requests.size());
+    fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
+               p.time_per_output_token_us.p90 / 1000);
+    if (p.engine.name == "none")
+      fmt::print("  engine none: the workload's kernels only (--engine sglang|vllm|none)\n");
+    else
+      fmt::print("  engine {}: {:.0f} us per iteration, {:.2f} us between kernels, CUDA graphs for decode up to {} requests, "
+                 "rotary, KV-cache write{} (--engine)\n",
+                 p.engine.name, p.engine.iteration_us, p.engine.kernel_gap_us, p.engine.cuda_graph_max_batch,
+                 p.engine.decode_attention_follows_prompt ? ", decode attention as the prompt's" : "");
+    if (p.sustained.tensor_bound_slowdown != 1)
+      fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}\n", p.sustained.tensor_bound_slowdown,
+                 a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
+                 p.sustained.at_tensor_utilization > 0
+                     ? fmt::format(", in proportion to each iteration's tensor utilisation up to {:.3g}", p.sustained.at_tensor_utilization)
                      : "");
     fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
     for (const OperatorTime& op : p.operators)
@@ -234,12 +292,30 @@ int e2e_command(int argc, char** argv, int first) {
     const fs::path dir(a.report);
     std::map<std::int64_t, double> measured_of;
     for (const Compared& c : compared) measured_of[c.iteration->iteration] = c.measured_us;
-    std::string csv = "iteration,phase,num_tokens,kernels_us,overhead_us,total_us,measured_us\n";
+    std::string csv = "iteration,phase,num_tokens,launches,kernels_us,overhead_us,total_us,measured_us\n";
     for (const IterationTime& it : p.iterations)
-      csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.kernels_us,
-                         it.overhead_us, it.total_us(),
+      csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.launches,
+                         it.kernels_us, it.overhead_us, it.total_us(),
                          measured_of.contains(it.iteration) ? fmt::format("{:.6g}", measured_of[it.iteration]) : "");
     write_text(dir / "iterations.csv", csv);
+    std::string requests_csv = "request,prompt_tokens,output_tokens,time_to_first_token_us,time_per_output_token_us,finish_us\n";
+    for (std::size_t i = 0; i < p.requests.size(); ++i) {
+      const RequestTime& r = p.requests[i];
+      requests_csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g}\n", i, r.prompt_tokens, r.output_tokens, r.time_to_first_token_us,
+                                  r.time_per_output_token_us, r.finish_us);
+    }
+    write_text(dir / "requests.csv", requests_csv);
+    std::map<Phase, svg::Series> timeline;
+    for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+      const IterationTime& it = p.iterations[i];
+      timeline[it.phase].name = std::string(to_string(it.phase));
+      timeline[it.phase].points.emplace_back(static_cast<double>(i), it.total_us() / 1000);
+    }
+    std::vector<svg::Series> timeline_series;
+    for (auto& [phase, one] : timeline) timeline_series.push_back(std::move(one));
+    write_text(dir / "timeline.svg",
+               svg::timeline(fmt::format("{} on {}: predicted time of each iteration (engine {})", workload.model, gpu.name, p.engine.name),
+                             "iteration", "time (ms)", timeline_series));
     if (!compared.empty()) {
       std::map<Phase, svg::Series> series;
       for (const Compared& c : compared) {
@@ -261,7 +337,8 @@ int e2e_command(int argc, char** argv, int first) {
                                           workload.tp_size),
                               bars, 0));
     if (!a.json)
-      fmt::print("wrote {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "operators.svg").string(),
+      fmt::print("wrote {}, {}, {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "requests.csv").string(),
+                 (dir / "timeline.svg").string(), (dir / "operators.svg").string(),
                  compared.empty() ? "" : " and " + (dir / "iterations.svg").string());
   }
   return 0;

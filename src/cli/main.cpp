@@ -19,11 +19,12 @@ constexpr const char* kUsage = R"(usage:
   pipeweave gpus [--json]
   pipeweave predict --gpu NAME|spec.json [--model MODEL.json]... [--json] [--kernels FILE] KERNEL...
   pipeweave rank --gpu NAME|spec.json [--model MODEL.json]... [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
-  pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
+  pipeweave calibrate [--quick] [--runs N] [--sms N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
                       [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
+                    [--sms N]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
   pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
                  [--default-configs | --without-configs | --ranking] [--json] [--report DIR]
@@ -47,7 +48,7 @@ KERNEL is op:key=value,...; for example
   silu_mul:tokens=8192,dim=14336
   fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336
   elementwise:bytes=1e9,flops=2.5e8
-  all_reduce:bytes=16777216,ranks=8
+  all_reduce:bytes=16777216,ranks=8     (also all_gather, reduce_scatter, all_to_all; send_recv:bytes=...,ranks=2)
 --kernels FILE reads one KERNEL per line ('#' starts a comment).
 
 rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
@@ -69,7 +70,9 @@ tensor utilisation is u gets 1 + (F - 1) x min(1, u / U).
 
 calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by
 PIPEWEAVE_MICROBENCH) --runs times (default 1; --quick: a few seconds), prints each figure
-against the spec sheet, and writes a GPU spec that predict --gpu accepts. --log-dir keeps the
+against the spec sheet, and writes a GPU spec that predict --gpu accepts. --sms N runs them on N
+of the GPU's SMs (a green context; rounded up to the hardware's granularity, 8 on Hopper): the spec
+is of a GPU with that many SMs and this one's memory, named e.g. H100-SXM-sm64. --log-dir keeps the
 raw logs; --from-log re-derives the spec from saved logs without a GPU; --report writes
 calibration.csv and calibration.svg. --link F (ranks,bytes,mode,measured_us: all-reduces timed
 by cuda_kernels/measure_allreduce.py) fits the link bandwidth and latency to the rows timed in
@@ -77,7 +80,8 @@ CUDA graphs instead of taking the catalog's; with --report also link.csv and lin
 
 shapes prints a shape list (real models' layers at TP 1/2/4/8 and 1 to 32k tokens, plus random
 shapes; --seed fixes it); collect measures each shape on the GPU with pipeweave-collect (every
-cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md.
+cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md; with
+--sms N on N SMs, as calibrate --sms, its rows naming the GPU as that spec does (H100-SXM-sm64).
 
 eval predicts every measured row (with the GPU's spec from --spec, else DIR/<gpu>.calibrated.json
 from --specs, else the catalog) and prints MAPE, median and 90th-percentile error, the share
@@ -155,13 +159,20 @@ int list_gpus(const Arguments& arguments) {
     fmt::print("{}\n", all.dump(2));
     return 0;
   }
-  fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6} {:>9} {:>9} {:>9} {:>7}\n", "name", "arch", "cc", "SMs", "MHz",
-             "bf16 TF", "fp8 TF", "DRAM GB/s", "mem GB");
-  for (const pw::GpuSpec& gpu : pw::gpu_catalog())
-    fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6.0f} {:>9.1f} {:>9.1f} {:>9.0f} {:>7.0f}\n", gpu.name, gpu.architecture,
-               fmt::format("{}.{}", gpu.compute_capability_major, gpu.compute_capability_minor), gpu.sm_count,
-               gpu.sm_clock_mhz, tflops(gpu.tensor_flops_per_clk_per_sm.fp16_bf16, gpu),
-               tflops(gpu.tensor_flops_per_clk_per_sm.fp8, gpu), gpu.dram_bandwidth_gb_s, gpu.memory_gb);
+  // What kernels sustain (the spec predictions use) beside the data sheet's peak and clock.
+  fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n", "name", "arch", "cc", "SMs",
+             "MHz", "bf16 TF", "fp8 TF", "DRAM GB/s", "mem GB", "max MHz", "sheet TF", "x busy", "spec");
+  for (const pw::GpuSpec& gpu : pw::gpu_catalog()) {
+    const pw::GpuSpec& sheet = pw::find_gpu_datasheet(gpu.name);
+    fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6.0f} {:>9.1f} {:>9.1f} {:>9.0f} {:>7.0f} {:>8.0f} {:>9.1f} {:>7.3f}  {}\n", gpu.name,
+               gpu.architecture, fmt::format("{}.{}", gpu.compute_capability_major, gpu.compute_capability_minor),
+               gpu.sm_count, gpu.sm_clock_mhz, tflops(gpu.tensor_flops_per_clk_per_sm.fp16_bf16, gpu),
+               tflops(gpu.tensor_flops_per_clk_per_sm.fp8, gpu), gpu.dram_bandwidth_gb_s, gpu.memory_gb, gpu.max_clock_mhz,
+               tflops(sheet.tensor_flops_per_clk_per_sm.fp16_bf16, sheet), gpu.sustained_slowdown(),
+               gpu.source.starts_with("pipeweave calibrate") ? "calibrated" : "estimated");
+  }
+  fmt::print("MHz: the clock under a dense tensor load; sheet TF: the data sheet's dense bf16 peak; x busy: tensor-bound\n"
+             "kernels' time back to back at the power limit over their time alone (data/README.md, \"GPU specs\")\n");
   return 0;
 }
 
@@ -209,7 +220,8 @@ int predict(const Arguments& arguments) {
                       {"bottleneck", pw::to_string(p.bottleneck)},
                       {"source", pw::to_string(p.source)},
                       {"config", pw::describe_config(predictor.configured(kernels[i], gpu), gpu)},
-                      {"config_defaulted", p.config_defaulted}});
+                      {"config_defaulted", p.config_defaulted},
+                      {"extrapolated", p.extrapolated}});
     }
     fmt::print("{}\n", json{{"gpu", gpu.name}, {"predictions", rows}}.dump(2));
     return 0;

@@ -107,4 +107,44 @@ inline std::string scatter_log_log(const std::string& title, const std::string& 
   return out + "</svg>\n";
 }
 
+// Points of y (log scale) against a linear x, one colour per series: e.g. each iteration's time.
+inline std::string timeline(const std::string& title, const std::string& x_label, const std::string& y_label,
+                            const std::vector<Series>& series) {
+  constexpr int kWidth = 720, kHeight = 360, kLeft = 70, kTop = 40, kLegend = 140;
+  constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+  double x_high = 1, y_low = 1e300, y_high = 0;
+  for (const Series& s : series)
+    for (const auto& [x, y] : s.points) x_high = std::max(x_high, x), y_low = std::min(y_low, y), y_high = std::max(y_high, y);
+  if (!(y_high > 0)) y_low = 1, y_high = 10;
+  const double log_low = std::floor(std::log10(y_low)), log_high = std::max(log_low + 1, std::ceil(std::log10(y_high)));
+  auto px = [&](double x) { return kLeft + x / x_high * kWidth; };
+  auto py = [&](double y) { return kTop + kHeight - (std::log10(y) - log_low) / (log_high - log_low) * kHeight; };
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">{}</text>\n",
+      kLeft + kWidth + kLegend, kTop + kHeight + 50, escape(title));
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", kLeft, kTop, kWidth, kHeight);
+  for (double decade = log_low; decade <= log_high; ++decade) {
+    const double y = py(std::pow(10.0, decade));
+    out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kLeft, y, kLeft + kWidth, y);
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">1e{:g}</text>\n", kLeft - 4, y + 4, decade);
+  }
+  for (int tick = 0; tick <= 4; ++tick) {
+    const double x = x_high * tick / 4;
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.0f}</text>\n", px(x), kTop + kHeight + 16, x);
+  }
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const char* colour = kColours[s % std::size(kColours)];
+    for (const auto& [x, y] : series[s].points)
+      if (y > 0) out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\" fill=\"{}\"/>\n", px(x), py(y), colour);
+    out += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{} ({})</text>\n", kLeft + kWidth + 20,
+                       kTop + 20 + 20 * s, colour, kLeft + kWidth + 30, kTop + 24 + 20 * s, escape(series[s].name),
+                       series[s].points.size());
+  }
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", kLeft + kWidth / 2, kTop + kHeight + 36, escape(x_label));
+  out += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
+                     kTop + kHeight / 2, kTop + kHeight / 2, escape(y_label));
+  return out + "</svg>\n";
+}
+
 }  // namespace pipeweave::cli::svg
