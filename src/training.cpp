@@ -306,9 +306,45 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
     std::uint64_t group = 1469598103934665603ull;
     for (unsigned char c : row.gpu + "|" + row.shape) group = (group ^ c) * 1099511628211ull;
     if (group == 0) group = 1;  // 0 says "in no group"
-    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group});
+    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group,
+                              demand.bottleneck(), spec.compute_capability_major * 10 + spec.compute_capability_minor});
   }
   return out;
+}
+
+void record_training_domain(MlpDescription& description, std::span<const TrainingRow> rows) {
+  if (rows.empty()) return;
+  description.trained_compute_capabilities.clear();
+  description.input_min = Eigen::VectorXf::Constant(kFeatureCount, std::numeric_limits<float>::infinity());
+  description.input_max = Eigen::VectorXf::Constant(kFeatureCount, -std::numeric_limits<float>::infinity());
+  // Per pipe (and all pipes, the last), per doubling of the bound: the rows' efficiencies.
+  constexpr int kBins = 25;  // bounds up to 2^24 us, 17 s
+  std::array<std::array<std::vector<double>, kBins>, kPipeCount + 1> efficiencies;
+  for (const TrainingRow& row : rows) {
+    auto& seen = description.trained_compute_capabilities;
+    if (row.compute_capability > 0 && std::find(seen.begin(), seen.end(), row.compute_capability) == seen.end())
+      seen.push_back(row.compute_capability);
+    for (std::size_t f = 0; f < kFeatureCount; ++f) {
+      const auto i = static_cast<Eigen::Index>(f);
+      description.input_min(i) = std::min(description.input_min(i), row.features[f]);
+      description.input_max(i) = std::max(description.input_max(i), row.features[f]);
+    }
+    if (!(row.bound_us > 0) || !(row.measured_us > 0)) continue;
+    const int bin = std::clamp(static_cast<int>(std::ceil(std::log2(row.bound_us))), 0, kBins - 1);
+    const double efficiency = std::min(1.0, row.bound_us / row.measured_us);
+    efficiencies[static_cast<std::size_t>(row.bottleneck)][static_cast<std::size_t>(bin)].push_back(efficiency);
+    efficiencies[kPipeCount][static_cast<std::size_t>(bin)].push_back(efficiency);
+  }
+  std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
+  for (std::size_t p = 0; p <= kPipeCount; ++p) {
+    description.pipe_efficiency[p].clear();
+    for (int bin = 0; bin < kBins; ++bin) {
+      std::vector<double>& values = efficiencies[p][static_cast<std::size_t>(bin)];
+      if (values.size() < 8) continue;
+      std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+      description.pipe_efficiency[p].emplace_back(std::ldexp(1.0, bin), values[values.size() / 2]);
+    }
+  }
 }
 
 std::vector<std::pair<DType, double>> fit_configless_scale(
@@ -563,6 +599,23 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   description.input_scale = scale;
   description.layers = std::move(networks.front().layers);
   for (std::size_t n = 1; n < networks.size(); ++n) description.further_networks.push_back(std::move(networks[n].layers));
+  // The ground it covers: the rows it learned from (fine-tuning: those and its start's).
+  std::vector<TrainingRow> seen(train.begin(), train.end());
+  seen.insert(seen.end(), validation.begin(), validation.end());
+  record_training_domain(description, seen);
+  if (init) {  // the start's ground stays covered, and its measured efficiencies, from more rows, stay
+    const MlpDescription& start = init->description();
+    for (int cc : start.trained_compute_capabilities)
+      if (std::find(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end(), cc) ==
+          description.trained_compute_capabilities.end())
+        description.trained_compute_capabilities.push_back(cc);
+    std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
+    if (start.input_min.size() == description.input_min.size()) {
+      description.input_min = description.input_min.cwiseMin(start.input_min);
+      description.input_max = description.input_max.cwiseMax(start.input_max);
+    }
+    if (!start.pipe_efficiency.back().empty()) description.pipe_efficiency = start.pipe_efficiency;
+  }
   // A fine-tuned network keeps its start's config-less factor until fit_configless_scale refits it.
   if (init && init->family() == family) {
     description.configless_scale = init->description().configless_scale;

@@ -116,8 +116,12 @@ TEST_CASE("attention demand: FA3 longest-first versus FA2 launch order", "[deman
   const auto fa2 = pipeweave::demand(attention, gpu);
   CHECK(fa2.ctas == 8);
   CHECK(fa2.busiest_sm_ctas == 2);
-  CHECK(at(fa2.sm_cycles, Pipe::tensor) == Approx(6 * per_block).epsilon(1e-9));
-  CHECK(at(fa2.gpu_cycles, Pipe::tensor) == Approx(at(fa3.gpu_cycles, Pipe::tensor)).epsilon(1e-9));
+  // FA2's mma.sync reaches 65.2% of a Hopper tensor core's rate: the same work takes 1/0.652 the cycles.
+  CHECK(at(fa2.sm_cycles, Pipe::tensor) == Approx(6 * per_block / 0.652).epsilon(1e-9));
+  CHECK(at(fa2.gpu_cycles, Pipe::tensor) == Approx(at(fa3.gpu_cycles, Pipe::tensor) / 0.652).epsilon(1e-9));
+  // Before Hopper mma.sync is the tensor cores' own path: full rate.
+  const auto fa2_ampere = pipeweave::demand(attention, pipeweave_test::synthetic_gpu_cc80(4));
+  CHECK(at(fa2_ampere.gpu_cycles, Pipe::tensor) == Approx(at(fa3.gpu_cycles, Pipe::tensor)).epsilon(1e-9));
   // FA2: 128 threads -> 16; smem Q + one stage of K and V = (128 + 2*128)*64*2 = 49152 B -> 4.
   CHECK(fa2.resident_ctas_per_sm == 4);
 }

@@ -362,10 +362,14 @@ TEST_CASE("Predictor: the default Predictor needs no files", "[predictor]") {
       CHECK(p.source == PredictionSource::analytical_bound);
       CHECK(p.latency_us == p.lower_bound_us);
     } else {
-      CHECK(p.source == PredictionSource::trained_model);
+      // The network, or where the kernel lies beyond its training rows (an fp32 GEMM: the
+      // bundled GEMM model learned from bf16 and fp8 only) the efficiency its rows measured.
+      CHECK((p.source == PredictionSource::trained_model || p.source == PredictionSource::pipe_efficiency));
+      CHECK(p.extrapolated == (p.source == PredictionSource::pipe_efficiency));
       CHECK(p.efficiency > 0);
       CHECK(p.efficiency <= 1);
     }
+    if (const Gemm* gemm = kernel.get_if<Gemm>(); gemm && gemm->dtype == DType::fp32) CHECK(p.extrapolated);
     CHECK(p.lower_bound_us > 0);
     CHECK(p.latency_us >= p.lower_bound_us);
     CHECK(std::isfinite(p.latency_us));
@@ -662,4 +666,92 @@ TEST_CASE("Mlp: for_configless_gemm is checked and survives a JSON round trip", 
   REQUIRE(text.find(flag) != std::string::npos);
   text.replace(text.find(flag), flag.size(), "\"for_configless_gemm\":\"yes\"");
   CHECK_THAT(error_of([&] { mlp_from_json(text); }), Contains("mlp.for_configless_gemm must be true or false, got \"yes\""));
+}
+
+TEST_CASE("Predictor: outside what its network was trained on, the measured efficiency of the kernel's pipe answers",
+          "[predictor][domain]") {
+  // A constant 0.6 network trained (say) on Hopper only, with a pipe table: DRAM-bound kernels
+  // up to 16 us measured 0.4, beyond 0.8; every other pipe 0.7 (the all-pipes rows).
+  MlpDescription d = constant_model(OpFamily::gemm, 0.6).description();
+  d.trained_compute_capabilities = {90};
+  d.pipe_efficiency[static_cast<std::size_t>(Pipe::dram)] = {{16, 0.4}, {1024, 0.8}};
+  d.pipe_efficiency[kPipeCount] = {{1e7, 0.7}};
+  const Predictor predictor(std::vector<Mlp>{Mlp(d)});
+  const Kernel small = parse_kernel("gemm:m=8,n=4096,k=4096,dtype=bf16,tile_m=16,tile_n=128,tile_k=64,stages=4");
+  const Kernel large = parse_kernel("gemm:m=8192,n=8192,k=8192,dtype=bf16,tile_m=128,tile_n=256,tile_k=64");
+
+  // On a Hopper GPU the network answers, as ever.
+  const Prediction on_hopper = predictor.predict(small, find_gpu("H100-SXM"));
+  CHECK(on_hopper.source == PredictionSource::trained_model);
+  CHECK_FALSE(on_hopper.extrapolated);
+  CHECK(on_hopper.efficiency == Approx(0.6).epsilon(1e-6));
+
+  // On an Ampere GPU it never saw: the table for the bottleneck and size.
+  const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");
+  const Prediction decode = predictor.predict(small, a100);
+  REQUIRE(decode.bottleneck == Pipe::dram);
+  CHECK(decode.extrapolated);
+  CHECK(decode.source == PredictionSource::pipe_efficiency);
+  CHECK(decode.efficiency == (decode.lower_bound_us <= 16 ? 0.4 : 0.8));
+  CHECK(decode.latency_us == Approx(decode.lower_bound_us / decode.efficiency).epsilon(1e-12));
+  const Prediction prefill = predictor.predict(large, a100);
+  REQUIRE(prefill.bottleneck == Pipe::tensor);  // no tensor rows: the all-pipes row
+  CHECK(prefill.efficiency == 0.7);
+  // The batch path says the same, kernel by kernel.
+  const std::vector<Kernel> both{small, large};
+  const std::vector<Prediction> batch = predictor.predict(both, a100);
+  CHECK(batch[0].efficiency == decode.efficiency);
+  CHECK(batch[1].source == PredictionSource::pipe_efficiency);
+  CHECK(batch[1].extrapolated);
+  // A GEMM without its config on that GPU: no ranking to trust, the library's default config.
+  const Gemm bare = make_gemm(8, 4096, 4096);
+  CHECK(predictor.best_gemm_config(bare, a100) == default_config(bare, a100));
+
+  // Inputs beyond the training range are outside too, on a GPU it knows.
+  d.input_min = Eigen::VectorXf::Zero(kInputs);
+  d.input_max = Eigen::VectorXf::Constant(kInputs, 0.5f);  // log1p of cycles: every real kernel exceeds it
+  const Predictor narrow(std::vector<Mlp>{Mlp(d)});
+  const Prediction beyond = narrow.predict(small, find_gpu("H100-SXM"));
+  CHECK(beyond.extrapolated);
+  CHECK(beyond.source == PredictionSource::pipe_efficiency);
+  // Without a pipe table the network still answers, and the prediction says it is extrapolating.
+  d.pipe_efficiency = {};
+  const Prediction no_table = Predictor(std::vector<Mlp>{Mlp(d)}).predict(small, a100);
+  CHECK(no_table.extrapolated);
+  CHECK(no_table.source == PredictionSource::trained_model);
+  CHECK(no_table.efficiency == Approx(0.6).epsilon(1e-6));
+}
+
+TEST_CASE("Mlp: the training domain and pipe table are checked and survive a JSON round trip", "[predictor][mlp][domain]") {
+  MlpDescription d = constant_model(OpFamily::silu_mul, 0.5).description();
+  d.trained_compute_capabilities = {89, 90};
+  d.input_min = Eigen::VectorXf::Constant(kInputs, -1.0f);
+  d.input_max = Eigen::VectorXf::Constant(kInputs, 3.5f);
+  d.pipe_efficiency[static_cast<std::size_t>(Pipe::dram)] = {{2, 0.25}, {64, 0.75}};
+  d.pipe_efficiency[kPipeCount] = {{64, 0.5}};
+  const Mlp model(d);
+  const Mlp back = mlp_from_json(to_json(model));
+  CHECK(back.description().trained_compute_capabilities == d.trained_compute_capabilities);
+  CHECK(back.description().input_min == d.input_min);
+  CHECK(back.description().input_max == d.input_max);
+  CHECK(back.description().pipe_efficiency == d.pipe_efficiency);
+  CHECK(back.covers_compute_capability(89));
+  CHECK_FALSE(back.covers_compute_capability(80));
+  CHECK(back.pipe_efficiency(Pipe::dram, 1) == 0.25);
+  CHECK(back.pipe_efficiency(Pipe::dram, 3) == 0.75);
+  CHECK(back.pipe_efficiency(Pipe::dram, 1e6) == 0.75);  // beyond the last row: the last
+  CHECK(back.pipe_efficiency(Pipe::xu, 1) == 0.5);       // a pipe without rows: all pipes'
+
+  MlpDescription bad = d;
+  bad.pipe_efficiency[0] = {{4, 0.5}, {2, 0.5}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[1]") && Contains("ascending"));
+  bad = d;
+  bad.pipe_efficiency[0] = {{4, 1.5}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[0]") && Contains("(0, 1]"));
+  bad = d;
+  bad.input_min(3) = 9;
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.domain.input_min[3]"));
+  std::string text = to_json(model);
+  text.replace(text.find("\"compute_capabilities\":[89,90]"), 30, "\"compute_capabilities\":[\"9.0\"]");
+  CHECK_THAT(error_of([&] { mlp_from_json(text); }), Contains("mlp.domain.compute_capabilities"));
 }

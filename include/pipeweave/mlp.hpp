@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -53,6 +54,19 @@ struct MlpDescription {
   bool for_configless_gemm = false;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
   std::vector<std::pair<std::string, std::string>> provenance;
+
+  // What the network was trained on, so that a prediction can say when it leaves that ground
+  // (Prediction::extrapolated): the compute capabilities of the training rows' GPUs (major x 10
+  // + minor: 90 for Hopper) and each input feature's range over the training rows. Empty (model
+  // files from before they were recorded): every GPU and input counts as covered.
+  std::vector<int> trained_compute_capabilities;
+  Eigen::VectorXf input_min, input_max;
+  // Where the network is not trusted, the efficiency the training rows measured for a kernel's
+  // bottleneck pipe and size: per pipe (index: Pipe; the last, kPipeCount, every pipe together),
+  // rows of (largest lower bound in microseconds the row covers, median efficiency of the
+  // training kernels of that pipe up to that bound and above the previous row's), ascending.
+  // A pipe with no row takes the all-pipes rows. Empty: no fallback (the network answers).
+  std::array<std::vector<std::pair<double, double>>, kPipeCount + 1> pipe_efficiency;
 };
 
 class Mlp {
@@ -71,6 +85,36 @@ class Mlp {
     for (std::size_t i = 0; i + 1 < description_.layers.size(); ++i)
       sizes.push_back(static_cast<int>(description_.layers[i].bias.size()));
     return sizes;
+  }
+
+  // Whether the network was trained on GPUs of this compute capability (major x 10 + minor),
+  // and whether a kernel's features lie within its training rows' range (a tenth of the range
+  // of slack on each side). True where the model records no such domain.
+  bool covers_compute_capability(int compute_capability) const {
+    const std::vector<int>& seen = description_.trained_compute_capabilities;
+    return seen.empty() || std::find(seen.begin(), seen.end(), compute_capability) != seen.end();
+  }
+  bool covers(const Features& features) const {
+    const MlpDescription& d = description_;
+    if (d.input_min.size() != static_cast<Eigen::Index>(kFeatureCount)) return true;
+    for (std::size_t f = 0; f < kFeatureCount; ++f) {
+      const auto i = static_cast<Eigen::Index>(f);
+      const float slack = 0.1f * (d.input_max(i) - d.input_min(i));
+      if (features[f] < d.input_min(i) - slack || features[f] > d.input_max(i) + slack) return false;
+    }
+    return true;
+  }
+  bool has_pipe_efficiency() const { return !description_.pipe_efficiency.back().empty(); }
+  // The measured efficiency for a kernel bound by `pipe` whose lower bound is `bound_us`
+  // (MlpDescription::pipe_efficiency); 1 when the model has none.
+  double pipe_efficiency(Pipe pipe, double bound_us) const {
+    const auto& by_pipe = description_.pipe_efficiency;
+    const std::vector<std::pair<double, double>>* rows = &by_pipe[static_cast<std::size_t>(pipe)];
+    if (rows->empty()) rows = &by_pipe.back();
+    if (rows->empty()) return 1.0;
+    for (const auto& [upto_us, efficiency] : *rows)
+      if (bound_us <= upto_us) return efficiency;
+    return rows->back().second;
   }
 
   // The factor for a GEMM of this data type predicted without its config (1: none recorded).
@@ -161,6 +205,22 @@ class Mlp {
 
   void check() const {
     const MlpDescription& d = description_;
+    if (d.input_min.size() != d.input_max.size() ||
+        (d.input_min.size() != 0 && d.input_min.size() != static_cast<Eigen::Index>(kFeatureCount)))
+      detail::fail_field("mlp.domain.input_min", d.input_min.size(), "must be empty or hold one entry per feature, as input_max");
+    for (Eigen::Index f = 0; f < d.input_min.size(); ++f)
+      if (!(d.input_min(f) <= d.input_max(f)))
+        detail::fail_field("mlp.domain.input_min[" + std::to_string(f) + "]", d.input_min(f),
+                           "must be finite and at most input_max (" + std::to_string(d.input_max(f)) + ")");
+    for (std::size_t p = 0; p < d.pipe_efficiency.size(); ++p)
+      for (std::size_t r = 0; r < d.pipe_efficiency[p].size(); ++r) {
+        const auto& [upto, efficiency] = d.pipe_efficiency[p][r];
+        const std::string field = "mlp.pipe_efficiency." + std::string(p < kPipeCount ? to_string(kAllPipes[p]) : "all") + "[" +
+                                  std::to_string(r) + "]";
+        if (!(upto > 0) || !std::isfinite(upto) || (r > 0 && !(upto > d.pipe_efficiency[p][r - 1].first)))
+          detail::fail_field(field, upto, "must be a bound in us, positive and ascending");
+        if (!(efficiency > 0 && efficiency <= 1)) detail::fail_field(field, efficiency, "must be an efficiency in (0, 1]");
+      }
     if (d.feature_version != kFeatureVersion)
       detail::fail_field("mlp.feature_version", d.feature_version,
                          "must be " + std::to_string(kFeatureVersion) + " (the features this build computes)");

@@ -31,10 +31,19 @@
 
 namespace pipeweave {
 
-enum class PredictionSource : std::uint8_t { trained_model, analytical_bound };
+// trained_model: the op family's network; analytical_bound: no network, the bound itself;
+// pipe_efficiency: the kernel lies outside what the network was trained on (a GPU architecture
+// it never saw, or inputs beyond its training range), so the efficiency is the one its training
+// rows measured for the kernel's bottleneck pipe at its size (Mlp::pipe_efficiency).
+enum class PredictionSource : std::uint8_t { trained_model, analytical_bound, pipe_efficiency };
 
 constexpr std::string_view to_string(PredictionSource source) {
-  return source == PredictionSource::trained_model ? "trained_model" : "analytical_bound";
+  switch (source) {
+    case PredictionSource::trained_model: return "trained_model";
+    case PredictionSource::analytical_bound: return "analytical_bound";
+    case PredictionSource::pipe_efficiency: return "pipe_efficiency";
+  }
+  return "?";
 }
 
 struct Prediction {
@@ -44,6 +53,10 @@ struct Prediction {
   Pipe bottleneck = Pipe::tensor;
   PredictionSource source = PredictionSource::analytical_bound;
   bool config_defaulted = false;  // the kernel came without its implementation config
+  // The network was not trained on this GPU's architecture, or the kernel's inputs fall outside
+  // its training range: the answer is source pipe_efficiency (or the network's own, where the
+  // model has no such table), and less sure than the network's held-out figures.
+  bool extrapolated = false;
 };
 
 // One candidate of Predictor::rank: where it was in the list given, and its prediction.
@@ -81,7 +94,10 @@ class Predictor {
     gpu.validate();
     const Demand demand = resolved_demand(kernel, gpu);
     const auto [mlp, scale] = network_for(kernel);
-    return finish(demand, gpu, mlp ? mlp->efficiency(features(demand, gpu)) : 1.0, mlp != nullptr, scale);
+    if (!mlp) return finish(demand, gpu, 1.0, nullptr, 1.0);
+    const Features row = features(demand, gpu);
+    if (!covered(*mlp, gpu, row)) return finish(demand, gpu, 0, mlp, scale, /*outside=*/true, &row);
+    return finish(demand, gpu, mlp->efficiency(row), mlp, scale);
   }
 
   // Many kernels on one GPU: one pass per network (one per op family, one for GEMMs without a
@@ -96,14 +112,18 @@ class Predictor {
     networks.reserve(kernels.size());
     for (const Kernel& kernel : kernels) networks.push_back(network_for(kernel));
     std::vector<std::size_t> members;
+    std::vector<bool> outside(kernels.size(), false);
     std::array<const Mlp*, kOpFamilyCount + 1> all_networks{};
     for (std::size_t f = 0; f < kOpFamilyCount; ++f) all_networks[f] = models_[f].get();
     all_networks.back() = configless_gemm_.get();
     for (const Mlp* mlp : all_networks) {
       if (!mlp) continue;
       members.clear();
-      for (std::size_t i = 0; i < kernels.size(); ++i)
-        if (networks[i].first == mlp) members.push_back(i);
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        if (networks[i].first != mlp) continue;
+        if (covered(*mlp, gpu, features(demands[i], gpu))) members.push_back(i);
+        else outside[i] = true;
+      }
       if (members.empty()) continue;
       Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
           static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(members.size()));
@@ -117,8 +137,10 @@ class Predictor {
     }
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
-    for (std::size_t i = 0; i < kernels.size(); ++i)
-      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first != nullptr, networks[i].second));
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const Features row = outside[i] ? features(demands[i], gpu) : Features{};
+      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &row));
+    }
     return predictions;
   }
 
@@ -142,7 +164,8 @@ class Predictor {
   // the analytical default_config. Throws pipeweave::Error when the GPU cannot run the GEMM.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
     const Mlp* mlp = model(OpFamily::gemm);
-    if (!mlp) return default_config(gemm, gpu);
+    // Nothing to rank by without a network, nor with one that never saw this architecture.
+    if (!mlp || !mlp->covers_compute_capability(compute_capability(gpu))) return default_config(gemm, gpu);
     const detail::GemmConfigCache::Key key{detail::SpecFingerprint(gpu).value(), gemm.m, gemm.n, gemm.k, gemm.dtype};
     if (auto known = gemm_configs_->find(key)) return *known;
     const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
@@ -210,14 +233,33 @@ class Predictor {
     }
   }
 
-  static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, bool trained, double scale) {
+  static int compute_capability(const GpuSpec& gpu) { return gpu.compute_capability_major * 10 + gpu.compute_capability_minor; }
+  // Whether a network's training covers this GPU's architecture and this kernel's inputs.
+  static bool covered(const Mlp& mlp, const GpuSpec& gpu, const Features& row) {
+    return mlp.covers_compute_capability(compute_capability(gpu)) && mlp.covers(row);
+  }
+
+  // `outside`: the kernel lies beyond what `mlp` was trained on; its efficiency is the network's
+  // (`row` recomputed) where the model has no pipe table, else the table's.
+  static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, const Mlp* mlp, double scale,
+                           bool outside = false, const Features* row = nullptr) {
     Prediction prediction;
     const double us_per_cycle = 1e6 / gpu.clock_hz();
     prediction.lower_bound_us = demand.bound_cycles() * us_per_cycle;
+    prediction.bottleneck = demand.bottleneck();
+    prediction.source = mlp ? PredictionSource::trained_model : PredictionSource::analytical_bound;
+    if (outside) {
+      prediction.extrapolated = true;
+      if (mlp->has_pipe_efficiency()) {
+        efficiency = mlp->pipe_efficiency(prediction.bottleneck, prediction.lower_bound_us);
+        scale = 1.0;
+        prediction.source = PredictionSource::pipe_efficiency;
+      } else {
+        efficiency = mlp->efficiency(*row);
+      }
+    }
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
     prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
-    prediction.bottleneck = demand.bottleneck();
-    prediction.source = trained ? PredictionSource::trained_model : PredictionSource::analytical_bound;
     prediction.config_defaulted = demand.config_defaulted;
     return prediction;
   }

@@ -26,7 +26,15 @@ struct TrainingRow {
   // Shared by the rows of one shape on one GPU: the candidates a ranking orders (0: in no group,
   // so the ranking term pairs the row with none).
   std::uint64_t group = 0;
+  Pipe bottleneck = Pipe::tensor;  // the bound's pipe
+  int compute_capability = 0;      // the GPU's, major x 10 + minor
 };
+
+// The ground a model covers, measured on its training rows (MlpDescription's domain and
+// pipe_efficiency): the compute capabilities, each feature's range, and per bottleneck pipe the
+// median efficiency (bound / measured) of the rows in each doubling of the bound from 1 us
+// (bins of fewer than 8 rows are left out; a pipe with no rows falls back on all pipes).
+void record_training_domain(MlpDescription& description, std::span<const TrainingRow> rows);
 
 // The demand features and bound of each measured kernel on its GPU; `spec_for` maps a row's
 // gpu name to the spec it is computed with (a calibrated spec, or the catalog's).

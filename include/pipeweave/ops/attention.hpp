@@ -149,10 +149,10 @@ inline AttentionConfig flash3_config(const Attention& attention) {
   return config;
 }
 
-// The implementation a serving engine uses on this GPU: FlashAttention-3 on Hopper and
-// later, FlashAttention-2 before, with their kernels' tiles for this head size.
+// The implementation a serving engine uses on this GPU: FlashAttention-3 on Hopper (its kernels
+// are built for sm_90 alone), FlashAttention-2 elsewhere, with their kernels' tiles.
 inline AttentionConfig default_config(const Attention& attention, const GpuSpec& gpu) {
-  return gpu.compute_capability_major >= 9 ? flash3_config(attention) : flash2_config(attention);
+  return gpu.compute_capability_major == 9 ? flash3_config(attention) : flash2_config(attention);
 }
 
 namespace detail {
@@ -258,6 +258,10 @@ inline int attention_splits(const Attention& attention, const AttentionConfig& c
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
   AttentionConfig config = attention.config ? *attention.config : default_config(attention, gpu);
+  if (config.impl == AttentionImpl::flash3 && gpu.compute_capability_major != 9)
+    detail::fail_field("attention.impl", "flash3",
+                       "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
+                           std::to_string(gpu.compute_capability_major) + "." + std::to_string(gpu.compute_capability_minor));
   // FlashAttention-2 decodes through its split-KV kernel (64-row tiles) only when its heuristic
   // splits; otherwise it runs its plain forward kernel, with that kernel's tiles.
   if (config.impl == AttentionImpl::flash2 && attention.is_decode() && config.num_splits == 0 &&
@@ -267,7 +271,14 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   }
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
   const double bytes = dtype_bytes(attention.dtype);
-  const double tensor_rate = detail::tensor_rate(gpu, attention.dtype);
+  // FlashAttention-2 issues warp-level mma.sync, which on Hopper (and Blackwell's data-centre
+  // part, whose native path is likewise another instruction) reaches 65.2% of the tensor peak per
+  // clock (calibration's tensor_bf16_mma_sync: 0.652 on the H100, 0.651 on the H200); before
+  // Hopper, and on sm_120, mma.sync is the tensor cores' own path. The demand counts FA2's
+  // tensor work at the rate it can reach, so that its efficiency means the same on every GPU.
+  const bool mma_sync_share = config.impl == AttentionImpl::flash2 &&
+                              (gpu.compute_capability_major == 9 || gpu.compute_capability_major == 10);
+  const double tensor_rate = detail::tensor_rate(gpu, attention.dtype) * (mma_sync_share ? 0.652 : 1.0);
   const bool decode = attention.is_decode();
   const double head_units = attention_head_units(attention, config.impl);
   // Packed rows hold the query heads of a group side by side: a tile covers tile_q / groups positions.
