@@ -29,6 +29,10 @@ for op in gemm rmsnorm silu_mul attention; do
     # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv)
     [[ $op == attention ]] && files+=(--data "$data/$gpu/attention_decode.csv")
   done
+  # ...and from FlashAttention-3 (H100: the same shape lists, prompts ragged, decode over a paged
+  # cache of 1-token pages as SGLang keeps it, and of 16-token pages as vLLM does)
+  [[ $op == attention ]] && files+=(--data "$data/H100-SXM/attention_fa3.csv" --data "$data/H100-SXM/attention_decode_fa3.csv"
+                                     --data "$data/H100-SXM/attention_decode_fa3_page16.csv")
   "$cli" train --op "$op" "${files[@]}" --specs data/gpus "${options[@]}" --out "data/models/$op.json" 2> "$report/$op.train.log"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus --json > "$report/$op.eval.json"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus
