@@ -227,7 +227,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   }
   if (fields.has("domain")) {
     const Fields domain(fields.get("domain"), "mlp.domain.");
-    domain.only({"compute_capabilities", "input_min", "input_max"});
+    domain.only({"compute_capabilities", "input_min", "input_max", "balance"});
     const json& capabilities = domain.get("compute_capabilities");
     if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", capabilities.dump(), "must be an array");
     for (const json& cc : capabilities) {
@@ -237,6 +237,11 @@ Mlp mlp_from_json(std::string_view json_text) {
     }
     description.input_min = to_vector(domain.floats("input_min"));
     description.input_max = to_vector(domain.floats("input_max"));
+    if (domain.has("balance")) {
+      const std::vector<float> balance = domain.floats("balance");
+      if (balance.size() != 2) detail::fail_field("mlp.domain.balance", balance.size(), "must be [least, most] flops per byte");
+      description.balance_min = balance[0], description.balance_max = balance[1];
+    }
   }
   if (fields.has("pipe_efficiency")) {
     const Fields table(fields.get("pipe_efficiency"), "mlp.pipe_efficiency.");
@@ -319,6 +324,7 @@ std::string to_json(const Mlp& mlp) {
   }
   if (d.input_min.size() > 0 || !d.trained_compute_capabilities.empty())
     document["domain"] = {{"compute_capabilities", d.trained_compute_capabilities},
+                          {"balance", {d.balance_min, d.balance_max}},
                           {"input_min", shortest_decimals(d.input_min)},
                           {"input_max", shortest_decimals(d.input_max)}};
   if (mlp.has_pipe_efficiency()) {

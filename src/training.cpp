@@ -307,7 +307,8 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
     for (unsigned char c : row.gpu + "|" + row.shape) group = (group ^ c) * 1099511628211ull;
     if (group == 0) group = 1;  // 0 says "in no group"
     out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group,
-                              demand.bottleneck(), spec.compute_capability_major * 10 + spec.compute_capability_minor});
+                              demand.bottleneck(), spec.compute_capability_major * 10 + spec.compute_capability_minor,
+                              spec.tensor_flops_per_dram_byte()});
   }
   return out;
 }
@@ -336,6 +337,12 @@ void record_training_domain(MlpDescription& description, std::span<const Trainin
     efficiencies[kPipeCount][static_cast<std::size_t>(bin)].push_back(efficiency);
   }
   std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
+  description.balance_min = description.balance_max = 0;
+  for (const TrainingRow& row : rows) {
+    if (!(row.balance > 0)) continue;
+    description.balance_min = description.balance_min > 0 ? std::min(description.balance_min, row.balance) : row.balance;
+    description.balance_max = std::max(description.balance_max, row.balance);
+  }
   for (std::size_t p = 0; p <= kPipeCount; ++p) {
     description.pipe_efficiency[p].clear();
     for (int bin = 0; bin < kBins; ++bin) {
@@ -610,6 +617,10 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
           description.trained_compute_capabilities.end())
         description.trained_compute_capabilities.push_back(cc);
     std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
+    if (start.balance_max > 0) {
+      description.balance_min = description.balance_min > 0 ? std::min(description.balance_min, start.balance_min) : start.balance_min;
+      description.balance_max = std::max(description.balance_max, start.balance_max);
+    }
     if (start.input_min.size() == description.input_min.size()) {
       description.input_min = description.input_min.cwiseMin(start.input_min);
       description.input_max = description.input_max.cwiseMax(start.input_max);

@@ -311,9 +311,16 @@ pipeweave_cli_test(train_without_configs "configs chosen for 3 \\(GPU, shape\\) 
                    train --op gemm --without-configs --data "${ranking_csv}" --out "${tiny_configless}" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_configless)
+# The published fp8 split, shapes only: trained as a model for GEMMs without a config.
+pipeweave_cli_test(train_published_shapes_only "trained as --without-configs.*wrote "
+                   train --op gemm --data "${cli_data}/published/gemm_fp8_train_first30.csv" --hidden 8 --epochs 2
+                   --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/fp8_shapes_only.json")
 pipeweave_cli_failure(eval_configless_model_needs_flag "answers for GEMMs given without a config: score it with --without-configs"
-                      eval --model "${tiny_configless}" --data "${ranking_csv}")
-set_tests_properties(cli.eval_configless_model_needs_flag PROPERTIES FIXTURES_REQUIRED tiny_configless)
+                      eval --model "${tiny_configless}" --data "${ranking_csv}" --ranking)
+# Without the flag such a model is scored as it answers: on the shapes without their configs.
+pipeweave_cli_test(eval_configless_model_implied "\nH100-SXM +3 [^\n]*\noverall +3 "
+                   eval --model "${tiny_configless}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_configless_model_needs_flag cli.eval_configless_model_implied PROPERTIES FIXTURES_REQUIRED tiny_configless)
 # Scored with it, the predictions are its own: they differ from the bundled network's.
 pipeweave_cli_test(eval_configless_model "\nH100-SXM +3 [^\n]*\noverall +3 "
                    eval --model "${tiny_configless}" --without-configs --data "${ranking_csv}"

@@ -218,3 +218,31 @@ TEST_CASE("first_choices_without_configs: cuBLAS's first choice per GPU and shap
   }
   CHECK(first[2].kernel == norm);
 }
+
+TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's own layout") {
+  // A shape and its time only: the GEMM comes without a config, as a caller without one asks it.
+  const auto bare = measurements_from_csv("gpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,64,4096,4096,20.5\n");
+  REQUIRE(bare.size() == 1);
+  const Gemm* gemm = bare[0].kernel.get_if<Gemm>();
+  REQUIRE(gemm);
+  CHECK_FALSE(gemm->config);
+  CHECK(bare[0].is_default);
+  CHECK(bare[0].shape == "gemm:bf16,64,4096,4096");
+  // The published split as published: M,N,K,avg_duration,hardware (its other columns unread),
+  // fp8 GEMMs on the GPU the catalog names for `hardware`.
+  const auto rows = read_measurements(std::string(PIPEWEAVE_TEST_DATA_DIR) + "/published/gemm_fp8_train_first30.csv");
+  REQUIRE(rows.size() == 60);
+  CHECK(rows.front().gpu == "H20");
+  CHECK(rows.back().gpu == "H800");
+  const Gemm* first = rows.front().kernel.get_if<Gemm>();
+  REQUIRE(first);
+  CHECK(first->m == 108);
+  CHECK(first->n == 8192);
+  CHECK(first->k == 1024);
+  CHECK(first->dtype == DType::fp8_e4m3);
+  CHECK_FALSE(first->config);
+  CHECK(rows.front().duration_us == Approx(13.6596));
+  CHECK(rows.front().shape == "gemm:fp8_e4m3,108,8192,1024");
+  CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
+             Contains("p.csv:2: avg_duration"));
+}

@@ -76,6 +76,10 @@ struct GpuSpec {
   void validate() const;
 
   double clock_hz() const { return sm_clock_mhz * 1e6; }
+  // Its compute/memory balance: dense bf16 tensor flops per DRAM byte, at the spec's clock.
+  double tensor_flops_per_dram_byte() const {
+    return tensor_flops_per_clk_per_sm.fp16_bf16 * sm_count * clock_hz() / (dram_bandwidth_gb_s * 1e9);
+  }
   // Tensor-bound kernels' time under sustained dense load over their time alone (>= 1; 1 when unknown).
   double sustained_slowdown() const {
     return max_clock_mhz > 0 && sustained_clock_mhz > 0 ? std::max(1.0, max_clock_mhz / sustained_clock_mhz) : 1.0;

@@ -61,6 +61,11 @@ struct MlpDescription {
   // files from before they were recorded): every GPU and input counts as covered.
   std::vector<int> trained_compute_capabilities;
   Eigen::VectorXf input_min, input_max;
+  // The compute/memory balance of the training GPUs: dense bf16 tensor flops per DRAM byte
+  // (GpuSpec, at its clock), the least and the most (0, 0: not recorded). A GPU more than twice
+  // beyond them is a balance the network never saw: it transfers from the H100 alone to the H200,
+  // 1.5x apart (data/README.md, "Trained models"), and not from the H800 to the H20, 7x apart.
+  double balance_min = 0, balance_max = 0;
   // Where the network is not trusted, the efficiency the training rows measured for a kernel's
   // bottleneck pipe and size: per pipe (index: Pipe; the last, kPipeCount, every pipe together),
   // rows of (largest lower bound in microseconds the row covers, median efficiency of the
@@ -104,6 +109,12 @@ class Mlp {
     }
     return true;
   }
+  bool covers_balance(double tensor_flops_per_dram_byte) const {
+    const MlpDescription& d = description_;
+    if (!(d.balance_max > 0)) return true;
+    return tensor_flops_per_dram_byte >= d.balance_min / kBalanceSlack && tensor_flops_per_dram_byte <= d.balance_max * kBalanceSlack;
+  }
+  static constexpr double kBalanceSlack = 2.0;
   bool has_pipe_efficiency() const { return !description_.pipe_efficiency.back().empty(); }
   // The measured efficiency for a kernel bound by `pipe` whose lower bound is `bound_us`
   // (MlpDescription::pipe_efficiency); 1 when the model has none.
@@ -205,6 +216,8 @@ class Mlp {
 
   void check() const {
     const MlpDescription& d = description_;
+    if (!(d.balance_min >= 0) || !(d.balance_max >= d.balance_min) || !std::isfinite(d.balance_max))
+      detail::fail_field("mlp.domain.balance", d.balance_min, "must be a range [min, max] of flops per byte, min <= max");
     if (d.input_min.size() != d.input_max.size() ||
         (d.input_min.size() != 0 && d.input_min.size() != static_cast<Eigen::Index>(kFeatureCount)))
       detail::fail_field("mlp.domain.input_min", d.input_min.size(), "must be empty or hold one entry per feature, as input_max");

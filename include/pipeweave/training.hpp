@@ -28,10 +28,11 @@ struct TrainingRow {
   std::uint64_t group = 0;
   Pipe bottleneck = Pipe::tensor;  // the bound's pipe
   int compute_capability = 0;      // the GPU's, major x 10 + minor
+  double balance = 0;              // the GPU's tensor flops per DRAM byte (GpuSpec::tensor_flops_per_dram_byte)
 };
 
 // The ground a model covers, measured on its training rows (MlpDescription's domain and
-// pipe_efficiency): the compute capabilities, each feature's range, and per bottleneck pipe the
+// pipe_efficiency): the compute capabilities, the GPUs' balance, each feature's range, and per bottleneck pipe the
 // median efficiency (bound / measured) of the rows in each doubling of the bound from 1 us
 // (bins of fewer than 8 rows are left out; a pipe with no rows falls back on all pipes).
 void record_training_domain(MlpDescription& description, std::span<const TrainingRow> rows);

@@ -166,7 +166,7 @@ struct Group {
 }  // namespace
 
 int eval_command(int argc, char** argv, int first) {
-  const EvalArguments arguments = parse(argc, argv, first);
+  EvalArguments arguments = parse(argc, argv, first);
   std::optional<Mlp> model;
   std::uint64_t split_seed = 0;
   double test_fraction = 0;
@@ -181,8 +181,12 @@ int eval_command(int argc, char** argv, int first) {
     if (arguments.held_out && test_fraction <= 0)
       throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
   }
-  if (model && model->description().for_configless_gemm && !arguments.without_configs)
-    throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
+  // A model for GEMMs without a config is scored on the GEMMs as a caller without one asks them.
+  if (model && model->description().for_configless_gemm && !arguments.without_configs) {
+    if (arguments.ranking || arguments.default_only)
+      throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
+    arguments.without_configs = arguments.default_only = true;
+  }
   std::vector<MeasuredKernel> rows;
   for (const std::string& path : arguments.data) {
     std::vector<MeasuredKernel> read = read_measurements(path);

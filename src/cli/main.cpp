@@ -21,7 +21,9 @@ constexpr const char* kUsage = R"(usage:
   pipeweave rank --gpu NAME|spec.json [--model MODEL.json]... [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--sms N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
-                      [--link allreduce.csv]   (either form: fit the link figures to measured all-reduces)
+                      [--link allreduce.csv | --link-bandwidth GB_S] [--sustained ALONE.csv,BACK_TO_BACK.csv]
+                      (either form: the link figures from measured all-reduces; the sustained-load
+                      slowdown from the same GEMMs timed alone and back to back)
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
                     [--sms N]
@@ -32,11 +34,12 @@ constexpr const char* kUsage = R"(usage:
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
                   [--rank-weight W] [--networks N] [--without-configs [--chooser GEMM_MODEL.json]]
-  pipeweave e2e --gpu NAME|spec.json --workload W.json [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F
-                [--sustained-utilization U]] [--measured M.csv] [--json] [--report DIR]
-  pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--max-batched-tokens N] [--max-seqs N]
-                [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--attention-impl flash2|flash3] [--write-workload W.json]
-                [...as above]
+  pipeweave e2e --gpu NAME|spec.json --workload W.json [--engine sglang|vllm|none] [--engine-terms US,US]
+                [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F [--sustained-utilization U]]
+                [--kernel-model MODEL.json]... [--measured M.csv] [--json] [--report DIR]
+  pipeweave e2e --gpu NAME|spec.json --model config.json --trace T.csv [--tp N] [--pp N] [--max-batched-tokens N]
+                [--max-seqs N] [--no-chunked-prefill] [--dtype bf16|fp16|fp8] [--attention-impl flash2|flash3]
+                [--write-workload W.json] [...as above]
   pipeweave --version
 
 KERNEL is op:key=value,...; for example
@@ -60,12 +63,17 @@ data/models/ranking/gemm_rank3.json).
 e2e predicts a serving run: a workload file (the published layout; see data/README.md), or one
 generated from a Hugging Face config.json, a request trace (CSV: num_prefill_tokens,
 num_decode_tokens, output_tokens) and a tensor-parallel size under continuous batching (chunked
-prefill unless --no-chunked-prefill). It prints the prefill time, the median decode iteration,
-the total and the time per operator; the overhead outside kernels is 0 unless given.
---sustained-slowdown F multiplies every tensor-bound kernel's time by F: the clock a GPU holds
-under sustained dense load, below the one its kernels were measured at alone (data/README.md);
-with --sustained-utilization U (the tensor utilisation F was measured at), an iteration whose
-tensor utilisation is u gets 1 + (F - 1) x min(1, u / U).
+prefill unless --no-chunked-prefill), tensor and pipeline parallel (--tp, --pp). It prints the
+prefill time, the median decode iteration, the total, each request's time to first token and
+time per output token (median, p90) and the time per operator. --engine (default sglang) adds
+what the serving engine does around the kernels: its host time per iteration and the gaps
+between kernels (--engine-terms ITERATION_US,GAP_US states them), CUDA graphs for decode, the
+rotary embedding and KV-cache write, decode attention as the prompt's; none: the kernels alone.
+Tensor-bound kernels are slowed for the clock under sustained dense load by the GPU spec's own
+figure; --sustained-slowdown F overrides it (with --sustained-utilization U, the tensor
+utilisation F was measured at: an iteration at u gets 1 + (F - 1) x min(1, u / U)).
+--overhead-us and --kernel-overhead-us add to the engine's terms; --kernel-model puts a model
+file in the place of its family's.
 --measured M.csv (columns iteration, measured_us) compares each iteration with a measurement.
 
 calibrate runs the CUDA microbenchmarks (pipeweave-microbench, beside this program or named by

@@ -121,6 +121,15 @@ int train_command(int argc, char** argv, int first) {
         throw Error(fmt::format("{} holds {} rows, not {}", path, to_string(row.kernel.family()), op));
       rows.push_back(std::move(row));
     }
+  // GEMMs measured without the config that ran (e.g. the published fp8 split) are what a GEMM
+  // given without its config asks: trained as --without-configs, the configs picked by a chooser.
+  const bool shapes_only = *family == OpFamily::gemm && !rows.empty() && std::none_of(rows.begin(), rows.end(), [](const MeasuredKernel& row) {
+                             return row.kernel.get_if<Gemm>()->config.has_value();
+                           });
+  if (shapes_only && !without_configs) {
+    without_configs = true;
+    fmt::print(stderr, "pipeweave train: the GEMM rows come without the config that ran: trained as --without-configs\n");
+  }
   if (!chooser_path.empty() && !without_configs) throw Error("--chooser picks the configs for --without-configs; give both");
   if (without_configs && *family != OpFamily::gemm)
     detail::fail_field("--without-configs with --op", op, "must be gemm (the config it leaves out is a GEMM's)");
@@ -150,8 +159,14 @@ int train_command(int argc, char** argv, int first) {
     const std::pair<const char*, std::string> split[] = {{"split_seed", std::to_string(options.seed)},
                                                          {"test_fraction", fmt::format("{}", test_fraction)},
                                                          {"holdout_gpu", holdout_gpu}};
+    // ...which matters only where the chooser learned from a GPU of this data.
+    const std::string chooser_gpus = recorded.count("gpus") ? recorded.at("gpus") : "";
+    const bool shares_a_gpu = chooser_gpus.empty() || std::any_of(gpus.begin(), gpus.end(), [&](const std::string& gpu) {
+                                return chooser_gpus.find(gpu + " ") != std::string::npos || chooser_gpus.find(gpu + ",") != std::string::npos ||
+                                       chooser_gpus.ends_with(gpu);
+                              });
     for (const auto& [key, value] : split)
-      if (recorded.count(key) && recorded.at(key) != value)
+      if (shares_a_gpu && recorded.count(key) && recorded.at(key) != value)
         throw Error(fmt::format("--chooser {} was trained with {} \"{}\", this run has \"{}\": its test shapes would not be new "
                                 "to the chooser (give the same --seed, --test-fraction and --holdout-gpu)",
                                 chooser_name, key, recorded.at(key), value));

@@ -15,6 +15,10 @@ KEEP = {"Qwen2.5-14B_arxiv_8_fa3_tp1_pp1.json": 3, "Qwen3-32B_splitwise_48_fa2_t
         "Llama-3.1-70B_arxiv_16_fa3_tp4_pp1.json": 3, "Llama-3.1-70B_splitwise_64_fa3_tp8_pp1.json": 2,
         "Llama-3.1-70B_vllm_a16_fa3_tp4_pp2.json": 3}
 with tarfile.open(ARCHIVE) as archive:
+    rows = archive.extractfile("./gemm_fp8_train.csv").read().decode().splitlines()
+    kept = [rows[0]] + [r for r in rows[1:] if ",NVIDIA H20," in r][:30] + [r for r in rows[1:] if ",NVIDIA H800," in r][:30]
+    with open(os.path.join(HERE, "gemm_fp8_train_first30.csv"), "w") as out:
+        out.write("\n".join(kept) + "\n")
     for name, count in KEEP.items():
         document = json.load(archive.extractfile("./workloads/" + name))
         document["iterations"] = document["iterations"][:count]
