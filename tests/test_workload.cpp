@@ -32,6 +32,13 @@ std::vector<TraceRequest> small_trace() { return load_trace(kData + "/trace_smal
 
 using Lengths = std::vector<std::int64_t>;
 
+// The small trace scheduled with chunked prefill into 1024-token iterations (see the first test).
+Workload small_workload(Deployment deployment) {
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  return generate_workload("llama", llama_8b(), small_trace(), deployment, policy);
+}
+
 const WorkloadGemm& gemm_named(const WorkloadIteration& iteration, const std::string& name) {
   const auto& list = iteration.operators.gemm;
   const auto found = std::find_if(list.begin(), list.end(), [&](const WorkloadGemm& g) { return g.name == name; });
@@ -81,9 +88,7 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
 }
 
 TEST_CASE("workload: chunked prefill decodes first, then fills the token budget with prompt chunks", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Workload w = small_workload(Deployment{.tp = 1});
   // Iteration 0: prompts 600 and 100, and the first 324 tokens of the 2000-token prompt.
   // 1: the two finished prompts decode (kv 601, 101), the long prompt goes on: 1022 more (to 1346).
   // 2: decodes (602, 102), the last 654 prompt tokens (to 2000).
@@ -184,9 +189,7 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
 }
 
 TEST_CASE("workload: the JSON layout reads back what it writes, and names what is wrong", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
+  const Workload w = small_workload(Deployment{.tp = 2});
   const std::string text = to_json(w);
   CHECK(workload_from_json(text) == w);
   CHECK_THAT(text, Contains("\"M\": 1024") && Contains("\"siluandmul\"") && Contains("\"num_tokens\": 1024"));
@@ -221,9 +224,7 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
 }
 
 TEST_CASE("workload: attention's implementation, when the workload names it, sets its tiles", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  Workload w = small_workload(Deployment{.tp = 1});
   // Unnamed: no config, so the demand model takes the GPU's default (FlashAttention-3 on Hopper).
   auto attention_of = [&](std::size_t i) {
     for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype))
@@ -247,9 +248,7 @@ TEST_CASE("workload: attention's implementation, when the workload names it, set
 }
 
 TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the stated overhead", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
+  const Workload w = small_workload(Deployment{.tp = 2});
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   WorkloadOptions options;
@@ -295,9 +294,7 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
 }
 
 TEST_CASE("workload: an engine profile adds its host time, its kernel gaps and its own kernels", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Workload w = small_workload(Deployment{.tp = 1});
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   EngineProfile engine = EngineProfile::sglang();
@@ -378,9 +375,7 @@ TEST_CASE("workload: under the engines decode attention runs the prompt's implem
 }
 
 TEST_CASE("workload: the sustained-load slowdown is the GPU's own unless given", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Workload w = small_workload(Deployment{.tp = 1});
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   REQUIRE(gpu.sustained_slowdown() > 1.1);  // measured: 1980 MHz alone, 1713 effective back to back
@@ -402,9 +397,7 @@ TEST_CASE("workload: the sustained-load slowdown is the GPU's own unless given",
 }
 
 TEST_CASE("workload: each request's time to first token and time per output token", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Workload w = small_workload(Deployment{.tp = 1});
   WorkloadOptions options;
   options.engine = EngineProfile::none();
   const WorkloadPrediction p = predict_workload(Predictor::analytical(), w, find_gpu("H100-SXM"), options);
@@ -434,9 +427,7 @@ TEST_CASE("workload: each request's time to first token and time per output toke
 }
 
 TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload w = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1}, policy);
+  const Workload w = small_workload(Deployment{.tp = 1});
   const Predictor predictor = Predictor::analytical();
   const GpuSpec& gpu = find_gpu("H100-SXM");
   SustainedLoad sustained;
@@ -576,10 +567,8 @@ TEST_CASE("workload: the published workloads are read as published and written b
 }
 
 TEST_CASE("workload: pipeline parallelism hands the activations across each stage boundary", "[workload]") {
-  SchedulerPolicy policy;
-  policy.max_batched_tokens = 1024;
-  const Workload one = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2}, policy);
-  const Workload staged = generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2, .pp = 4}, policy);
+  const Workload one = small_workload(Deployment{.tp = 2});
+  const Workload staged = small_workload(Deployment{.tp = 2, .pp = 4});
   CHECK(staged.pp_size == 4);
   REQUIRE(staged.iterations.size() == one.iterations.size());
   for (std::size_t i = 0; i < staged.iterations.size(); ++i) {
@@ -604,8 +593,8 @@ TEST_CASE("workload: pipeline parallelism hands the activations across each stag
         predictor.predict(Collective{.kind = CollectiveKind::send_recv, .bytes = hand_over.bytes, .ranks = 2}, gpu).latency_us;
     CHECK(b.iterations[i].kernels_us == Approx(a.iterations[i].kernels_us + 3 * transfer).epsilon(1e-9));
   }
-  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1, .pp = 33}, policy); }),
+  CHECK_THAT(error_of([&] { small_workload(Deployment{.tp = 1, .pp = 33}); }),
              Contains("pp") && Contains("number of layers (32)"));
-  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 1, .pp = 0}, policy); }),
+  CHECK_THAT(error_of([&] { small_workload(Deployment{.tp = 1, .pp = 0}); }),
              Contains("pp"));
 }

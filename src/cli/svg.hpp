@@ -22,6 +22,16 @@ inline std::string escape(const std::string& text) {
   return out;
 }
 
+// A document's opening: a white page of width x height with the title, and a framed plot area.
+inline std::string open_plot(const std::string& title, int width, int height, int left, int top, int plot_width, int plot_height) {
+  return fmt::format(
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+             "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">{}</text>\n",
+             width, height, escape(title)) +
+         fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", left, top, plot_width,
+                     plot_height);
+}
+
 struct Bar {
   std::string label;
   double value;
@@ -78,11 +88,7 @@ inline std::string scatter_log_log(const std::string& title, const std::string& 
   if (!(high > 0)) low = 1, high = 10;
   const double log_low = std::floor(std::log10(low)), log_high = std::max(log_low + 1, std::ceil(std::log10(high)));
   auto at = [&](double value) { return (std::log10(value) - log_low) / (log_high - log_low) * kSize; };
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">{}</text>\n",
-      kLeft + kSize + kLegend, kTop + kSize + 50, escape(title));
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", kLeft, kTop, kSize, kSize);
+  std::string out = open_plot(title, kLeft + kSize + kLegend, kTop + kSize + 50, kLeft, kTop, kSize, kSize);
   for (double decade = log_low; decade <= log_high; ++decade) {
     const double p = (decade - log_low) / (log_high - log_low) * kSize;
     out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", kLeft + p, kTop, kTop + kSize);
@@ -119,11 +125,7 @@ inline std::string timeline(const std::string& title, const std::string& x_label
   const double log_low = std::floor(std::log10(y_low)), log_high = std::max(log_low + 1, std::ceil(std::log10(y_high)));
   auto px = [&](double x) { return kLeft + x / x_high * kWidth; };
   auto py = [&](double y) { return kTop + kHeight - (std::log10(y) - log_low) / (log_high - log_low) * kHeight; };
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"14\">{}</text>\n",
-      kLeft + kWidth + kLegend, kTop + kHeight + 50, escape(title));
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n", kLeft, kTop, kWidth, kHeight);
+  std::string out = open_plot(title, kLeft + kWidth + kLegend, kTop + kHeight + 50, kLeft, kTop, kWidth, kHeight);
   for (double decade = log_low; decade <= log_high; ++decade) {
     const double y = py(std::pow(10.0, decade));
     out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kLeft, y, kLeft + kWidth, y);
