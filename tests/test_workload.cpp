@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -597,4 +598,30 @@ TEST_CASE("workload: pipeline parallelism hands the activations across each stag
              Contains("pp") && Contains("number of layers (32)"));
   CHECK_THAT(error_of([&] { small_workload(Deployment{.tp = 1, .pp = 0}); }),
              Contains("pp"));
+}
+
+TEST_CASE("workload: every published workload reads unchanged, writes back identical and predicts on any GPU", "[workload]") {
+  // tests/data/published/all: the 25 workloads of the published study, each cut to its first two
+  // iterations (tests/data/published/shorten.py), every field otherwise as published.
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(kData + "/published/all"))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  REQUIRE(files.size() == 25);
+  const Predictor predictor = Predictor::analytical();
+  for (const std::filesystem::path& file : files) {
+    INFO(file.filename().string());
+    const std::string text = pipeweave_test::read_text(file.string());
+    const Workload w = workload_from_json(text);
+    nlohmann::json written = nlohmann::json::parse(to_json(w));
+    written.erase("dtype");
+    CHECK(written == nlohmann::json::parse(text));
+    // Hopper runs the FlashAttention-3 workloads as they are; on an Ampere GPU the engine runs
+    // FlashAttention-2 in their place.
+    for (const char* gpu : {"H100-SXM", "A100-SXM4-80GB", "RTX-PRO-6000-Blackwell-Server"}) {
+      const WorkloadPrediction p = predict_workload(predictor, w, find_gpu(gpu));
+      CHECK(p.iterations.size() == 2);
+      CHECK(p.total_us > 0);
+      CHECK(p.median_decode_iteration_us > 0);
+    }
+  }
 }
