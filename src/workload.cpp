@@ -230,7 +230,7 @@ struct Live {
 
 // One iteration's batch: per request, new tokens and tokens attended; rows needing logits.
 struct Batch {
-  std::vector<std::int64_t> q, kv;
+  std::vector<std::int64_t> q, kv, ids;
   std::int64_t prompt_tokens = 0, decode_tokens = 0, logits = 0;
 };
 
@@ -318,6 +318,60 @@ void ModelParams::validate() const {
 
 std::int64_t WorkloadIteration::num_tokens() const { return sum(q_lengths); }
 
+namespace {
+
+// Sizes beyond any real serving run, refused by name before they can overflow a product: an
+// operator runs at most a million times an iteration, a dimension or length is at most 2^30.
+constexpr std::int64_t kMaxCount = 1'000'000, kMaxSize = std::int64_t{1} << 30, kMaxHeads = 1'000'000;
+void check_at_most(const std::string& field, std::int64_t value, std::int64_t most) {
+  if (value > most) detail::fail_field(field, value, "must be at most " + std::to_string(most));
+}
+
+void check_sizes(const Workload& w) {
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    const WorkloadIteration& it = w.iterations[i];
+    const std::string at = "iterations[" + std::to_string(i) + "].";
+    for (std::size_t r = 0; r < it.q_lengths.size(); ++r) {
+      check_at_most(at + "q_lengths[" + std::to_string(r) + "]", it.q_lengths[r], kMaxSize);
+      check_at_most(at + "kv_lengths[" + std::to_string(r) + "]", it.kv_lengths[r], kMaxSize);
+    }
+    const WorkloadOperators& ops = it.operators;
+    const std::string op = at + "operators.";
+    for (std::size_t g = 0; g < ops.gemm.size(); ++g) {
+      const std::string f = op + "gemm[" + std::to_string(g) + "].";
+      check_at_most(f + "M", ops.gemm[g].m, kMaxSize), check_at_most(f + "N", ops.gemm[g].n, kMaxSize);
+      check_at_most(f + "K", ops.gemm[g].k, kMaxSize), check_at_most(f + "count", ops.gemm[g].count, kMaxCount);
+    }
+    if (ops.attention) {
+      const WorkloadAttention& a = *ops.attention;
+      for (std::size_t r = 0; r < a.q_lengths.size(); ++r) {
+        check_at_most(op + "attention.q_lengths[" + std::to_string(r) + "]", a.q_lengths[r], kMaxSize);
+        check_at_most(op + "attention.kv_lengths[" + std::to_string(r) + "]", a.kv_lengths[r], kMaxSize);
+      }
+      check_at_most(op + "attention.nh", a.nh, kMaxHeads), check_at_most(op + "attention.nkv", a.nkv, kMaxHeads);
+      check_at_most(op + "attention.hd", a.hd, kMaxHeads), check_at_most(op + "attention.count", a.count, kMaxCount);
+    }
+    for (const auto& [name, rows] : {std::pair{"rmsnorm", &ops.rmsnorm}, std::pair{"siluandmul", &ops.siluandmul}})
+      if (*rows) {
+        check_at_most(op + name + ".seq", (*rows)->seq, kMaxSize), check_at_most(op + name + ".dim", (*rows)->dim, kMaxSize);
+        check_at_most(op + name + ".count", (*rows)->count, kMaxCount);
+      }
+    if (ops.moe) {
+      const WorkloadMoe& m = *ops.moe;
+      check_at_most(op + "moe.tokens", m.tokens, kMaxSize), check_at_most(op + "moe.experts", m.experts, kMaxHeads);
+      check_at_most(op + "moe.top_k", m.top_k, kMaxHeads), check_at_most(op + "moe.hidden", m.hidden, kMaxSize);
+      check_at_most(op + "moe.intermediate", m.intermediate, kMaxSize), check_at_most(op + "moe.count", m.count, kMaxCount);
+    }
+    for (std::size_t c = 0; c < ops.communication.size(); ++c) {
+      const std::string f = op + "communication[" + std::to_string(c) + "].";
+      check_at_most(f + "count", ops.communication[c].count, kMaxCount);
+      if (!(ops.communication[c].bytes <= 1e15)) detail::fail_field(f + "volume_bytes", ops.communication[c].bytes, "must be at most 1e15");
+    }
+  }
+}
+
+}  // namespace
+
 Workload workload_from_json(std::string_view json_text) {
   const json document = detail::parse_json(json_text, "workload");
   const Fields f(document, "");
@@ -333,7 +387,7 @@ Workload workload_from_json(std::string_view json_text) {
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     const std::string prefix = "iterations[" + std::to_string(i) + "].";
     const Fields it(iterations[i], prefix);
-    it.only({"iteration", "phase", "batch_size", "q_lengths", "kv_lengths", "num_tokens", "operators"});
+    it.only({"iteration", "phase", "batch_size", "q_lengths", "kv_lengths", "num_tokens", "request_ids", "operators"});
     WorkloadIteration iteration;
     iteration.iteration = it.whole("iteration", 0);
     iteration.phase = phase_from(it.text("phase"), prefix + "phase");
@@ -342,6 +396,15 @@ Workload workload_from_json(std::string_view json_text) {
     if (iteration.kv_lengths.size() != iteration.q_lengths.size())
       detail::fail_field(prefix + "kv_lengths", iteration.kv_lengths.size(),
                          "must have as many entries as q_lengths (" + std::to_string(iteration.q_lengths.size()) + ")");
+    if (it.has("request_ids")) {
+      iteration.request_ids = it.wholes("request_ids", 0);
+      if (iteration.request_ids.size() != iteration.q_lengths.size())
+        detail::fail_field(prefix + "request_ids", iteration.request_ids.size(),
+                           "must have as many entries as q_lengths (" + std::to_string(iteration.q_lengths.size()) + ")");
+      for (std::size_t r = 0; r < iteration.request_ids.size(); ++r)
+        if (iteration.request_ids[r] > 10'000'000)
+          detail::fail_field(prefix + "request_ids[" + std::to_string(r) + "]", iteration.request_ids[r], "must be at most 10000000");
+    }
     if (it.whole("batch_size") != iteration.batch_size())
       detail::fail_field(prefix + "batch_size", it.whole("batch_size"),
                          "must equal the length of q_lengths (" + std::to_string(iteration.batch_size()) + ")");
@@ -351,6 +414,7 @@ Workload workload_from_json(std::string_view json_text) {
     iteration.operators = read_operators(it.get("operators"), prefix + "operators.", w.tp_size);
     w.iterations.push_back(std::move(iteration));
   }
+  check_sizes(w);
   return w;
 }
 
@@ -369,14 +433,17 @@ std::string to_json(const Workload& w) {
     params["shared_expert_intermediate_size"] = p.shared_expert_intermediate_size;
   }
   ordered_json iterations = ordered_json::array();
-  for (const WorkloadIteration& it : w.iterations)
-    iterations.push_back({{"iteration", it.iteration},
-                          {"phase", to_string(it.phase)},
-                          {"batch_size", it.batch_size()},
-                          {"q_lengths", it.q_lengths},
-                          {"kv_lengths", it.kv_lengths},
-                          {"num_tokens", it.num_tokens()},
-                          {"operators", operators_json(it.operators, w.tp_size)}});
+  for (const WorkloadIteration& it : w.iterations) {
+    ordered_json iteration = {{"iteration", it.iteration},
+                              {"phase", to_string(it.phase)},
+                              {"batch_size", it.batch_size()},
+                              {"q_lengths", it.q_lengths},
+                              {"kv_lengths", it.kv_lengths},
+                              {"num_tokens", it.num_tokens()}};
+    if (!it.request_ids.empty()) iteration["request_ids"] = it.request_ids;
+    iteration["operators"] = operators_json(it.operators, w.tp_size);
+    iterations.push_back(std::move(iteration));
+  }
   const ordered_json document = {{"model", w.model},     {"model_params", params}, {"tp_size", w.tp_size},
                          {"pp_size", w.pp_size}, {"dtype", to_string(w.dtype)}, {"iterations", iterations}};
   return document.dump(1) + "\n";
@@ -517,14 +584,14 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     std::int64_t budget = policy.max_batched_tokens;
     auto add_prefill = [&](Live& r, std::int64_t chunk) {
       r.prefilled += chunk;
-      batch.q.push_back(chunk), batch.kv.push_back(r.prefilled);
+      batch.q.push_back(chunk), batch.kv.push_back(r.prefilled), batch.ids.push_back(&r - requests.data());
       batch.prompt_tokens += chunk;
       budget -= chunk;
       if (r.prefill_done()) ++batch.logits;  // the first output token
     };
     auto add_decode = [&](Live& r) {
       ++r.decoded;
-      batch.q.push_back(1), batch.kv.push_back(r.prompt + r.decoded);
+      batch.q.push_back(1), batch.kv.push_back(r.prompt + r.decoded), batch.ids.push_back(&r - requests.data());
       ++batch.decode_tokens, ++batch.logits;
       --budget;
     };
@@ -563,6 +630,7 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     iteration.phase = phase;
     iteration.q_lengths = batch.q;
     iteration.kv_lengths = batch.kv;
+    iteration.request_ids = batch.ids;
     iteration.operators = layer_operators(params, batch, deployment, phase);
     w.iterations.push_back(std::move(iteration));
   }
@@ -597,6 +665,7 @@ EngineProfile EngineProfile::sglang() {
   e.cuda_graph_max_batch = 160;
   e.engine_kernels = true;
   e.decode_attention_follows_prompt = true;
+  e.flash2_off_hopper = true;
   e.source = kSglangSource;
   return e;
 }
@@ -660,38 +729,61 @@ std::vector<WorkloadKernel> engine_kernels(const Workload& workload, const Workl
   return out;
 }
 
-// Follows requests through the iterations by their KV lengths (see RequestTime).
+// Follows requests through the iterations by their KV lengths (see RequestTime). A finished
+// request's last length stays on record, so a later request reaching it could be taken for it:
+// of the requests a new entry could continue, the one seen last wins (a request that has just
+// run continues; one that finished long ago does not), and among those the one that started
+// first (the engines keep their running requests in the order they came, so of two with the
+// same length the earlier comes first in the batch, and entries are matched in batch order).
 struct RequestTracker {
   struct Live {
     std::int64_t prompt = 0, decodes = 0;
     double first_token_us = 0, last_us = 0;
+    std::size_t last_iteration = 0;
+    bool before = false;  // already running when the workload starts: its prompt was not seen
   };
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<Live> requests;
-  std::multimap<std::int64_t, std::size_t> by_kv;  // a live request's KV length -> its index
+  std::multimap<std::int64_t, std::size_t> by_kv;  // a request's latest KV length -> its index
+  std::size_t iteration = 0;
 
-  // The first live request whose KV length is `kv` (one still in its prompt, if asked), removed.
   std::size_t take(std::int64_t kv, bool in_prompt) {
     auto [first, last] = by_kv.equal_range(kv);
+    auto best = last;
     for (auto it = first; it != last; ++it) {
-      if (in_prompt && requests[it->second].decodes > 0) continue;
-      const std::size_t index = it->second;
-      by_kv.erase(it);
-      return index;
+      const Live& r = requests[it->second];
+      if (in_prompt && r.decodes > 0) continue;
+      if (best == last) {
+        best = it;
+        continue;
+      }
+      const Live& b = requests[best->second];
+      if (r.last_iteration > b.last_iteration || (r.last_iteration == b.last_iteration && it->second < best->second)) best = it;
     }
-    return kNone;
+    if (best == last) return kNone;
+    const std::size_t index = best->second;
+    by_kv.erase(best);
+    return index;
   }
-  void add(const WorkloadIteration& iteration, double end_us) {
-    for (std::size_t i = 0; i < iteration.q_lengths.size(); ++i) {
-      const std::int64_t q = iteration.q_lengths[i], kv = iteration.kv_lengths[i];
+  std::map<std::int64_t, std::size_t> by_id;  // a request id the workload gives -> its index
+  void add(const WorkloadIteration& batch, double end_us) {
+    if (!batch.request_ids.empty()) return add_known(batch, end_us);
+    for (std::size_t i = 0; i < batch.q_lengths.size(); ++i) {
+      const std::int64_t q = batch.q_lengths[i], kv = batch.kv_lengths[i];
       // One new token over a request one token shorter: its decode step. More tokens over a
-      // request in its prompt: the prompt's next chunk. Else a request starts.
+      // request in its prompt: the prompt's next chunk. Else a request starts (or, with a
+      // context already there, was running before the workload's first iteration).
       std::size_t index = q == 1 ? take(kv - 1, false) : kNone;
-      const bool decode = index != kNone;
+      bool decode = index != kNone;
       if (!decode && kv > q) index = take(kv - q, true);
       if (index == kNone) {
         index = requests.size();
         requests.push_back({});
+        if (kv > q) {  // its earlier tokens came before this workload
+          requests.back().before = true;
+          requests.back().prompt = kv - q;
+          decode = q == 1;
+        }
       }
       Live& r = requests[index];
       if (decode) {
@@ -701,8 +793,28 @@ struct RequestTracker {
         r.first_token_us = end_us;  // its first token comes from its last prompt chunk
       }
       r.last_us = end_us;
+      r.last_iteration = iteration;
       by_kv.emplace(kv, index);
     }
+    ++iteration;
+  }
+  // The workload says which request each entry is: an entry of one new token after the request's
+  // prompt is done (a later entry than its last prompt chunk) decodes, any other is a prompt chunk.
+  void add_known(const WorkloadIteration& batch, double end_us) {
+    for (std::size_t i = 0; i < batch.q_lengths.size(); ++i) {
+      const std::int64_t q = batch.q_lengths[i], kv = batch.kv_lengths[i];
+      auto [found, fresh] = by_id.try_emplace(batch.request_ids[i], requests.size());
+      if (fresh) {
+        requests.push_back({});
+        if (kv > q) requests.back().before = true, requests.back().prompt = kv - q;
+      }
+      Live& r = requests[found->second];
+      const bool decode = q == 1 && (r.first_token_us > 0 || r.before) && r.prompt + r.decodes == kv - 1;
+      if (decode) ++r.decodes;
+      else r.prompt += q, r.first_token_us = end_us;
+      r.last_us = end_us;
+    }
+    ++iteration;
   }
 };
 
@@ -723,6 +835,7 @@ Percentiles percentiles(std::vector<double> values) {
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
                                     const WorkloadOptions& options) {
   gpu.validate();
+  check_sizes(workload);  // a workload built in code is held to the file's limits
   const EngineProfile& engine = options.engine;
   engine.validate();
   options.extra.validate();
@@ -730,10 +843,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   sustained.validate();
   std::optional<AttentionImpl> decode_impl =
       engine.decode_attention_follows_prompt ? prompt_attention_impl(workload) : std::nullopt;
-  // FlashAttention-3 is built for Hopper alone: elsewhere the engines' attention backends run
-  // FlashAttention-2 (vLLM's flash-attention backend picks its version by architecture).
   const bool fa3_runs_here = gpu.compute_capability_major == 9;
-  const bool engine_on = engine.name != "none";
 
   WorkloadPrediction result;
   result.engine = engine, result.sustained = sustained;
@@ -749,7 +859,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
       if (!attention->config) continue;  // the phase only: the GPU's default implementation
       AttentionImpl impl = attention->config->impl;
       if (decode_impl && iteration.phase == Phase::decode) impl = *decode_impl;
-      if (engine_on && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
+      if (engine.flash2_off_hopper && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
       if (attention->config->impl == impl) continue;
       Attention changed = *attention;
       changed.config = impl == AttentionImpl::flash2 ? flash2_config(changed) : flash3_config(changed);
@@ -760,7 +870,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     kernels.clear();
     for (const WorkloadKernel& k : named) kernels.push_back(k.kernel);
     const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
-    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0};
+    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
     // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies.
     double slowdown = 1;
     if (sustained.tensor_bound_slowdown != 1) {
@@ -777,6 +887,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
       const double us = predictions[i].latency_us * (predictions[i].bottleneck == Pipe::tensor ? slowdown : 1.0) *
                         static_cast<double>(named[i].count);
       time.kernels_us += us;
+      if (predictions[i].extrapolated) time.extrapolated_us += us;
       time.launches += named[i].count;
       OperatorTime& op = by_name[named[i].name];
       op.name = named[i].name, op.us += us, op.launches += named[i].count;
@@ -795,6 +906,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     }
     result.total_us += time.total_us();
     result.overhead_us += time.overhead_us;
+    result.extrapolated_us += time.extrapolated_us;
     if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
     else result.prefill_us += time.total_us();
     tracker.add(iteration, result.total_us);
@@ -806,9 +918,10 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
             [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
   std::vector<double> ttft, tpot;
   for (const RequestTracker::Live& r : tracker.requests) {
-    RequestTime out{r.prompt, 1 + r.decodes, r.first_token_us, 0, r.last_us};
-    if (r.decodes > 0) out.time_per_output_token_us = (r.last_us - r.first_token_us) / static_cast<double>(r.decodes);
+    RequestTime out{r.prompt, r.before ? r.decodes : 1 + r.decodes, r.before ? 0 : r.first_token_us, 0, r.last_us, r.before};
+    if (r.decodes > 0 && !r.before) out.time_per_output_token_us = (r.last_us - r.first_token_us) / static_cast<double>(r.decodes);
     result.requests.push_back(out);
+    if (r.before) continue;  // neither its first token nor its pace from there were seen
     ttft.push_back(out.time_to_first_token_us);
     if (r.decodes > 0) tpot.push_back(out.time_per_output_token_us);
   }

@@ -125,6 +125,14 @@ set(link_report "${CMAKE_CURRENT_BINARY_DIR}/link_report")
 pipeweave_cli_test(calibrate_link
   "link fitted to 5 all-reduces timed in CUDA graphs: 300\\.0 GB/s per direction, 5\\.00 us per step \\(mean error 0\\.0%; [0-9.]+% with 450 GB/s and 2\\.00 us\\)\n +ranks +bytes +measured_us +before_us +fitted_us\n +2 +4096 +5\\.01 +2\\.01 +5\\.01\n.*wrote [^\n]*link\\.csv and [^\n]*link\\.svg"
   calibrate --from-log "${synthetic_log}" --link "${cli_data}/allreduce_synthetic.csv" --report "${link_report}")
+# The H100's four prefill GEMMs measured alone and back to back (data/e2e/H100-SXM/sustained_load):
+# 1.156x together, whatever the log; the utilisation they were at depends on the log's tensor rate.
+set(sustained_dir "${PROJECT_SOURCE_DIR}/data/e2e/H100-SXM/sustained_load")
+pipeweave_cli_test(calibrate_sustained
+  "\nsustained load: tensor-bound kernels x1\\.156 back to back \\([0-9]+ MHz effective of 1980\\) from a tensor utilisation of 0\\.[0-9]+; measured on 4 GEMMs \\(--sustained\\)"
+  calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/prefill_gemm_sustained.csv")
+pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
+  calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
 pipeweave_cli_failure(calibrate_link_missing "cannot open all-reduce measurements file .*no_such\\.csv"
                       calibrate --from-log "${synthetic_log}" --link "${CMAKE_CURRENT_BINARY_DIR}/no_such.csv")
 pipeweave_cli_failure(calibrate_missing_log "cannot open microbenchmark log file .*no_such_log\\.json"
@@ -405,8 +413,15 @@ pipeweave_cli_failure(e2e_published_fa3_on_ampere "attention\\.impl runs on Hopp
                       e2e --gpu A100-SXM4-80GB --workload "${published_fa3}" --engine none)
 pipeweave_cli_test(e2e_published_json "\"engine\": \\{[^}]*\"name\": \"sglang\".*\"requests\": \\[\n +\\{[^}]*\"output_tokens\": 3.*\"time_to_first_token_us\": \\{[^}]*\"median\""
                    e2e --gpu H100-SXM --workload "${published_fa3}" --json)
-pipeweave_cli_test(e2e_kernel_model "of which overhead"
-                   e2e --gpu H100-SXM --workload "${published_fa3}" --kernel-model "${PROJECT_SOURCE_DIR}/data/models/attention.json")
+# --kernel-model must reach the kernels: the GEMM model trained without the H200 answers the H200's GEMMs differently.
+set(e2e_h200 "${cli};e2e;--gpu;H200-SXM;--workload;${cli_data}/workload_llama_tp2.json")
+add_test(NAME cli.e2e_kernel_model
+         COMMAND ${CMAKE_COMMAND} "-DFIRST=${e2e_h200}"
+                 "-DSECOND=${e2e_h200};--kernel-model;${PROJECT_SOURCE_DIR}/data/models/holdout/gemm_without_h200.json"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
+set_tests_properties(cli.e2e_kernel_model PROPERTIES LABELS cli)
+pipeweave_cli_failure(e2e_tp_too_large "--tp must be at most 65536, got \"70000\""
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 70000)
 # The same trace without chunked prefill: 9 iterations (see test_workload.cpp).
 pipeweave_cli_test(e2e_no_chunking "^Llama-3\\.1-8B on 1 x H100-SXM: 9 iterations, 2 with prompt tokens, 7 decode-only\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --no-chunked-prefill)

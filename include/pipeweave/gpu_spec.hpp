@@ -106,7 +106,8 @@ const GpuSpec& find_gpu_datasheet(std::string_view name_or_alias);
 // Sets a spec's sustained-load figures (sustained_clock_mhz, sustained_utilization) from how far
 // its SM clock under the dense tensor load (sm_clock_mhz) falls below its maximum
 // (max_clock_mhz), by the relation measured on the H100 and H200: back-to-back GEMMs lose
-// 0.78 of the microbenchmark's clock loss, from a tensor utilisation of 0.92 (catalog.cpp).
+// 0.78 of the microbenchmark's clock loss, from a tensor utilisation of 0.92 (between the two
+// boards' measured 0.890 and 0.945; catalog.cpp).
 // For a spec whose sustained load was not measured; needs max_clock_mhz.
 void estimate_sustained_load(GpuSpec& gpu);
 

@@ -173,23 +173,37 @@ class Predictor {
     if (auto known = gemm_configs_->find(key)) return *known;
     const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
     if (candidates.empty()) return default_config(gemm, gpu);  // no tile fits: demand() names why
-    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
-        static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(candidates.size()));
-    std::vector<double> bounds(candidates.size());
+    // Each candidate as predict() would answer it: the network where its inputs lie within the
+    // training range, the pipe table's efficiency where they do not (so rank and predict agree).
+    std::vector<Demand> demands;
+    std::vector<std::size_t> inside;
+    std::vector<double> latency(candidates.size());
+    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(static_cast<int>(kFeatureCount),
+                                                                               static_cast<Eigen::Index>(candidates.size()));
     Gemm tuned = gemm;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       tuned.config = candidates[i];
-      const Demand demand = pipeweave::demand(tuned, gpu);
-      bounds[i] = demand.bound_cycles();
-      const Features row = features(demand, gpu);
-      batch.col(static_cast<Eigen::Index>(i)) =
-          Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
+      demands.push_back(pipeweave::demand(tuned, gpu));
+      const Features row = features(demands.back(), gpu);
+      if (covered(*mlp, gpu, row) || !mlp->has_pipe_efficiency()) {
+        batch.col(static_cast<Eigen::Index>(inside.size())) =
+            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
+        inside.push_back(i);
+      } else {
+        const double bound_us = demands.back().bound_cycles() * 1e6 / gpu.clock_hz();
+        latency[i] = bound_us / mlp->pipe_efficiency(demands.back().bottleneck(), bound_us);
+      }
     }
-    const Eigen::VectorXd efficiency = mlp->efficiency(batch);
+    if (!inside.empty()) {
+      const Eigen::VectorXd efficiency = mlp->efficiency(batch.leftCols(static_cast<Eigen::Index>(inside.size())));
+      for (std::size_t j = 0; j < inside.size(); ++j)
+        latency[inside[j]] = demands[inside[j]].bound_cycles() / efficiency(static_cast<Eigen::Index>(j));
+    }
+    // Compare like with like: the network's answers are in cycles, the table's in microseconds.
+    for (std::size_t j = 0; j < inside.size(); ++j) latency[inside[j]] *= 1e6 / gpu.clock_hz();
     std::size_t best = 0;
     for (std::size_t i = 1; i < candidates.size(); ++i)
-      if (bounds[i] / efficiency(static_cast<Eigen::Index>(i)) < bounds[best] / efficiency(static_cast<Eigen::Index>(best)))
-        best = i;
+      if (latency[i] < latency[best]) best = i;
     gemm_configs_->insert(key, candidates[best]);
     return candidates[best];
   }

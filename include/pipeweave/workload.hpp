@@ -130,6 +130,9 @@ struct WorkloadIteration {
   std::int64_t iteration = 0;
   Phase phase = Phase::prefill;
   std::vector<std::int64_t> q_lengths, kv_lengths;  // per request: new tokens, tokens attended
+  // Optional (the project's "request_ids"): which request each entry is, as generate_workload
+  // knows it; empty when the file does not say (requests are then followed by KV length).
+  std::vector<std::int64_t> request_ids;
   WorkloadOperators operators;
   std::int64_t batch_size() const { return static_cast<std::int64_t>(q_lengths.size()); }
   std::int64_t num_tokens() const;
@@ -243,7 +246,7 @@ struct IterationOverhead {
 // 1 + (tensor_bound_slowdown - 1) x min(1, u / at_tensor_utilization) times its predicted time;
 // other kernels keep theirs. With at_tensor_utilization = 0 the full slowdown applies at any
 // load. 1 (the default of this struct): none. The GPU's own figures (GpuSpec::sustained_*:
-// measured on the H100, 1.156 at 0.916, and the H200, 1.199 at 0.972; estimated from the power
+// measured on the H100, 1.156 at 0.890, and the H200, 1.199 at 0.945; estimated from the power
 // limit elsewhere) apply unless a prediction is given others (data/README.md, "Sustained load").
 struct SustainedLoad {
   double tensor_bound_slowdown = 1;
@@ -266,7 +269,11 @@ struct SustainedLoad {
 //    cache (and, for Qwen3 models, the RMSNorm of each query and key head);
 //  - decode attention: both engines serve prompts and decode with one attention backend, so
 //    decode iterations run the implementation the run's prompt attention names (a published
-//    SGLang FlashAttention-3 run lists its decode as fa2_paged).
+//    SGLang FlashAttention-3 run lists its decode as fa2_paged);
+//  - FlashAttention-3 is built for Hopper alone: off Hopper the engines' attention backends run
+//    FlashAttention-2 where a workload names FlashAttention-3 (flash2_off_hopper; vLLM's
+//    flash-attention backend picks its version by architecture). Without it such a workload is
+//    an error on a GPU that is not a Hopper.
 struct EngineProfile {
   std::string name = "none";
   double iteration_us = 0;
@@ -275,6 +282,7 @@ struct EngineProfile {
   std::int64_t cuda_graph_max_batch = 0;
   bool engine_kernels = false;
   bool decode_attention_follows_prompt = false;
+  bool flash2_off_hopper = false;
   std::string source = "nothing added: the workload's kernels alone";
 
   static EngineProfile none() { return {}; }
@@ -298,6 +306,7 @@ struct IterationTime {
   double kernels_us = 0;   // the kernels' predicted time, sustained-load slowdown included
   double overhead_us = 0;  // everything else: the engine's and the caller's terms
   std::int64_t launches = 0;
+  double extrapolated_us = 0;  // the part of kernels_us predicted outside the models' training (Prediction::extrapolated)
   double total_us() const { return kernels_us + overhead_us; }
 };
 
@@ -312,13 +321,17 @@ struct OperatorTime {
 // that (the rest of its decode iterations, over their count; 0 when it decodes none).
 // Requests are followed through the iterations by their KV lengths (a decode entry continues
 // the request whose KV was one shorter; a prompt chunk whose KV exceeds its new tokens
-// continues a prompt).
+// continues a prompt; of several candidates, the one seen last, then the one that came first).
 struct RequestTime {
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
   double time_to_first_token_us = 0;
   double time_per_output_token_us = 0;
   double finish_us = 0;
+  // Already running at the workload's first iteration (its first entry continues a context):
+  // prompt_tokens is that context, output_tokens the tokens seen, and neither time is known
+  // (0, and left out of the percentiles).
+  bool started_before = false;
 };
 
 struct Percentiles {
@@ -333,6 +346,7 @@ struct WorkloadPrediction {
   double median_decode_iteration_us = 0;  // 0 when no iteration is decode-only
   double total_us = 0;
   double overhead_us = 0;  // the part of total_us that is not kernels
+  double extrapolated_us = 0;  // the part predicted outside the models' training (IterationTime::extrapolated_us)
   Percentiles time_to_first_token_us, time_per_output_token_us;
   EngineProfile engine;
   SustainedLoad sustained;

@@ -1,5 +1,6 @@
 // `pipeweave e2e`: the predicted time of an LLM serving run, from a workload file or from a
 // model config, a request trace and a tensor-parallel size.
+#include <limits>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -35,7 +36,8 @@ struct E2eArguments {
   bool json = false;
 };
 
-std::int64_t whole_number(const std::string& flag, const std::string& text, std::int64_t minimum) {
+std::int64_t whole_number(const std::string& flag, const std::string& text, std::int64_t minimum,
+                          std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
   std::size_t used = 0;
   long long value = minimum - 1;
   try {
@@ -45,6 +47,7 @@ std::int64_t whole_number(const std::string& flag, const std::string& text, std:
   }
   if (used == 0 || used != text.size() || value < minimum)
     throw Error(fmt::format("{} must be an integer >= {}, got \"{}\"", flag, minimum, text));
+  if (value > maximum) throw Error(fmt::format("{} must be at most {}, got \"{}\"", flag, maximum, text));
   return value;
 }
 
@@ -67,8 +70,8 @@ E2eArguments parse(int argc, char** argv, int first) {
     else if (argument == "--kernel-model") a.kernel_models.push_back(value());
     else if (argument == "--model") a.model = value();
     else if (argument == "--trace") a.trace = value();
-    else if (argument == "--tp") a.tp = static_cast<int>(std::min<std::int64_t>(whole_number("--tp", value(), 1), 65536));
-    else if (argument == "--pp") a.pp = static_cast<int>(std::min<std::int64_t>(whole_number("--pp", value(), 1), 65536));
+    else if (argument == "--tp") a.tp = static_cast<int>(whole_number("--tp", value(), 1, 65536));
+    else if (argument == "--pp") a.pp = static_cast<int>(whole_number("--pp", value(), 1, 65536));
     else if (argument == "--engine") {
       const std::optional<std::pair<double, double>> terms = a.engine_terms;
       a.options.engine = EngineProfile::named(value());
@@ -216,12 +219,13 @@ int e2e_command(int argc, char** argv, int first) {
     for (const IterationTime& it : p.iterations)
       iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
                             {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
-                            {"total_us", it.total_us()}});
+                            {"extrapolated_us", it.extrapolated_us}, {"total_us", it.total_us()}});
     json requests = json::array();
     for (const RequestTime& r : p.requests)
       requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
                           {"time_to_first_token_us", r.time_to_first_token_us},
-                          {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us}});
+                          {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us},
+                          {"started_before", r.started_before}});
     const EngineProfile& e = p.engine;
     fmt::print("{}\n", json{{"gpu", gpu.name},
                             {"model", workload.model},
@@ -232,13 +236,15 @@ int e2e_command(int argc, char** argv, int first) {
                             {"median_decode_iteration_us", p.median_decode_iteration_us},
                             {"total_us", p.total_us},
                             {"overhead_us", p.overhead_us},
+                            {"extrapolated_us", p.extrapolated_us},
                             {"time_to_first_token_us", {{"median", p.time_to_first_token_us.median}, {"p90", p.time_to_first_token_us.p90}}},
                             {"time_per_output_token_us",
                              {{"median", p.time_per_output_token_us.median}, {"p90", p.time_per_output_token_us.p90}}},
                             {"engine", {{"name", e.name}, {"iteration_us", e.iteration_us}, {"kernel_gap_us", e.kernel_gap_us},
                                         {"eager_launch_us", e.eager_launch_us}, {"cuda_graph_max_batch", e.cuda_graph_max_batch},
                                         {"engine_kernels", e.engine_kernels},
-                                        {"decode_attention_follows_prompt", e.decode_attention_follows_prompt}, {"source", e.source}}},
+                                        {"decode_attention_follows_prompt", e.decode_attention_follows_prompt},
+                                        {"flash2_off_hopper", e.flash2_off_hopper}, {"source", e.source}}},
                             {"overhead", {{"per_iteration_us", a.options.extra.per_iteration_us},
                                           {"per_kernel_us", a.options.extra.per_kernel_us}}},
                             {"sustained_slowdown", p.sustained.tensor_bound_slowdown},
@@ -259,6 +265,10 @@ int e2e_command(int argc, char** argv, int first) {
     fmt::print("  of which overhead                       {:>12.3f} ms  (engine {}; and {} us per iteration + {} us per kernel; "
                "--overhead-us, --kernel-overhead-us)\n",
                p.overhead_us / 1000, p.engine.name, a.options.extra.per_iteration_us, a.options.extra.per_kernel_us);
+    if (p.extrapolated_us > 0)
+      fmt::print("  of the kernels' time, {:.3f} ms ({:.1f}%) predicted outside the models' training (extrapolated: "
+                 "the efficiency measured for their pipe)\n",
+                 p.extrapolated_us / 1000, 100 * p.extrapolated_us / (p.total_us - p.overhead_us));
     fmt::print("  time to first token     median {:>10.3f} ms, p90 {:>10.3f} ms  ({} requests)\n",
                p.time_to_first_token_us.median / 1000, p.time_to_first_token_us.p90 / 1000, p.requests.size());
     fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
@@ -292,17 +302,18 @@ int e2e_command(int argc, char** argv, int first) {
     const fs::path dir(a.report);
     std::map<std::int64_t, double> measured_of;
     for (const Compared& c : compared) measured_of[c.iteration->iteration] = c.measured_us;
-    std::string csv = "iteration,phase,num_tokens,launches,kernels_us,overhead_us,total_us,measured_us\n";
+    std::string csv = "iteration,phase,num_tokens,launches,kernels_us,overhead_us,extrapolated_us,total_us,measured_us\n";
     for (const IterationTime& it : p.iterations)
-      csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.launches,
-                         it.kernels_us, it.overhead_us, it.total_us(),
+      csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.launches,
+                         it.kernels_us, it.overhead_us, it.extrapolated_us, it.total_us(),
                          measured_of.contains(it.iteration) ? fmt::format("{:.6g}", measured_of[it.iteration]) : "");
     write_text(dir / "iterations.csv", csv);
-    std::string requests_csv = "request,prompt_tokens,output_tokens,time_to_first_token_us,time_per_output_token_us,finish_us\n";
+    std::string requests_csv =
+        "request,prompt_tokens,output_tokens,time_to_first_token_us,time_per_output_token_us,finish_us,started_before\n";
     for (std::size_t i = 0; i < p.requests.size(); ++i) {
       const RequestTime& r = p.requests[i];
-      requests_csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g}\n", i, r.prompt_tokens, r.output_tokens, r.time_to_first_token_us,
-                                  r.time_per_output_token_us, r.finish_us);
+      requests_csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", i, r.prompt_tokens, r.output_tokens, r.time_to_first_token_us,
+                                  r.time_per_output_token_us, r.finish_us, r.started_before ? 1 : 0);
     }
     write_text(dir / "requests.csv", requests_csv);
     std::map<Phase, svg::Series> timeline;

@@ -283,7 +283,8 @@ int rank(const Arguments& arguments) {
                       {"lower_bound_us", p.lower_bound_us},
                       {"efficiency", p.efficiency},
                       {"bottleneck", pw::to_string(p.bottleneck)},
-                      {"source", pw::to_string(p.source)}});
+                      {"source", pw::to_string(p.source)},
+                      {"extrapolated", p.extrapolated}});
     }
     fmt::print("{}\n", json{{"gpu", gpu.name}, {"candidates", ranked.size()}, {"ranked", rows}}.dump(2));
     return 0;

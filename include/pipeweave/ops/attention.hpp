@@ -203,13 +203,13 @@ inline bool packs_gqa(const Attention& attention, AttentionImpl impl) {
   return attention.is_decode() || impl == AttentionImpl::flash3;
 }
 // Query rows one work unit covers per sequence, and the head units per sequence.
-inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl = AttentionImpl::flash2) {
+inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
   const double groups = static_cast<double>(attention.heads / attention.kv_heads);
   if (attention.is_decode()) return groups;
   const double q = static_cast<double>(attention.q_lens[sequence]);
   return packs_gqa(attention, impl) ? q * groups : q;
 }
-inline double attention_head_units(const Attention& attention, AttentionImpl impl = AttentionImpl::flash2) {
+inline double attention_head_units(const Attention& attention, AttentionImpl impl) {
   return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
 }
 
