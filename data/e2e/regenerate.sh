@@ -32,4 +32,17 @@ for gpu in H100-SXM H200-SXM; do
     run "$d/$name-full.txt" "$d/$report-full" "${args[@]}" --kernel-overhead-us "$launch"
   done
 done
-for f in data/e2e/H100-SXM/e2e*.txt data/e2e/H200-SXM/e2e*.txt; do echo "== $f"; grep -E "^  (all|prefill|mixed|decode) " "$f"; done
+# The figures of data/README.md's tables: per phase the mean |error| and the mean signed error
+# (negative: predicted too fast), and the iterations within 5%, from each report's iterations.csv.
+python3 - <<'PY'
+import csv, glob
+for report in sorted(glob.glob("data/e2e/H*-SXM/report*")):
+    rows = list(csv.DictReader(open(report + "/iterations.csv")))
+    errors = {r["iteration"]: (float(r["total_us"]) - float(r["measured_us"])) / float(r["measured_us"]) * 100 for r in rows}
+    cells = []
+    for phase in ("all", "prefill", "mixed", "decode"):
+        chosen = [errors[r["iteration"]] for r in rows if phase == "all" or r["phase"] == phase]
+        cells.append(f"{phase} {sum(map(abs, chosen)) / len(chosen):.2f}% ({sum(chosen) / len(chosen):+.2f}%)")
+    within = sum(abs(e) <= 5 for e in errors.values())
+    print(f"{report}: " + ", ".join(cells) + f", within 5%: {within} of {len(rows)}")
+PY
