@@ -55,8 +55,9 @@ KERNEL is op:key=value,...; for example
 --kernels FILE reads one KERNEL per line ('#' starts a comment).
 
 rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
-consider for one GEMM given without a config (predict uses the first of them), or the KERNELs
-given. --top N prints the N fastest (default 10, 0 for all). predict and rank use the bundled
+consider for one GEMM given without a config (predict uses the first of them; where they lie
+outside the model's training, marked extrapolated, predict keeps the network's order to pick one,
+and rank lists each candidate's own answer), or the KERNELs given. --top N prints the N fastest (default 10, 0 for all). predict and rank use the bundled
 models, each --model in the place of its family's (e.g. the ranking ensemble,
 data/models/ranking/gemm_rank3.json).
 
