@@ -193,13 +193,19 @@ add_test(NAME cli.shapes_seeded
          COMMAND ${CMAKE_COMMAND} -DCLI=${cli} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/shapes_seeded
                  -DCOMMITTED=${PROJECT_SOURCE_DIR}/data/shapes -P "${CMAKE_CURRENT_SOURCE_DIR}/check_shapes.cmake")
 set_tests_properties(cli.shapes_seeded PROPERTIES LABELS cli)
-pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm, silu_mul, attention or attention_decode, got \"conv\"" shapes --op conv)
+pipeweave_cli_failure(shapes_unknown_op "--op must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long, got \"conv\"" shapes --op conv)
 # Serving-context decode batches: every query length 1, every context at most 4 digits (the cap is 8192;
 # CMake's regular expressions have no {m,n}).
 pipeweave_cli_test(shapes_attention_decode "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,1(/1)*,[0-9][0-9]?[0-9]?[0-9]?(/[0-9][0-9]?[0-9]?[0-9]?)*,[0-9]+,[0-9]+,128,1\n)+$"
                    shapes --op attention_decode --count 6)
 pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\nbf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,128,1\n"
                    shapes --op attention --count 4)
+# Other head sizes: every row of the list has it (Gemma's 256 here), none has 128.
+pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,256,1\n)+$"
+                   shapes --op attention --count 5 --head-dim 256)
+pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got 96" shapes --op attention --head-dim 96)
+pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention and attention_decode only, got 64"
+                      shapes --op gemm --head-dim 64)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)
 pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got -3" shapes --op gemm --count -3)
 
@@ -392,7 +398,7 @@ pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval 
 set(llama_config "${cli_data}/models/Llama-3.1-8B/config.json")
 set(small_trace "${cli_data}/trace_small.csv")
 pipeweave_cli_test(e2e_from_config
-                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +[0-9]+\\.[0-9]+ ms +\\(engine sglang[^\n]*\n +time to first token +median +[0-9.]+ ms, p90 +[0-9.]+ ms +\\(3 requests\\)\n +time per output token +median [^\n]*\n +engine sglang: 880 us per iteration, 0\\.39 us between kernels[^\n]*\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(the GPU spec's\\)[^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
+                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +[0-9]+\\.[0-9]+ ms +\\(engine sglang[^\n]*\n +time to first token +median +[0-9.]+ ms, p90 +[0-9.]+ ms +\\(3 requests\\)\n +time per output token +median [^\n]*\n +engine sglang: 835 us per iteration, 0\\.53 us between kernels[^\n]*\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(the GPU spec's\\)[^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
 # Without an engine: the workload's kernels alone, nothing added.
 pipeweave_cli_test(e2e_engine_none "of which overhead +0\\.000 ms +\\(engine none;[^\n]*\n.*engine none: the workload's kernels only"

@@ -7,7 +7,8 @@ namespace pipeweave::cli {
 //                     [--json] [--report DIR]
 int calibrate_command(int argc, char** argv, int first);
 
-// pipeweave shapes --op gemm|rmsnorm|silu_mul|attention [--count N] [--seed S] [--dtypes LIST]
+// pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode|attention_decode_long [--count N] [--seed S] [--dtypes LIST]
+//                  [--head-dim 64|128|256]
 int shapes_command(int argc, char** argv, int first);
 
 // pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]

@@ -24,7 +24,9 @@ constexpr const char* kUsage = R"(usage:
                       [--link allreduce.csv | --link-bandwidth GB_S] [--sustained ALONE.csv,BACK_TO_BACK.csv]
                       (either form: the link figures from measured all-reduces; the sustained-load
                       slowdown from the same GEMMs timed alone and back to back)
-  pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
+  pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode|attention_decode_long [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
+                   [--head-dim 64|128|256]
+                   [--head-dim 64|128|256]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
                     [--sms N]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
@@ -88,8 +90,8 @@ by cuda_kernels/measure_allreduce.py) fits the link bandwidth and latency to the
 CUDA graphs instead of taking the catalog's; with --report also link.csv and link.svg.
 
 shapes prints a shape list (real models' layers at TP 1/2/4/8 and 1 to 32k tokens, plus random
-shapes; --seed fixes it); collect measures each shape on the GPU with pipeweave-collect (every
-cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md; with
+shapes; --seed fixes it; --head-dim 64 or 256: the attention of small models or of Gemma); collect
+measures each shape on the GPU with pipeweave-collect (every cuBLASLt candidate for GEMMs) and writes the measurement CSV described in data/README.md; with
 --sms N on N SMs, as calibrate --sms, its rows naming the GPU as that spec does (H100-SXM-sm64).
 
 eval predicts every measured row (with the GPU's spec from --spec, else DIR/<gpu>.calibrated.json

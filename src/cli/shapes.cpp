@@ -33,6 +33,18 @@ constexpr ModelShape kModels[] = {
 };
 constexpr int kTensorParallel[] = {1, 2, 4, 8};
 
+// Attention heads of models whose head size is not 128 (each model's config.json): small models
+// at 64, Gemma at 256. Attention lists for those head sizes draw from these (--head-dim).
+struct AttentionHeads {
+  const char* name;
+  int heads, kv_heads, head_dim;
+};
+constexpr AttentionHeads kOtherHeadSizes[] = {
+    {"Llama-3.2-1B", 32, 8, 64}, {"TinyLlama-1.1B", 32, 4, 64}, {"Qwen2.5-0.5B", 14, 2, 64},
+    {"SmolLM2-1.7B", 32, 32, 64}, {"Gemma-2-2B", 8, 4, 256},   {"Gemma-2-9B", 16, 8, 256},
+    {"Gemma-7B", 16, 16, 256},    {"Gemma-3-4B", 8, 4, 256},   {"Gemma-3-12B", 16, 8, 256},
+};
+
 class Random {
  public:
   explicit Random(std::uint64_t seed) : state_(seed) {}
@@ -123,8 +135,19 @@ std::vector<std::string> row_shapes(Random& random, int count, bool norm, const 
 // context cap C (64 to 8192 tokens) and every request a context up to C. The list above draws
 // contexts up to 32k for half of each batch, so a batch of 40 almost always holds a 20k+ one,
 // and a model trained on it alone overshot short-context decode (data/README.md, "End to end").
+enum class DecodeList { none, serving, long_context };
+
 std::vector<std::string> attention_shapes(Random& random, int count, const std::vector<std::string>& dtypes,
-                                          bool serving_decode = false) {
+                                          DecodeList decode_list, int head_dim) {
+  const bool serving_decode = decode_list == DecodeList::serving;
+  // The models to draw from: kModels' (all of head size 128), or those of another head size.
+  std::vector<AttentionHeads> models;
+  if (head_dim == 128) {
+    for (const ModelShape& model : kModels) models.push_back({model.name, model.heads, model.kv_heads, model.head_dim});
+  } else {
+    for (const AttentionHeads& model : kOtherHeadSizes)
+      if (model.head_dim == head_dim) models.push_back(model);
+  }
   constexpr double kMaxKvBytes = 8.0 * 1024 * 1024 * 1024;  // K and V of the whole batch
   std::set<std::string> seen;
   std::vector<std::string> rows;
@@ -138,13 +161,20 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
   };
   for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
     const std::string& dtype = dtypes[rows.size() % dtypes.size()];
-    const ModelShape& model = kModels[random.below(std::size(kModels))];
+    const AttentionHeads& model = models[random.below(static_cast<std::int64_t>(models.size()))];
     const int tp = kTensorParallel[random.below(std::size(kTensorParallel))];
     const std::int64_t heads = std::max(1, model.heads / tp), kv_heads = std::max(1, model.kv_heads / tp);
     if (heads % kv_heads) continue;
     std::vector<std::int64_t> q_lens, kv_lens;
-    const bool decode = serving_decode || random.unit() < 0.5;
-    if (serving_decode) {
+    const bool decode = decode_list != DecodeList::none || random.unit() < 0.5;
+    if (decode_list == DecodeList::long_context) {
+      // Large decode batches over long contexts: half uniform (every sequence at the cap, as a
+      // benchmark or a batch of equal requests holds), half ragged up to it.
+      const std::int64_t batch = random.log_uniform(8, 256);
+      const std::int64_t cap = random.log_uniform(1024, 32768);
+      const bool uniform = random.unit() < 0.5;
+      for (std::int64_t b = 0; b < batch; ++b) q_lens.push_back(1), kv_lens.push_back(uniform ? cap : random.log_uniform(16, cap));
+    } else if (serving_decode) {
       const std::int64_t batch = random.log_uniform(1, 256);
       const std::int64_t cap = random.log_uniform(64, 8192);
       for (std::int64_t b = 0; b < batch; ++b) q_lens.push_back(1), kv_lens.push_back(random.log_uniform(16, cap));
@@ -206,6 +236,7 @@ int shapes_command(int argc, char** argv, int first) {
   int count = 0;
   int seed = 1;
   std::string dtype_text;
+  int head_dim = 128;
   for (int i = first; i < argc; ++i) {
     const std::string argument = argv[i];
     auto value = [&] {
@@ -216,22 +247,36 @@ int shapes_command(int argc, char** argv, int first) {
     else if (argument == "--count") count = whole_number("--count", value(), 1, 1000000);
     else if (argument == "--seed") seed = whole_number("--seed", value(), 0, 2147483647);
     else if (argument == "--dtypes") dtype_text = value();
+    else if (argument == "--head-dim") {
+      const std::string text = value();
+      if (text != "64" && text != "128" && text != "256") detail::fail_field("--head-dim", text, "must be 64, 128 or 256");
+      head_dim = std::stoi(text);
+    }
     else throw Error("unknown argument " + argument + " for shapes");
   }
-  const bool serving_decode = op == "attention_decode";
-  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention" || serving_decode;
+  const DecodeList decode_list = op == "attention_decode"        ? DecodeList::serving
+                                 : op == "attention_decode_long" ? DecodeList::long_context
+                                                                 : DecodeList::none;
+  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention" || decode_list != DecodeList::none;
   if (!gemm && !norm && !attention && op != "silu_mul")
-    detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm, silu_mul, attention or attention_decode");
+    detail::fail_field("--op", "\"" + op + "\"",
+                       "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
-  if (count == 0) count = gemm ? 2600 : serving_decode ? 800 : 3200;
+  if (head_dim != 128 && !attention) detail::fail_field("--head-dim", head_dim, "applies to --op attention and attention_decode only");
+  if (count == 0) count = gemm ? 2600 : decode_list == DecodeList::serving ? 800 : decode_list == DecodeList::long_context ? 400 : 3200;
 
   Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull +
-                (gemm ? 1 : norm ? 2 : serving_decode ? 5 : attention ? 4 : 3));
+                (gemm                                        ? 1
+                 : norm                                      ? 2
+                 : decode_list == DecodeList::serving        ? 5
+                 : decode_list == DecodeList::long_context   ? 6
+                 : attention                                 ? 4
+                                                             : 3));
   const std::vector<std::string> rows = gemm        ? gemm_shapes(random, count, dtypes)
-                                        : attention ? attention_shapes(random, count, dtypes, serving_decode)
+                                        : attention ? attention_shapes(random, count, dtypes, decode_list, head_dim)
                                                     : row_shapes(random, count, norm, dtypes);
   fmt::print("{}\n", gemm        ? "dtype,m,n,k"
                     : norm      ? "dtype,tokens,hidden,fused_residual"
