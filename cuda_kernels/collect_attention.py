@@ -80,9 +80,12 @@ def read_shapes(path):
         return rows
 
 
-def fa3_tiles(shape, paged_non_tma):
-    """FlashAttention-3's kBlockM x kBlockN on sm90 for 16-bit inputs (hopper/tile_size.h)."""
+def fa3_tiles(shape, paged_non_tma, page_size=0):
+    """FlashAttention-3's kBlockM x kBlockN on sm90 for 16-bit inputs (hopper/tile_size.h). Decode
+    drops the causal mask except for head sizes 65-128 over a paged cache (flash_api.cpp)."""
     hd, causal = shape["head_dim"], shape["causal"]
+    if is_decode(shape) and not (64 < hd <= 128 and page_size > 0):
+        causal = False
     if hd <= 64:
         return 192, 128 if causal or paged_non_tma else 192
     if hd <= 96:
@@ -138,9 +141,9 @@ def make_call_fa3(shape, fa3, page_size):
                                     num_splits=0)
 
     # FlashAttention-3 reads a paged cache through TMA only when pages hold whole KV tiles.
-    tiles = fa3_tiles(shape, False)
+    tiles = fa3_tiles(shape, False, page_size)
     non_tma = page_size > 0 and page_size % tiles[1] != 0
-    return call, fa3_tiles(shape, non_tma), page_size
+    return call, fa3_tiles(shape, non_tma, page_size), page_size
 
 
 def make_call(shape):
@@ -258,7 +261,8 @@ def main():
                 if fa3:  # FlashAttention-3's names do not carry its tiles: the rule it chose them by
                     decode = is_decode(shape)
                     page_size = args.page_size if decode else 0
-                    tiles = fa3_tiles(shape, decode and page_size > 0 and page_size % fa3_tiles(shape, False)[1] != 0)
+                    tma_tiles = fa3_tiles(shape, False, page_size)
+                    tiles = fa3_tiles(shape, decode and page_size > 0 and page_size % tma_tiles[1] != 0, page_size)
                     record.update({"tile_q": tiles[0], "tile_kv": tiles[1], "page_size": page_size})
                 out.write(json.dumps(record) + "\n")
             out.flush()

@@ -177,10 +177,9 @@ Kernel parse_attention(KeyValues& values) {
     if (values.has("tile_q") || values.has("tile_kv")) {
       config.tile_q = values.small_integer("tile_q");
       config.tile_kv = values.small_integer("tile_kv");
-    } else {  // an implementation named without its tiles runs its own tiles for this shape
-      const AttentionConfig own = config.impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
-      config.tile_q = own.tile_q, config.tile_kv = own.tile_kv;
-    }
+      detail::require_positive("attention.tile_q", config.tile_q);  // 0 is not "its own": leave both out
+      detail::require_positive("attention.tile_kv", config.tile_kv);
+    }  // else an implementation named without its tiles runs its own for the shape and GPU
     config.num_splits = values.small_integer("num_splits", 0);
     attention.config = config;
   }
@@ -290,8 +289,11 @@ std::string to_string(const Kernel& kernel) {
           out << ",heads=" << op.heads << ",kv_heads=" << op.kv_heads << ",head_dim=" << op.head_dim
               << ",causal=" << (op.causal ? 1 : 0) << ",page_size=" << op.page_size << ",dtype=" << to_string(op.dtype);
           if (op.config)
-            out << ",impl=" << to_string(op.config->impl) << ",tile_q=" << op.config->tile_q
-                << ",tile_kv=" << op.config->tile_kv << ",num_splits=" << op.config->num_splits;
+          {
+            out << ",impl=" << to_string(op.config->impl);
+            if (!op.config->has_own_tiles()) out << ",tile_q=" << op.config->tile_q << ",tile_kv=" << op.config->tile_kv;
+            out << ",num_splits=" << op.config->num_splits;
+          }
         } else if constexpr (std::is_same_v<Op, RmsNorm>) {
           out << "tokens=" << op.tokens << ",hidden=" << op.hidden << ",dtype=" << to_string(op.dtype)
               << ",fused_residual=" << (op.fused_residual ? 1 : 0);
@@ -326,7 +328,7 @@ std::string describe_config(const Kernel& kernel, const GpuSpec& gpu) {
         << (config.swap_ab ? " swap_ab " : " ") << to_string(config.schedule) << " raster " << to_string(config.raster);
     defaulted = !gemm->config;
   } else if (const Attention* attention = kernel.get_if<Attention>()) {
-    const AttentionConfig config = attention->config ? *attention->config : default_config(*attention, gpu);
+    const AttentionConfig config = resolved_config(*attention, gpu);
     out << to_string(config.impl) << " tile " << config.tile_q << 'x' << config.tile_kv << " splits "
         << attention_splits(*attention, config, gpu);
     defaulted = !attention->config;

@@ -27,11 +27,11 @@ constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
 // data/README.md, "End to end: the published serving runs"). The host's cost per eager launch
 // is not fitted (every published prompt iteration keeps the GPU busier than the host): PyTorch's
 // eager dispatch of a small op, about 6 us, an estimate.
-constexpr double kSglangIterationUs = 880;
-constexpr double kSglangKernelGapUs = 0.39;
+constexpr double kSglangIterationUs = 835;
+constexpr double kSglangKernelGapUs = 0.53;
 constexpr double kEagerLaunchUs = 6;
 constexpr const char* kSglangSource =
-    "SGLang (bench_one_batch): 880 us per iteration and 0.39 us between kernels, fitted to the median decode iteration of "
+    "SGLang (bench_one_batch): 835 us per iteration and 0.53 us between kernels, fitted to the median decode iteration of "
     "the 8 published H100 runs (TP 1, 2, 4; data/e2e/published/fit_engine.py); 6 us per eager launch, an estimate; "
     "CUDA graphs for decode batches up to 160 (SGLang's default on 80 GB boards)";
 
@@ -463,7 +463,7 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
     attention.dtype = dtype == DType::fp16 ? DType::fp16 : DType::bf16;  // fp8 models keep a 16-bit KV cache here
     attention.page_size = type.paged ? kPagedKvBlockTokens : 0;
     if (const std::optional<AttentionImpl> impl = a.impl ? a.impl : type.impl)
-      attention.config = *impl == AttentionImpl::flash2 ? flash2_config(attention) : flash3_config(attention);
+      attention.config = AttentionConfig::own_tiles(*impl);  // its tiles for the GPU it runs on
     out.push_back({"attention", attention, a.count});
   }
   const DType activations = dtype == DType::fp16 ? DType::fp16 : DType::bf16;
@@ -862,7 +862,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
       if (engine.flash2_off_hopper && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
       if (attention->config->impl == impl) continue;
       Attention changed = *attention;
-      changed.config = impl == AttentionImpl::flash2 ? flash2_config(changed) : flash3_config(changed);
+      changed.config = AttentionConfig::own_tiles(impl);
       k.kernel = Kernel(std::move(changed));
     }
     if (engine.engine_kernels)

@@ -303,7 +303,8 @@ TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][at
 
 TEST_CASE("attention default config by architecture and head size", "[demand][attention]") {
   const auto hopper = synthetic_gpu(4);
-  const auto ampere = synthetic_gpu_cc80(4);
+  auto ampere = synthetic_gpu_cc80(4);
+  ampere.smem_bytes_per_sm = 164.0 * 1024;  // the A100's
   const Attention prefill64 = Attention::prefill(1, 1024, 8, 8, 64);
   const Attention prefill128 = Attention::prefill(1, 1024, 8, 8, 128);
   const Attention prefill256 = Attention::prefill(1, 1024, 8, 8, 256);
@@ -332,9 +333,52 @@ TEST_CASE("attention default config by architecture and head size", "[demand][at
   CHECK(pipeweave::default_config(prefill128, ampere).impl == AttentionImpl::flash2);
   CHECK(pipeweave::default_config(prefill64, ampere).tile_kv == 128);
   CHECK(pipeweave::default_config(prefill128, ampere).tile_kv == 64);
-  CHECK(pipeweave::default_config(prefill256, ampere).tile_kv == 32);
+  // FlashAttention-2's head size 256: 128 x 64 where one such CTA fits an SM's shared memory but
+  // two 64 x 64 CTAs do not (the A100), 64 x 64 where two do (Hopper: what the H100 and H200 ran,
+  // data/measurements/*/attention_hd256.csv) or where 128 x 64 does not fit (sm_86, sm_89).
+  CHECK(pipeweave::default_config(prefill256, ampere).tile_q == 128);
+  CHECK(pipeweave::default_config(prefill256, ampere).tile_kv == 64);
+  CHECK(pipeweave::flash2_config(prefill256, hopper).tile_q == 64);
+  CHECK(pipeweave::flash2_config(prefill256, hopper).tile_kv == 64);
   CHECK(pipeweave::default_config(decode64, ampere).tile_q == 64);
   CHECK(pipeweave::default_config(decode64, ampere).tile_kv == 256);
+  // sm_86 / sm_89 (A40, L40, RTX boards): square 64 x 64 tiles under a causal mask, 128 x 32 without.
+  auto ada = synthetic_gpu_cc80(4);
+  ada.compute_capability_minor = 9;
+  ada.smem_bytes_per_sm = 100.0 * 1024;
+  CHECK(pipeweave::default_config(prefill128, ada).tile_q == 64);
+  CHECK(pipeweave::default_config(prefill128, ada).tile_kv == 64);
+  CHECK(pipeweave::default_config(full128, ada).tile_q == 128);
+  CHECK(pipeweave::default_config(full128, ada).tile_kv == 32);
+  CHECK(pipeweave::default_config(prefill256, ada).tile_q == 64);
+  CHECK(pipeweave::default_config(prefill256, ada).tile_kv == 64);
+  // A decode batch's forward kernel has no causal mask (FlashAttention-2 drops it for one query).
+  CHECK(pipeweave::flash2_tiles(128, /*causal=*/false, /*split_kernel=*/false, ada).tile_kv == 32);
+}
+
+TEST_CASE("attention: an implementation named without tiles runs its own for the GPU", "[demand][attention]") {
+  const auto hopper = synthetic_gpu(4);
+  Attention prefill = Attention::prefill(1, 1024, 8, 8, 256);
+  prefill.config = AttentionConfig::own_tiles(AttentionImpl::flash2);
+  prefill.config->num_splits = 2;
+  const AttentionConfig resolved = pipeweave::resolved_config(prefill, hopper);
+  CHECK(resolved.impl == AttentionImpl::flash2);
+  CHECK(resolved.tile_q == 64);
+  CHECK(resolved.tile_kv == 64);
+  CHECK(resolved.num_splits == 2);  // a split count named beside the implementation stays
+  // The demand is that of the tiles written out.
+  Attention written = prefill;
+  written.config = resolved;
+  const auto own = pipeweave::demand(prefill, hopper), explicit_tiles = pipeweave::demand(written, hopper);
+  CHECK(own.ctas == explicit_tiles.ctas);
+  CHECK(own.busiest_sm_ctas == explicit_tiles.busiest_sm_ctas);
+  CHECK(at(own.sm_cycles, Pipe::tensor) == at(explicit_tiles.sm_cycles, Pipe::tensor));
+  CHECK(at(own.gpu_cycles, Pipe::dram) == at(explicit_tiles.gpu_cycles, Pipe::dram));
+  CHECK(pipeweave::attention_splits(prefill, *prefill.config, hopper) == 2);
+  // Zero tiles on one side only are not "its own".
+  AttentionConfig half = AttentionConfig::own_tiles(AttentionImpl::flash3);
+  half.tile_q = 128;
+  CHECK_THROWS_WITH(half.validate(), Catch::Contains("attention.tile_kv"));
 }
 
 TEST_CASE("attention demand: paged KV adds block-table reads", "[demand][attention]") {

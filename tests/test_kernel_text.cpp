@@ -342,6 +342,17 @@ TEST_CASE("parse_kernel: attention, uniform and ragged batches, with config", "[
     expected.config = make_attention_config(AttentionImpl::flash2, 128, 64, 3);
     CHECK(kernel == Kernel(expected));
 
+    // The implementation alone: its own tiles for the GPU (resolved when the GPU is known), and
+    // written back as it was given; tiles of 0 are refused rather than read as "its own".
+    const Kernel named = parse_kernel("attention:batch=64,q_len=1,kv_len=2048,heads=32,kv_heads=8,head_dim=128,impl=flash2");
+    REQUIRE(named.get_if<Attention>()->config.has_value());
+    CHECK(*named.get_if<Attention>()->config == AttentionConfig::own_tiles(AttentionImpl::flash2));
+    CHECK(pipeweave::to_string(named).find("tile_q") == std::string::npos);
+    CHECK(parse_kernel(pipeweave::to_string(named)) == named);
+    CHECK(pipeweave::describe_config(named, pipeweave::find_gpu("A100")).find("flash2 tile 64x128") == 0);
+    CHECK_THROWS_WITH(parse_kernel("attention:q_len=64,heads=8,head_dim=64,impl=flash2,tile_q=0,tile_kv=0"),
+                      Catch::Contains("attention.tile_q must be positive"));
+
     const Kernel defaulted_impl = parse_kernel("attention:q_len=64,heads=8,head_dim=64,tile_q=64,tile_kv=128");
     REQUIRE(defaulted_impl.get_if<Attention>()->config.has_value());
     CHECK(*defaulted_impl.get_if<Attention>()->config == make_attention_config(AttentionImpl::flash3, 64, 128, 0));

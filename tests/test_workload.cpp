@@ -239,16 +239,22 @@ TEST_CASE("workload: attention's implementation, when the workload names it, set
   CHECK_FALSE(attention_of(0).config);
   for (WorkloadIteration& it : w.iterations) it.operators.attention->impl = AttentionImpl::flash2;
   CHECK(workload_from_json(to_json(w)) == w);  // "impl" is written and read back
-  // FlashAttention-2 with head_dim 128: 128 x 64 tiles for a prefill, the split kernel's 64 x 128 for decode.
+  // The implementation alone: its own tiles for the GPU it runs on. FlashAttention-2 with
+  // head_dim 128 on Hopper: 128 x 64 tiles for a prefill, the split kernel's 64 x 128 for decode.
   const Attention prefill = attention_of(0), decode = attention_of(3);
   REQUIRE(prefill.config);
   CHECK(prefill.config->impl == AttentionImpl::flash2);
-  CHECK(prefill.config->tile_q == 128);
-  CHECK(prefill.config->tile_kv == 64);
+  CHECK(prefill.config->has_own_tiles());
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  CHECK(resolved_config(prefill, h100).tile_q == 128);
+  CHECK(resolved_config(prefill, h100).tile_kv == 64);
   REQUIRE(decode.config);
-  CHECK(decode.config->tile_q == 64);
-  CHECK(decode.config->tile_kv == 128);
+  CHECK(resolved_config(decode, h100).tile_q == 64);
+  CHECK(resolved_config(decode, h100).tile_kv == 128);
   CHECK(decode.config->num_splits == 0);  // FlashAttention's own heuristic
+  // On an Ada board the same prefill takes FlashAttention-2's square tiles for a causal mask.
+  CHECK(resolved_config(prefill, find_gpu("L40S")).tile_q == 64);
+  CHECK(resolved_config(prefill, find_gpu("L40S")).tile_kv == 64);
 }
 
 TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the stated overhead", "[workload]") {

@@ -31,14 +31,20 @@ enum class AttentionImpl : std::uint8_t { flash2, flash3 };
 
 constexpr std::string_view to_string(AttentionImpl impl) { return impl == AttentionImpl::flash2 ? "flash2" : "flash3"; }
 
+// tile_q = tile_kv = 0 names the implementation alone: it runs its own tiles for the shape and
+// the GPU (resolved_config), as a serving engine that picks FlashAttention-2 or -3 gets them.
 struct AttentionConfig {
   AttentionImpl impl = AttentionImpl::flash3;
   int tile_q = 0;
   int tile_kv = 0;
   int num_splits = 0;  // 0: FlashAttention's heuristic
+  static AttentionConfig own_tiles(AttentionImpl impl) { return AttentionConfig{.impl = impl}; }
+  bool has_own_tiles() const { return tile_q == 0 && tile_kv == 0; }
   void validate() const {
-    detail::require_positive("attention.tile_q", tile_q);
-    detail::require_positive("attention.tile_kv", tile_kv);
+    if (!has_own_tiles()) {
+      detail::require_positive("attention.tile_q", tile_q);
+      detail::require_positive("attention.tile_kv", tile_kv);
+    }
     detail::require_non_negative("attention.num_splits", num_splits);
   }
   bool operator==(const AttentionConfig&) const = default;
@@ -103,30 +109,54 @@ struct Attention {
   bool operator==(const Attention&) const = default;
 };
 
-// FlashAttention-2's tiles for a head size, on any GPU (what PyTorch's flash backend runs,
-// Hopper included): its forward kernel's kBlockM x kBlockN, or its split-KV kernel's 64-row
-// tiles, which decode runs when the KV is split.
-inline AttentionConfig flash2_tiles(std::int64_t head_dim, bool split_kernel) {
+// FlashAttention-2's tiles for a head size on a GPU (flash_fwd_launch_template.h, what PyTorch's
+// flash backend runs, Hopper included): its forward kernel's kBlockM x kBlockN, or its split-KV
+// kernel's 64-row tiles, which decode runs when the KV is split. The forward tiles depend on the
+// GPU: sm_86/sm_89 take square 64 x 64 tiles under a causal mask (and narrower ones without) up
+// to head size 160, and head size 256 takes 128 x 64 (8 warps) only where that fits a CTA's shared
+// memory but two 64 x 64 CTAs do not fit an SM (A100), 64 x 64 otherwise (Hopper: measured,
+// data/measurements/*/attention_hd256.csv; Ada and sm_86 boards). Head sizes round up to FA2's
+// compiled 32, 64, 96, 128, 160, 192, 224 and 256.
+inline AttentionConfig flash2_tiles(std::int64_t head_dim, bool causal, bool split_kernel, const GpuSpec& gpu) {
   AttentionConfig config;
   config.impl = AttentionImpl::flash2;
-  config.tile_q = split_kernel ? 64 : 128;
-  config.tile_kv = split_kernel ? (head_dim <= 64 ? 256 : (head_dim <= 128 ? 128 : 64))
-                                : (head_dim <= 64 ? 128 : (head_dim <= 128 ? 64 : 32));
-  return config;
+  if (split_kernel) {
+    config.tile_q = 64;
+    config.tile_kv = head_dim <= 64 ? 256 : (head_dim <= 128 ? 128 : 64);
+    return config;
+  }
+  const bool sm8x = gpu.compute_capability_major == 8 && gpu.compute_capability_minor > 0;
+  auto tiles = [&](int q, int kv) {
+    config.tile_q = q, config.tile_kv = kv;
+    return config;
+  };
+  if (head_dim <= 64) return tiles(128, 128);
+  if (head_dim <= 128) return sm8x ? (causal ? tiles(64, 64) : tiles(128, 32)) : tiles(128, 64);
+  if (head_dim <= 160) return sm8x ? (causal ? tiles(64, 64) : tiles(128, 64)) : tiles(128, 32);
+  if (head_dim <= 192) return tiles(128, 64);
+  const double hd = static_cast<double>(head_dim <= 224 ? 224 : 256);
+  const double block_smem = gpu.smem_bytes_per_sm - 1024;  // a CTA may take all but 1 KiB of an SM's
+  return block_smem >= 2 * hd * (128 + 2 * 64) && gpu.smem_bytes_per_sm < 4 * hd * (64 + 2 * 64) ? tiles(128, 64)
+                                                                                                  : tiles(64, 64);
 }
 // Decode is given the split-KV kernel's tiles; demand() moves it to the forward kernel's when
 // FlashAttention's heuristic does not split.
-inline AttentionConfig flash2_config(const Attention& attention) {
-  return flash2_tiles(attention.head_dim, attention.is_decode());
+inline AttentionConfig flash2_config(const Attention& attention, const GpuSpec& gpu) {
+  // FlashAttention-2 drops the causal mask when every query is one token (decode)
+  const bool decode = attention.is_decode();
+  return flash2_tiles(attention.head_dim, attention.causal && !decode, decode, gpu);
 }
 
 // FlashAttention-3's tiles on Hopper for this head size, 16-bit inputs (hopper/tile_size.h,
 // tile_size_fwd_sm90): kBlockM x kBlockN, the KV tile narrower under a causal mask and for a
 // paged cache read without TMA (pages that do not hold whole KV tiles, e.g. SGLang's pages of
-// one token or vLLM's of 16). Decode uses the same tiles, its query heads packed into the rows.
+// one token or vLLM's of 16). Decode uses the same tiles, its query heads packed into the rows;
+// it drops the causal mask (one query sees all its keys) except for head sizes 65-128 over a
+// paged cache, which keep it for its narrower KV tile (flash_api.cpp, "special case of hdim 128").
 inline AttentionConfig flash3_config(const Attention& attention) {
   const std::int64_t hd = attention.head_dim;
-  const bool causal = attention.causal && !attention.is_decode();
+  const bool causal =
+      attention.causal && (!attention.is_decode() || (hd > 64 && hd <= 128 && attention.page_size > 0));
   const bool fp8 = dtype_bytes(attention.dtype) == 1;
   auto tile_kv = [&](bool paged_non_tma) -> int {
     if (fp8) {
@@ -152,7 +182,19 @@ inline AttentionConfig flash3_config(const Attention& attention) {
 // The implementation a serving engine uses on this GPU: FlashAttention-3 on Hopper (its kernels
 // are built for sm_90 alone), FlashAttention-2 elsewhere, with their kernels' tiles.
 inline AttentionConfig default_config(const Attention& attention, const GpuSpec& gpu) {
-  return gpu.compute_capability_major == 9 ? flash3_config(attention) : flash2_config(attention);
+  return gpu.compute_capability_major == 9 ? flash3_config(attention) : flash2_config(attention, gpu);
+}
+
+// The config the kernel runs with on `gpu`: the one it names, the named implementation's own
+// tiles where it names the implementation alone, else the GPU's default.
+inline AttentionConfig resolved_config(const Attention& attention, const AttentionConfig& named, const GpuSpec& gpu) {
+  if (!named.has_own_tiles()) return named;
+  AttentionConfig config = named.impl == AttentionImpl::flash2 ? flash2_config(attention, gpu) : flash3_config(attention);
+  config.num_splits = named.num_splits;
+  return config;
+}
+inline AttentionConfig resolved_config(const Attention& attention, const GpuSpec& gpu) {
+  return attention.config ? resolved_config(attention, *attention.config, gpu) : default_config(attention, gpu);
 }
 
 namespace detail {
@@ -221,8 +263,9 @@ inline double attention_head_units(const Attention& attention, AttentionImpl imp
 // in proportion to its KV blocks so that the batch's blocks spread over the SMs with a 10%
 // margin (hopper/flash_prepare_scheduler.cu): a long sequence among short ones is split, the
 // short ones are not.
-inline std::vector<int> attention_splits_per_sequence(const Attention& attention, const AttentionConfig& config,
+inline std::vector<int> attention_splits_per_sequence(const Attention& attention, const AttentionConfig& named,
                                                       const GpuSpec& gpu) {
+  const AttentionConfig config = resolved_config(attention, named, gpu);
   const std::size_t count = attention.q_lens.size();
   if (config.num_splits > 0) return std::vector<int>(count, config.num_splits);
   const double head_units = attention_head_units(attention, config.impl);
@@ -257,7 +300,7 @@ inline int attention_splits(const Attention& attention, const AttentionConfig& c
 
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
-  AttentionConfig config = attention.config ? *attention.config : default_config(attention, gpu);
+  AttentionConfig config = resolved_config(attention, gpu);
   if (config.impl == AttentionImpl::flash3 && gpu.compute_capability_major != 9)
     detail::fail_field("attention.impl", "flash3",
                        "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
@@ -266,7 +309,7 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   // splits; otherwise it runs its plain forward kernel, with that kernel's tiles.
   if (config.impl == AttentionImpl::flash2 && attention.is_decode() && config.num_splits == 0 &&
       config.tile_q == 64 && attention_splits(attention, config, gpu) == 1) {
-    const AttentionConfig forward = flash2_tiles(attention.head_dim, /*split_kernel=*/false);
+    const AttentionConfig forward = flash2_tiles(attention.head_dim, /*causal=*/false, /*split_kernel=*/false, gpu);
     config.tile_q = forward.tile_q, config.tile_kv = forward.tile_kv;
   }
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
