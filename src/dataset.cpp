@@ -2,7 +2,10 @@
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/gpu_spec.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -285,12 +288,23 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
   return rows;
 }
 
+// Bulk measurements are kept gzip-compressed (.csv.gz); zlib's gzread reads those and plain
+// files alike, so one reader serves both whatever the name says.
 std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path) {
-  std::ifstream in(csv_path, std::ios::binary);
-  if (!in) throw Error("cannot open measurements file " + csv_path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return measurements_from_csv(text.str(), csv_path.string());
+  gzFile file = gzopen(csv_path.c_str(), "rb");
+  if (!file) throw Error("cannot open measurements file " + csv_path.string());
+  std::string text;
+  std::array<char, 1 << 16> buffer{};
+  int read = 0;
+  while ((read = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0)
+    text.append(buffer.data(), static_cast<std::size_t>(read));
+  int status = Z_OK;
+  const std::string problem = gzerror(file, &status);
+  gzclose(file);
+  // A truncated stream reads as far as it goes and then reports Z_BUF_ERROR.
+  if (read < 0 || (status != Z_OK && status != Z_STREAM_END))
+    throw Error("cannot read measurements file " + csv_path.string() + ": " + problem);
+  return measurements_from_csv(text, csv_path.string());
 }
 
 Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured) {

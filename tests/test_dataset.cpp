@@ -1,5 +1,8 @@
 // Measurement CSVs read back as kernels, and the accuracy figures of an evaluation.
 #include <array>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -245,4 +248,22 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
   CHECK(rows.front().shape == "gemm:fp8_e4m3,108,8192,1024");
   CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
              Contains("p.csv:2: avg_duration"));
+}
+
+TEST_CASE("read_measurements: gzip-compressed files read as their text, a truncated one refused", "[dataset]") {
+  const std::string plain = std::string(PIPEWEAVE_TEST_DATA_DIR) + "/published/gemm_fp8_train_first30.csv";
+  const auto rows = read_measurements(plain), compressed = read_measurements(plain + ".gz");
+  REQUIRE(compressed.size() == rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(compressed[i].shape == rows[i].shape);
+    CHECK(compressed[i].gpu == rows[i].gpu);
+    CHECK(compressed[i].duration_us == rows[i].duration_us);
+  }
+  // The first half of the compressed file: the stream ends early.
+  std::ifstream in(plain + ".gz", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string truncated = (std::filesystem::temp_directory_path() / "pipeweave_truncated.csv.gz").string();
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CHECK_THAT(error_of([&] { read_measurements(truncated); }), Contains("cannot read measurements file " + truncated));
+  std::filesystem::remove(truncated);
 }
