@@ -3,6 +3,7 @@
 # with varlen, paged KV, split-KV and pack-GQA kept: what collect_attention.py --impl flash3 runs.
 #
 #   bash cuda_kernels/build_fa3.sh SOURCES.tar.xz DEST      # DEST/hopper is then --fa3-path
+#   HDIMS="64 128 256" bash cuda_kernels/build_fa3.sh ...   # other head sizes too (of 64 96 128 192 256)
 #
 # SOURCES.tar.xz is ../shared/vendor/flash-attention-hopper-src.tar.xz (hopper/ and the CUTLASS
 # headers; see its README). Build outside the repository copy on the device (e.g. /root/fa3):
@@ -19,8 +20,11 @@ tar xJf "$tarball" -C "$dest"
 mkdir -p "$dest/csrc"
 ln -sfn ../cutlass "$dest/csrc/cutlass"   # hopper/setup.py reads the headers from ../csrc/cutlass
 cd "$dest/hopper"
-for part in BACKWARD FP16 FP8 HDIM64 HDIM96 HDIM192 HDIM256 SOFTCAP LOCAL SM80 HDIMDIFF64 HDIMDIFF192 APPENDKV; do
+for part in BACKWARD FP16 FP8 SOFTCAP LOCAL SM80 HDIMDIFF64 HDIMDIFF192 APPENDKV; do
   export "FLASH_ATTENTION_DISABLE_${part}=TRUE"
+done
+for hdim in 64 96 128 192 256; do
+  [[ " ${HDIMS:-128} " == *" $hdim "* ]] || export "FLASH_ATTENTION_DISABLE_HDIM${hdim}=TRUE"
 done
 MAX_JOBS=${MAX_JOBS:-16} NVCC_THREADS=2 python3 setup.py build_ext --inplace > "$dest/build.log" 2>&1 || {
   tail -40 "$dest/build.log"
