@@ -20,23 +20,39 @@ data=data/measurements
 report=data/models/report
 mkdir -p "$report" data/models/holdout
 gemm_options=(--epochs 300 --patience 300 --lr 3e-3 --batch 512)
-for op in gemm rmsnorm silu_mul attention; do
+# ONLY=attention (or another family) retrains that family's bundled model alone and stops.
+for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   options=(--epochs 150)
   [[ $op == gemm ]] && options=("${gemm_options[@]}")
   files=()
   for gpu in H100-SXM H200-SXM; do
     files+=(--data "$data/$gpu/$op.csv")
-    # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv)
-    [[ $op == attention ]] && files+=(--data "$data/$gpu/attention_decode.csv")
+    # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv),
+    # from FlashAttention-3 (the same shape lists, prompts ragged, decode over a paged cache of
+    # 1-token pages as SGLang keeps it, of 16-token pages as vLLM does, and contiguous), and from both
+    # implementations at head sizes 64 and 256 (data/shapes/attention*_hd{64,256}.csv); the bulk
+    # lists are kept compressed (.csv.gz)
+    if [[ $op == attention ]]; then
+      files+=(--data "$data/$gpu/attention_decode.csv")
+      for list in attention_fa3 attention_decode_fa3 attention_decode_fa3_page16 attention_decode_fa3_contiguous; do
+        files+=(--data "$data/$gpu/$list.csv.gz")
+        for hd in 64 256; do files+=(--data "$data/$gpu/${list}_hd$hd.csv.gz"); done
+      done
+      for hd in 64 256; do
+        files+=(--data "$data/$gpu/attention_hd$hd.csv.gz" --data "$data/$gpu/attention_decode_hd$hd.csv.gz")
+      done
+      # large decode batches over long contexts (data/shapes/attention_decode_long.csv), both implementations
+      for list in attention_decode_long attention_decode_long_fa3 attention_decode_long_fa3_page16 \
+                  attention_decode_long_fa3_contiguous; do
+        files+=(--data "$data/$gpu/$list.csv.gz")
+      done
+    fi
   done
-  # ...and from FlashAttention-3 (H100: the same shape lists, prompts ragged, decode over a paged
-  # cache of 1-token pages as SGLang keeps it, and of 16-token pages as vLLM does)
-  [[ $op == attention ]] && files+=(--data "$data/H100-SXM/attention_fa3.csv" --data "$data/H100-SXM/attention_decode_fa3.csv"
-                                     --data "$data/H100-SXM/attention_decode_fa3_page16.csv")
   "$cli" train --op "$op" "${files[@]}" --specs data/gpus "${options[@]}" --out "data/models/$op.json" 2> "$report/$op.train.log"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus --json > "$report/$op.eval.json"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus
 done
+[[ -n ${ONLY:-} ]] && exit 0
 # The autotuner's question: how well the GEMM model orders each held-out shape's cuBLASLt candidates.
 "$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.ranking.json"
