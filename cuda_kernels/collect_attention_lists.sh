@@ -18,10 +18,11 @@
 # size, /root/fa3-heads; kept while the machine is warm). Each list writes OUT_DIR/<name>.jsonl.gz (raw records: pipeweave collect
 # --from-raw) and its progress to OUT_DIR/<name>.log.
 set -euo pipefail
-out=${1:?usage: collect_attention_lists.sh OUT_DIR [fa2] [fa3-main] [fa3-lists]}
+out=${1:?usage: collect_attention_lists.sh OUT_DIR PART... (fa2 fa3-main fa3-lists fa3-heads fa3-contiguous long-decode)}
 shift
-cd "$(dirname "$0")/.."
 mkdir -p "$out"
+out=$(realpath "$out")  # before the cd below: a relative OUT_DIR is the caller's
+cd "$(dirname "$0")/.."
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
 
 measure() {  # name, then collect_attention.py's arguments

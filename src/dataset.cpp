@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -171,6 +173,9 @@ MeasuredKernel attention_row(const Row& row) {
                                      .tile_q = row.small_integer("tile_q"),
                                      .tile_kv = row.small_integer("tile_kv"),
                                      .num_splits = row.small_integer("num_splits")};
+  // A measured row records the tiles that ran: zeros would read as "the implementation's own".
+  detail::require_positive(row.where() + ": tile_q", attention.config->tile_q);
+  detail::require_positive(row.where() + ": tile_kv", attention.config->tile_kv);
   const std::string shape = "attention:" + row.text("dtype") + "," + row.text("q_lens") + "," + row.text("kv_lens") + "," +
                             row.text("heads") + "," + row.text("kv_heads") + "," + row.text("head_dim") + "," + row.text("causal");
   return MeasuredKernel{row.text("gpu"), Kernel(attention), row.number("duration_us"), shape, true};
@@ -291,19 +296,23 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
 // Bulk measurements are kept gzip-compressed (.csv.gz); zlib's gzread reads those and plain
 // files alike, so one reader serves both whatever the name says.
 std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path) {
+  errno = 0;
   gzFile file = gzopen(csv_path.c_str(), "rb");
-  if (!file) throw Error("cannot open measurements file " + csv_path.string());
+  if (!file)
+    throw Error("cannot open measurements file " + csv_path.string() + (errno ? std::string(": ") + std::strerror(errno) : ""));
   std::string text;
   std::array<char, 1 << 16> buffer{};
   int read = 0;
   while ((read = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0)
     text.append(buffer.data(), static_cast<std::size_t>(read));
   int status = Z_OK;
-  const std::string problem = gzerror(file, &status);
+  const std::string problem = gzerror(file, &status);  // for Z_ERRNO: the path and errno's text
+  const int system_error = errno;
   gzclose(file);
   // A truncated stream reads as far as it goes and then reports Z_BUF_ERROR.
   if (read < 0 || (status != Z_OK && status != Z_STREAM_END))
-    throw Error("cannot read measurements file " + csv_path.string() + ": " + problem);
+    throw Error("cannot read measurements file " + csv_path.string() + ": " +
+                (status == Z_ERRNO ? std::string(std::strerror(system_error)) : problem));
   return measurements_from_csv(text, csv_path.string());
 }
 

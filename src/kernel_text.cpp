@@ -328,7 +328,7 @@ std::string describe_config(const Kernel& kernel, const GpuSpec& gpu) {
         << (config.swap_ab ? " swap_ab " : " ") << to_string(config.schedule) << " raster " << to_string(config.raster);
     defaulted = !gemm->config;
   } else if (const Attention* attention = kernel.get_if<Attention>()) {
-    const AttentionConfig config = resolved_config(*attention, gpu);
+    const AttentionConfig config = effective_config(*attention, gpu);
     out << to_string(config.impl) << " tile " << config.tile_q << 'x' << config.tile_kv << " splits "
         << attention_splits(*attention, config, gpu);
     defaulted = !attention->config;

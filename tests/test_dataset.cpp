@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -262,8 +263,13 @@ TEST_CASE("read_measurements: gzip-compressed files read as their text, a trunca
   // The first half of the compressed file: the stream ends early.
   std::ifstream in(plain + ".gz", std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string truncated = (std::filesystem::temp_directory_path() / "pipeweave_truncated.csv.gz").string();
+  const std::string truncated = (std::filesystem::temp_directory_path() /
+                                 ("pipeweave_truncated_" + std::to_string(std::random_device{}()) + ".csv.gz"))
+                                    .string();
   std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   CHECK_THAT(error_of([&] { read_measurements(truncated); }), Contains("cannot read measurements file " + truncated));
   std::filesystem::remove(truncated);
+  // A directory is no file: one mention of the path, and why.
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  CHECK_THAT(error_of([&] { read_measurements(folder); }), Contains(folder + ": Is a directory"));
 }

@@ -211,6 +211,26 @@ TEST_CASE("attention demand: FlashAttention's split heuristic", "[demand][attent
   CHECK(flash_num_splits(1, 4, 2) == 2);
 }
 
+TEST_CASE("attention: FlashAttention-2 splits only decode with grouped query heads", "[demand][attention]") {
+  // What both GPUs ran: no prompt and no multi-head decode split (4,758 and 802 rows), grouped
+  // decode split in 5,110 of 7,240. Same few units and long KV on 5 SMs in each case.
+  const auto gpu = synthetic_gpu_cc80(5);
+  const Attention grouped = Attention::decode(1, 4096, 8, 2, 128);
+  CHECK(pipeweave::attention_splits(grouped, pipeweave::default_config(grouped, gpu), gpu) == 5);
+  const Attention multi_head = Attention::decode(1, 4096, 2, 2, 128);
+  CHECK(pipeweave::attention_splits(multi_head, pipeweave::default_config(multi_head, gpu), gpu) == 1);
+  // ...so it runs the forward kernel's tiles, as the demand and the description say.
+  CHECK(pipeweave::effective_config(multi_head, gpu).tile_q == 128);
+  CHECK(pipeweave::demand(multi_head, gpu).ctas == 2);
+  const Attention prompt = Attention::prefill(1, 64, 2, 2, 128);
+  CHECK(pipeweave::attention_splits(prompt, pipeweave::default_config(prompt, gpu), gpu) == 1);
+  // One split named beside its own tiles runs the forward kernel too.
+  Attention one_split = grouped;
+  one_split.config = AttentionConfig::own_tiles(AttentionImpl::flash2);
+  one_split.config->num_splits = 1;
+  CHECK(pipeweave::effective_config(one_split, gpu).tile_q == 128);
+}
+
 TEST_CASE("attention demand: decode packs GQA heads and splits KV", "[demand][attention]") {
   SECTION("Ampere default config, 5 SMs: 5 splits") {
     // Decode: 1 sequence, 4096 tokens of context, 8 query heads over 2 KV heads, head_dim 128.

@@ -349,7 +349,9 @@ TEST_CASE("parse_kernel: attention, uniform and ragged batches, with config", "[
     CHECK(*named.get_if<Attention>()->config == AttentionConfig::own_tiles(AttentionImpl::flash2));
     CHECK(pipeweave::to_string(named).find("tile_q") == std::string::npos);
     CHECK(parse_kernel(pipeweave::to_string(named)) == named);
-    CHECK(pipeweave::describe_config(named, pipeweave::find_gpu("A100")).find("flash2 tile 64x128") == 0);
+    // Unsplit, FlashAttention-2's decode runs its forward kernel: 128 x 64 on the A100, 128 x 32 on an Ada board.
+    CHECK(pipeweave::describe_config(named, pipeweave::find_gpu("A100")).find("flash2 tile 128x64 splits 1") == 0);
+    CHECK(pipeweave::describe_config(named, pipeweave::find_gpu("L40S")).find("flash2 tile 128x32 splits 1") == 0);
     CHECK_THROWS_WITH(parse_kernel("attention:q_len=64,heads=8,head_dim=64,impl=flash2,tile_q=0,tile_kv=0"),
                       Catch::Contains("attention.tile_q must be positive"));
 

@@ -26,7 +26,6 @@ constexpr const char* kUsage = R"(usage:
                       slowdown from the same GEMMs timed alone and back to back)
   pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode|attention_decode_long [--count N] [--seed S] [--dtypes bf16,fp8_e4m3]
                    [--head-dim 64|128|256]
-                   [--head-dim 64|128|256]
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
                     [--sms N]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)

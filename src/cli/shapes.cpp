@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -236,7 +237,7 @@ int shapes_command(int argc, char** argv, int first) {
   int count = 0;
   int seed = 1;
   std::string dtype_text;
-  int head_dim = 128;
+  std::optional<int> head_dim_given;  // --head-dim, for the attention lists only
   for (int i = first; i < argc; ++i) {
     const std::string argument = argv[i];
     auto value = [&] {
@@ -250,7 +251,7 @@ int shapes_command(int argc, char** argv, int first) {
     else if (argument == "--head-dim") {
       const std::string text = value();
       if (text != "64" && text != "128" && text != "256") detail::fail_field("--head-dim", text, "must be 64, 128 or 256");
-      head_dim = std::stoi(text);
+      head_dim_given = std::stoi(text);
     }
     else throw Error("unknown argument " + argument + " for shapes");
   }
@@ -265,7 +266,9 @@ int shapes_command(int argc, char** argv, int first) {
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
-  if (head_dim != 128 && !attention) detail::fail_field("--head-dim", head_dim, "applies to --op attention and attention_decode only");
+  if (head_dim_given && !attention)
+    detail::fail_field("--head-dim", *head_dim_given, "applies to --op attention, attention_decode and attention_decode_long only");
+  const int head_dim = head_dim_given.value_or(128);
   if (count == 0) count = gemm ? 2600 : decode_list == DecodeList::serving ? 800 : decode_list == DecodeList::long_context ? 400 : 3200;
 
   Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull +

@@ -115,8 +115,8 @@ struct Attention {
 // GPU: sm_86/sm_89 take square 64 x 64 tiles under a causal mask (and narrower ones without) up
 // to head size 160, and head size 256 takes 128 x 64 (8 warps) only where that fits a CTA's shared
 // memory but two 64 x 64 CTAs do not fit an SM (A100), 64 x 64 otherwise (Hopper: measured,
-// data/measurements/*/attention_hd256.csv; Ada and sm_86 boards). Head sizes round up to FA2's
-// compiled 32, 64, 96, 128, 160, 192, 224 and 256.
+// data/measurements/*/attention_hd256.csv.gz; Ada and sm_86 boards). Head sizes round up to
+// 32, 64, 96, 128, 160, 192, and past 192 to 256 (FA2's head_size_rounded).
 inline AttentionConfig flash2_tiles(std::int64_t head_dim, bool causal, bool split_kernel, const GpuSpec& gpu) {
   AttentionConfig config;
   config.impl = AttentionImpl::flash2;
@@ -131,10 +131,11 @@ inline AttentionConfig flash2_tiles(std::int64_t head_dim, bool causal, bool spl
     return config;
   };
   if (head_dim <= 64) return tiles(128, 128);
+  if (head_dim <= 96) return sm8x && causal ? tiles(64, 64) : tiles(128, 64);
   if (head_dim <= 128) return sm8x ? (causal ? tiles(64, 64) : tiles(128, 32)) : tiles(128, 64);
   if (head_dim <= 160) return sm8x ? (causal ? tiles(64, 64) : tiles(128, 64)) : tiles(128, 32);
   if (head_dim <= 192) return tiles(128, 64);
-  const double hd = static_cast<double>(head_dim <= 224 ? 224 : 256);
+  const double hd = 256;
   const double block_smem = gpu.smem_bytes_per_sm - 1024;  // a CTA may take all but 1 KiB of an SM's
   return block_smem >= 2 * hd * (128 + 2 * 64) && gpu.smem_bytes_per_sm < 4 * hd * (64 + 2 * 64) ? tiles(128, 64)
                                                                                                   : tiles(64, 64);
@@ -256,7 +257,8 @@ inline double attention_head_units(const Attention& attention, AttentionImpl imp
 }
 
 // KV splits per sequence: the config's, or FlashAttention's heuristics.
-// FlashAttention-2 runs its heuristic over all the query-tile units against twice the SM
+// FlashAttention-2 splits only decode with grouped query heads, by its heuristic over all the
+// query-tile units against twice the SM
 // count ("we're using 128 threads per block": two of its CTAs share an SM), one split count for
 // the batch. FlashAttention-3 (variable-length, as the engines call it) takes the heuristic's
 // count for one sequence of the longest lengths as an upper bound, then splits each sequence
@@ -276,8 +278,13 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
     max_rows = std::max(max_rows, rows);
     max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
   }
-  if (config.impl == AttentionImpl::flash2)
+  if (config.impl == AttentionImpl::flash2) {
+    // Only decode whose query heads share KV heads ("seqlenq_ngroups_swapped") splits: prompts
+    // and multi-head decode run unsplit (every such row measured on both GPUs: num_splits 1).
+    if (!attention.is_decode() || attention.heads <= attention.kv_heads || attention.head_dim % 8 != 0)
+      return std::vector<int>(count, 1);
     return std::vector<int>(count, detail::flash_num_splits(units, gpu.sm_count * 2.0, max_kv_blocks));
+  }
   const int most = detail::flash3_num_splits(detail::ceil_div(max_rows, config.tile_q) * head_units, gpu.sm_count, max_kv_blocks);
   if (most == 1) return std::vector<int>(count, 1);
   double total_blocks = 0;
@@ -298,20 +305,27 @@ inline int attention_splits(const Attention& attention, const AttentionConfig& c
   return splits.empty() ? 1 : *std::max_element(splits.begin(), splits.end());
 }
 
+// The config the kernel runs with on `gpu` (resolved_config), where FlashAttention-2's decode
+// moves from its split-KV kernel's 64-row tiles to its plain forward kernel's when it does not
+// split: with its own heuristic, or one split named beside tiles it chose itself.
+inline AttentionConfig effective_config(const Attention& attention, const GpuSpec& gpu) {
+  AttentionConfig config = resolved_config(attention, gpu);
+  const bool own_tiles = !attention.config || attention.config->has_own_tiles();
+  if (config.impl == AttentionImpl::flash2 && attention.is_decode() && config.tile_q == 64 &&
+      (config.num_splits == 0 || (own_tiles && config.num_splits == 1)) && attention_splits(attention, config, gpu) == 1) {
+    const AttentionConfig forward = flash2_tiles(attention.head_dim, /*causal=*/false, /*split_kernel=*/false, gpu);
+    config.tile_q = forward.tile_q, config.tile_kv = forward.tile_kv;
+  }
+  return config;
+}
+
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
-  AttentionConfig config = resolved_config(attention, gpu);
+  AttentionConfig config = effective_config(attention, gpu);
   if (config.impl == AttentionImpl::flash3 && gpu.compute_capability_major != 9)
     detail::fail_field("attention.impl", "flash3",
                        "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
                            std::to_string(gpu.compute_capability_major) + "." + std::to_string(gpu.compute_capability_minor));
-  // FlashAttention-2 decodes through its split-KV kernel (64-row tiles) only when its heuristic
-  // splits; otherwise it runs its plain forward kernel, with that kernel's tiles.
-  if (config.impl == AttentionImpl::flash2 && attention.is_decode() && config.num_splits == 0 &&
-      config.tile_q == 64 && attention_splits(attention, config, gpu) == 1) {
-    const AttentionConfig forward = flash2_tiles(attention.head_dim, /*causal=*/false, /*split_kernel=*/false, gpu);
-    config.tile_q = forward.tile_q, config.tile_kv = forward.tile_kv;
-  }
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
   const double bytes = dtype_bytes(attention.dtype);
   // FlashAttention-2 issues warp-level mma.sync, which on Hopper (and Blackwell's data-centre
