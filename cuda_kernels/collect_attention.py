@@ -140,9 +140,10 @@ def make_call_fa3(shape, fa3, page_size):
         fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, page_table=page_table, causal=causal,
                                     num_splits=0)
 
-    # FlashAttention-3 reads a paged cache through TMA only when pages hold whole KV tiles.
+    # FlashAttention-3 reads a paged cache through TMA only when pages hold whole KV tiles and a
+    # head group's query rows fill more than a tile (get_pagedkv_tma): never for decode.
     tiles = fa3_tiles(shape, False, page_size)
-    non_tma = page_size > 0 and page_size % tiles[1] != 0
+    non_tma = page_size > 0 and (page_size % tiles[1] != 0 or shape["heads"] // shape["kv_heads"] <= tiles[0])
     return call, fa3_tiles(shape, non_tma, page_size), page_size
 
 
@@ -262,7 +263,9 @@ def main():
                     decode = is_decode(shape)
                     page_size = args.page_size if decode else 0
                     tma_tiles = fa3_tiles(shape, False, page_size)
-                    tiles = fa3_tiles(shape, decode and page_size > 0 and page_size % tma_tiles[1] != 0, page_size)
+                    fills = shape["heads"] // shape["kv_heads"] > tma_tiles[0]  # one query token a sequence
+                    tiles = fa3_tiles(shape, decode and page_size > 0 and (page_size % tma_tiles[1] != 0 or not fills),
+                                      page_size)
                     record.update({"tile_q": tiles[0], "tile_kv": tiles[1], "page_size": page_size})
                 out.write(json.dumps(record) + "\n")
             out.flush()

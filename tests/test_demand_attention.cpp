@@ -347,8 +347,14 @@ TEST_CASE("attention default config by architecture and head size", "[demand][at
   Attention paged64 = decode64;
   paged64.page_size = 1;
   CHECK(pipeweave::default_config(paged64, hopper).tile_kv == 128);
-  paged64.page_size = 384;  // two whole KV tiles a page: TMA
-  CHECK(pipeweave::default_config(paged64, hopper).tile_kv == 192);
+  paged64.page_size = 384;  // two whole KV tiles a page, but decode's rows fill no tile: still no TMA
+  CHECK(pipeweave::default_config(paged64, hopper).tile_kv == 128);
+  Attention paged_prompt = Attention::prefill(1, 1024, 8, 8, 64);  // 1024 rows fill a 192-row tile: TMA
+  paged_prompt.causal = false;
+  paged_prompt.page_size = 384;
+  CHECK(pipeweave::default_config(paged_prompt, hopper).tile_kv == 192);
+  paged_prompt.page_size = 16;
+  CHECK(pipeweave::default_config(paged_prompt, hopper).tile_kv == 128);
 
   CHECK(pipeweave::default_config(prefill128, ampere).impl == AttentionImpl::flash2);
   CHECK(pipeweave::default_config(prefill64, ampere).tile_kv == 128);

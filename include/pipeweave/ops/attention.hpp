@@ -175,8 +175,14 @@ inline AttentionConfig flash3_config(const Attention& attention) {
   AttentionConfig config;
   config.impl = AttentionImpl::flash3;
   config.tile_q = hd <= 96 ? 192 : 128;
+  // A paged cache is read through TMA only when pages hold whole KV tiles and the query rows of
+  // one head group fill more than a tile (get_pagedkv_tma): never for decode.
+  const std::int64_t longest_q =
+      attention.q_lens.empty() ? 0 : *std::max_element(attention.q_lens.begin(), attention.q_lens.end());
+  const std::int64_t groups = attention.kv_heads > 0 ? attention.heads / attention.kv_heads : 1;  // validated later
+  const bool fills_tile = longest_q * groups > config.tile_q;
   const int tma_tile_kv = tile_kv(false);
-  config.tile_kv = tile_kv(attention.page_size > 0 && attention.page_size % tma_tile_kv != 0);
+  config.tile_kv = tile_kv(attention.page_size > 0 && (attention.page_size % tma_tile_kv != 0 || !fills_tile));
   return config;
 }
 
