@@ -9,6 +9,7 @@
 
 #include "csv_support.hpp"
 #include "json_support.hpp"
+#include "statistics.hpp"
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
@@ -77,11 +78,7 @@ const FigureRule& rule_for(const std::string& benchmark, const std::string& wher
 
 bool is_dram(const FigureRule& rule) { return rule.figure.benchmark.starts_with("dram_"); }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using detail::median;
 
 double relative_spread(const std::vector<double>& values) {
   const auto [low, high] = std::minmax_element(values.begin(), values.end());

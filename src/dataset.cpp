@@ -8,9 +8,8 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>

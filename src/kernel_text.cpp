@@ -288,8 +288,7 @@ std::string to_string(const Kernel& kernel) {
             out << "q_lens=" << join(op.q_lens) << ",kv_lens=" << join(op.kv_lens);
           out << ",heads=" << op.heads << ",kv_heads=" << op.kv_heads << ",head_dim=" << op.head_dim
               << ",causal=" << (op.causal ? 1 : 0) << ",page_size=" << op.page_size << ",dtype=" << to_string(op.dtype);
-          if (op.config)
-          {
+          if (op.config) {
             out << ",impl=" << to_string(op.config->impl);
             if (!op.config->has_own_tiles()) out << ",tile_q=" << op.config->tile_q << ",tile_kv=" << op.config->tile_kv;
             out << ",num_splits=" << op.config->num_splits;

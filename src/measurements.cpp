@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json_support.hpp"
+#include "statistics.hpp"
 #include "pipeweave/calibration.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
@@ -21,11 +22,7 @@ namespace {
 using detail::Fields;
 using detail::json;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using detail::median;
 
 std::string csv_cell(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;

@@ -10,6 +10,7 @@
 
 #include "csv_support.hpp"
 #include "json_support.hpp"
+#include "statistics.hpp"
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
@@ -745,6 +746,7 @@ struct RequestTracker {
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<Live> requests;
   std::multimap<std::int64_t, std::size_t> by_kv;  // a request's latest KV length -> its index
+  std::map<std::int64_t, std::size_t> by_id;       // a request id the workload gives -> its index
   std::size_t iteration = 0;
 
   std::size_t take(std::int64_t kv, bool in_prompt) {
@@ -765,7 +767,6 @@ struct RequestTracker {
     by_kv.erase(best);
     return index;
   }
-  std::map<std::int64_t, std::size_t> by_id;  // a request id the workload gives -> its index
   void add(const WorkloadIteration& batch, double end_us) {
     if (!batch.request_ids.empty()) return add_known(batch, end_us);
     for (std::size_t i = 0; i < batch.q_lengths.size(); ++i) {
@@ -821,13 +822,11 @@ struct RequestTracker {
 Percentiles percentiles(std::vector<double> values) {
   if (values.empty()) return {};
   std::sort(values.begin(), values.end());
-  auto at = [&](double q) {  // linear interpolation between closest ranks
-    const double position = q * static_cast<double>(values.size() - 1);
-    const std::size_t low = static_cast<std::size_t>(position);
-    const std::size_t high = std::min(low + 1, values.size() - 1);
-    return values[low] + (values[high] - values[low]) * (position - static_cast<double>(low));
-  };
-  return {at(0.5), at(0.9)};
+  // The 90th: linear interpolation between the closest ranks.
+  const double position = 0.9 * static_cast<double>(values.size() - 1);
+  const std::size_t low = static_cast<std::size_t>(position);
+  const std::size_t high = std::min(low + 1, values.size() - 1);
+  return {detail::median_of_sorted(values), values[low] + (values[high] - values[low]) * (position - static_cast<double>(low))};
 }
 
 }  // namespace

@@ -111,6 +111,10 @@ class Predictor {
     std::vector<std::pair<const Mlp*, double>> networks;
     networks.reserve(kernels.size());
     for (const Kernel& kernel : kernels) networks.push_back(network_for(kernel));
+    // Each kernel's network inputs, once: for the coverage check, the batch and an answer off its ground.
+    std::vector<Features> rows(kernels.size());
+    for (std::size_t i = 0; i < kernels.size(); ++i)
+      if (networks[i].first) rows[i] = features(demands[i], gpu);
     std::vector<std::size_t> members;
     std::vector<bool> outside(kernels.size(), false);
     std::array<const Mlp*, kOpFamilyCount + 1> all_networks{};
@@ -121,26 +125,22 @@ class Predictor {
       members.clear();
       for (std::size_t i = 0; i < kernels.size(); ++i) {
         if (networks[i].first != mlp) continue;
-        if (covered(*mlp, gpu, features(demands[i], gpu))) members.push_back(i);
+        if (covered(*mlp, gpu, rows[i])) members.push_back(i);
         else outside[i] = true;
       }
       if (members.empty()) continue;
       Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
           static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(members.size()));
-      for (std::size_t j = 0; j < members.size(); ++j) {
-        const Features row = features(demands[members[j]], gpu);
+      for (std::size_t j = 0; j < members.size(); ++j)
         batch.col(static_cast<Eigen::Index>(j)) =
-            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
-      }
+            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[members[j]].data());
       const Eigen::VectorXd result = mlp->efficiency(batch);
       for (std::size_t j = 0; j < members.size(); ++j) efficiency[members[j]] = result(static_cast<Eigen::Index>(j));
     }
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
-    for (std::size_t i = 0; i < kernels.size(); ++i) {
-      const Features row = outside[i] ? features(demands[i], gpu) : Features{};
-      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &row));
-    }
+    for (std::size_t i = 0; i < kernels.size(); ++i)
+      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i]));
     return predictions;
   }
 
