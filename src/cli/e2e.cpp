@@ -1,9 +1,9 @@
 // `pipeweave e2e`: the predicted time of an LLM serving run, from a workload file or from a
 // model config, a request trace and a tensor-parallel size.
-#include <limits>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -72,11 +72,8 @@ E2eArguments parse(int argc, char** argv, int first) {
     else if (argument == "--trace") a.trace = value();
     else if (argument == "--tp") a.tp = static_cast<int>(whole_number("--tp", value(), 1, 65536));
     else if (argument == "--pp") a.pp = static_cast<int>(whole_number("--pp", value(), 1, 65536));
-    else if (argument == "--engine") {
-      const std::optional<std::pair<double, double>> terms = a.engine_terms;
-      a.options.engine = EngineProfile::named(value());
-      a.engine_terms = terms;
-    } else if (argument == "--engine-terms") {
+    else if (argument == "--engine") a.options.engine = EngineProfile::named(value());
+    else if (argument == "--engine-terms") {
       const std::string text = value();
       const std::size_t comma = text.find(',');
       const std::optional<double> iteration = parse_number(text.substr(0, comma));
