@@ -306,7 +306,7 @@ std::vector<TrainingRow> training_rows(std::span<const MeasuredKernel> rows,
     std::uint64_t group = 1469598103934665603ull;
     for (unsigned char c : row.gpu + "|" + row.shape) group = (group ^ c) * 1099511628211ull;
     if (group == 0) group = 1;  // 0 says "in no group"
-    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, row.duration_us, group,
+    out.push_back(TrainingRow{features(demand, spec), demand.bound_cycles() / spec.clock_hz() * 1e6, isolated_duration_us(row, spec), group,
                               demand.bottleneck(), spec.compute_capability_major * 10 + spec.compute_capability_minor,
                               spec.tensor_flops_per_dram_byte()});
   }

@@ -657,6 +657,19 @@ double SustainedLoad::slowdown_at(double tensor_utilization) const {
   return 1 + (tensor_bound_slowdown - 1) * share;
 }
 
+double SustainedLoad::back_to_back_us(double isolated_us, double tensor_us) const {
+  return isolated_us > 0 ? isolated_us * slowdown_at(tensor_us / isolated_us) : isolated_us;
+}
+
+double SustainedLoad::isolated_us(double back_to_back_us, double tensor_us) const {
+  // back_to_back = isolated + (s - 1) x min(isolated, tensor / u0): linear in each piece, and
+  // the pieces meet where isolated = tensor / u0, i.e. back_to_back = s x tensor / u0.
+  const double extra = tensor_bound_slowdown - 1;
+  if (at_tensor_utilization <= 0 || back_to_back_us <= tensor_bound_slowdown * tensor_us / at_tensor_utilization)
+    return back_to_back_us / tensor_bound_slowdown;
+  return back_to_back_us - extra * std::max(0.0, tensor_us) / at_tensor_utilization;
+}
+
 EngineProfile EngineProfile::sglang() {
   EngineProfile e;
   e.name = "sglang";

@@ -303,7 +303,7 @@ pipeweave_cli_failure(eval_missing_data "cannot open measurements file .*nothing
 # ---- Training (a tiny model on a 300-row sample: the path works; full training is a command) --
 set(train_sample "${cli_data}/train_sample_silu_mul.csv")
 set(tiny_model "${CMAKE_CURRENT_BINARY_DIR}/tiny_silu_mul.json")
-pipeweave_cli_test(train_tiny "held-out shapes: [0-9]+ rows; MAPE [0-9.]+% \\(roofline [0-9.]+%\\).*\nwrote [^\n]*tiny_silu_mul\\.json \\(best epoch [0-9]+"
+pipeweave_cli_test(train_tiny "held-out shapes, the network alone: [0-9]+ rows; MAPE [0-9.]+% \\(roofline [0-9.]+%\\).*\nwrote [^\n]*tiny_silu_mul\\.json \\(best epoch [0-9]+"
                    train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,8 --epochs 8 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_tiny PROPERTIES FIXTURES_SETUP tiny_model)
 pipeweave_cli_test(eval_tiny_model_held_out "\nH100-SXM +[0-9]+ +[0-9.]+ .*\noverall "
@@ -325,10 +325,11 @@ pipeweave_cli_test(train_without_configs "configs chosen for 3 \\(GPU, shape\\) 
                    train --op gemm --without-configs --data "${ranking_csv}" --out "${tiny_configless}" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_configless)
-# The published fp8 split, shapes only: trained as a model for GEMMs without a config.
-pipeweave_cli_test(train_published_shapes_only "trained as --without-configs.*wrote "
+# The published fp8 split as published: GEMMs of the tile the published method assumes, trained
+# as GEMMs with their config (not as shapes alone, which would have the chooser pick configs).
+pipeweave_cli_test(train_published_split "gemm 60 rows: [^\n]*\n.*held-out shapes, the network alone: [0-9]+ rows.*wrote "
                    train --op gemm --data "${cli_data}/published/gemm_fp8_train_first30.csv" --hidden 8 --epochs 2
-                   --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/fp8_shapes_only.json")
+                   --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/fp8_published.json")
 pipeweave_cli_failure(eval_configless_model_needs_flag "answers for GEMMs given without a config: score it with --without-configs"
                       eval --model "${tiny_configless}" --data "${ranking_csv}" --ranking)
 # Without the flag such a model is scored as it answers: on the shapes without their configs.

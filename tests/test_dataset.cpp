@@ -244,9 +244,30 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
   CHECK(first->n == 8192);
   CHECK(first->k == 1024);
   CHECK(first->dtype == DType::fp8_e4m3);
-  CHECK_FALSE(first->config);
+  // The tile the published method assumes for every row, timed back to back.
+  REQUIRE(first->config);
+  CHECK(first->config->tile_m == 128);
+  CHECK(first->config->tile_n == 128);
+  CHECK(first->config->tile_k == 128);
+  CHECK(first->config->split_k == 1);
+  CHECK(rows.front().back_to_back);
   CHECK(rows.front().duration_us == Approx(13.6596));
   CHECK(rows.front().shape == "gemm:fp8_e4m3,108,8192,1024");
+  // The H20 keeps its clock under load (its estimated spec loses none): the same time alone.
+  const GpuSpec& h20 = find_gpu("H20");
+  CHECK(isolated_duration_us(rows.front(), h20) == rows.front().duration_us);
+  // The H800 loses clock back to back: a tensor-heavy row took less alone, and back again.
+  const GpuSpec& h800 = find_gpu("H800");
+  REQUIRE(h800.sustained_slowdown() > 1.1);
+  const MeasuredKernel& large = rows.back();
+  const double alone = isolated_duration_us(large, h800);
+  CHECK(alone < large.duration_us);
+  CHECK(alone >= large.duration_us / h800.sustained_slowdown());
+  CHECK(as_timed_us(large, alone, h800) == Approx(large.duration_us).epsilon(1e-12));
+  // This project's rows were timed alone: unchanged either way.
+  CHECK_FALSE(bare[0].back_to_back);
+  CHECK(isolated_duration_us(bare[0], h800) == 20.5);
+  CHECK(as_timed_us(bare[0], 17.0, h800) == 17.0);
   CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
              Contains("p.csv:2: avg_duration"));
 }

@@ -485,6 +485,15 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
   CHECK(sustained.slowdown_at(0.95) == Approx(1.25));
   CHECK(sustained.slowdown_at(-0.3) == 1.0);             // no load, no slowdown
   CHECK(sustained.slowdown_at(std::nan("")) == 1.0);
+  // One kernel looped: its own utilisation. 10 us of tensor work at 0.8: past 12.5 us alone it
+  // is below the utilisation of the full slowdown and gains 0.25 x 10 / 0.8 = 3.125 us; below, x1.25.
+  CHECK(sustained.back_to_back_us(20, 10) == Approx(23.125));
+  CHECK(sustained.back_to_back_us(11, 10) == Approx(13.75));
+  for (const double alone : {11.0, 12.5, 20.0, 400.0, 0.5}) {
+    INFO("alone " << alone << " us");
+    CHECK(sustained.isolated_us(sustained.back_to_back_us(alone, 10), 10) == Approx(alone).epsilon(1e-12));
+  }
+  CHECK(SustainedLoad{}.isolated_us(7, 5) == 7);  // no slowdown known
 
   for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     sustained.tensor_bound_slowdown = bad;

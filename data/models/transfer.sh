@@ -1,39 +1,86 @@
 #!/usr/bin/env bash
-# How the GEMM models transfer to GPUs they were not trained on (data/README.md, "Transfer"):
+# How the models transfer to GPUs they were not trained on (data/README.md, "Transfer"):
 #   bash data/models/transfer.sh [BUILD_DIR [ARCHIVE]]
-# 1. The published fp8 training split (H20 and H800, shapes only; ARCHIVE defaults to
-#    ../shared/public-data/pipeweave-published.tar.xz): trained on both and scored on the held-out
-#    shapes; then trained with each GPU left out and scored on it, beside the roofline.
+# 1. The published fp8 training split (H20 and H800; ARCHIVE defaults to
+#    ../shared/public-data/pipeweave-published.tar.xz), read as published (the tile the published
+#    method assumes, timed back to back): trained on both and scored on the held-out shapes; then
+#    trained with each GPU left out and scored on it, beside the roofline.
 # 2. The bundled GEMM model on the H100 confined to 16, 32, 64 and 72 SMs (never trained on).
-# 3. The H20 left out again, the H800's rows trained on together with the SM-limited H100s'
-#    (bf16, cuBLAS's first choices): other balances from the GPU at hand.
-# Writes data/models/report/transfer/*.txt; takes about 3 minutes.
+# 3. Leave one GPU out, per op family, over every GPU measured: GEMMs (cuBLAS's first choice with
+#    the config it ran) on the H100, the H200, the four SM-limited H100s and the published H20 and
+#    H800 rows; RMSNorm and SiLU-mul on the H100, the H200 and the SM-limited H100s where measured;
+#    each GPU left out of training in turn and scored on its held-out shapes.
+# Writes data/models/report/transfer/*.txt and summary.csv; takes about 15 minutes on 2 cores.
 set -euo pipefail
+shopt -s nullglob  # a GPU without an op's measurements is left out of that op
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 archive="${2:-../shared/public-data/pipeweave-published.tar.xz}"
 out=data/models/report/transfer
 mkdir -p "$out"
+rm -f "$out"/*.txt "$out"/*.log "$out"/summary.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar xJf "$archive" -C "$tmp" ./gemm_fp8_train.csv
 rows="$tmp/gemm_fp8_train.csv"
 options=(--epochs 150 --patience 150 --lr 3e-3 --batch 128)
+echo "trained_on,left_out,family,rows,mape_pct,roofline_mape_pct" > "$out/summary.csv"
+# The line eval prints for GPU $2 in file $1, as CSV: rows, MAPE, roofline MAPE.
+summary() { awk -v gpu="$2" '$1 == gpu { print $2 "," $3 "," $9 }' "$1"; }
+
 "$cli" train --op gemm --data "$rows" "${options[@]}" --out "$tmp/fp8_both.json" 2> "$out/fp8_both.train.log"
 "$cli" eval --model "$tmp/fp8_both.json" --held-out --data "$rows" > "$out/fp8_both.txt"
+for gpu in H20 H800; do
+  echo "published fp8 both,$gpu (held-out shapes),gemm,$(summary "$out/fp8_both.txt" "$gpu")" >> "$out/summary.csv"
+done
 for gpu in H20 H800; do
   "$cli" train --op gemm --data "$rows" "${options[@]}" --holdout-gpu "$gpu" --out "$tmp/fp8_without_$gpu.json" \
     2> "$out/fp8_without_$gpu.train.log"
   "$cli" eval --model "$tmp/fp8_without_$gpu.json" --held-out --data "$rows" > "$out/fp8_without_$gpu.txt"
+  echo "published fp8 without $gpu,$gpu,gemm,$(summary "$out/fp8_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
 done
+
 for n in 16 32 64 72; do
   files=()
   for f in data/measurements/H100-SXM-sm$n/gemm-seed*.csv; do files+=(--data "$f"); done
   "$cli" eval "${files[@]}" --specs data/gpus > "$out/bundled_on_sm$n.txt"
+  echo "bundled (H100 + H200),H100-SXM-sm$n,gemm,$(summary "$out/bundled_on_sm$n.txt" "H100-SXM-sm$n")" >> "$out/summary.csv"
 done
-sm_rows=()
-for n in 16 32 64 72; do for f in data/measurements/H100-SXM-sm$n/gemm-seed*.csv; do sm_rows+=(--data "$f"); done; done
-"$cli" train --op gemm --data "$rows" "${sm_rows[@]}" --without-configs --specs data/gpus "${options[@]}" --holdout-gpu H20 \
-  --out "$tmp/fp8_without_H20_with_sm.json" 2> "$out/fp8_without_H20_with_sm.train.log"
-"$cli" eval --model "$tmp/fp8_without_H20_with_sm.json" --held-out --data "$rows" > "$out/fp8_without_H20_with_sm.txt"
-for f in "$out"/*.txt; do echo "== $f"; grep -E "^(H|overall)" "$f"; done
+
+# 3. Every GPU measured, one left out at a time. GEMM rows: cuBLAS's first choice per shape (one
+# row per shape and GPU, as the published rows are), with the config it ran.
+first_choices() {  # $1: a measurement CSV; writes its is_default rows to $2
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "is_default") c = i; print; next } $c == 1' "$1" > "$2"
+}
+gemm_files=(--data "$rows")
+for gpu in H100-SXM H200-SXM; do
+  first_choices "data/measurements/$gpu/gemm.csv" "$tmp/$gpu-gemm.csv"
+  gemm_files+=(--data "$tmp/$gpu-gemm.csv")
+done
+for f in data/measurements/H100-SXM-sm*/gemm-seed*.csv; do
+  name=$(basename "$(dirname "$f")")-$(basename "$f")
+  first_choices "$f" "$tmp/$name"
+  gemm_files+=(--data "$tmp/$name")
+done
+for gpu in H100-SXM H200-SXM H100-SXM-sm16 H100-SXM-sm32 H100-SXM-sm64 H100-SXM-sm72 H20 H800; do
+  echo "gemm: every GPU but $gpu" >&2
+  "$cli" train --op gemm "${gemm_files[@]}" --specs data/gpus "${options[@]}" --holdout-gpu "$gpu" \
+    --out "$tmp/gemm_without_$gpu.json" 2> "$out/gemm_without_$gpu.train.log"
+  "$cli" eval --model "$tmp/gemm_without_$gpu.json" --held-out "${gemm_files[@]}" --specs data/gpus > "$out/gemm_without_$gpu.txt"
+  echo "every other GPU,$gpu,gemm,$(summary "$out/gemm_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+done
+for op in rmsnorm silu_mul; do
+  files=() gpus=()
+  for f in data/measurements/*/"$op".csv data/measurements/*/"$op".csv.gz; do
+    files+=(--data "$f")
+    gpus+=("$(basename "$(dirname "$f")")")
+  done
+  for gpu in "${gpus[@]}"; do
+    echo "$op: every GPU but $gpu" >&2
+    "$cli" train --op "$op" "${files[@]}" --specs data/gpus --epochs 150 --holdout-gpu "$gpu" \
+      --out "$tmp/${op}_without_$gpu.json" 2> "$out/${op}_without_$gpu.train.log"
+    "$cli" eval --model "$tmp/${op}_without_$gpu.json" --held-out "${files[@]}" --specs data/gpus > "$out/${op}_without_$gpu.txt"
+    echo "every other GPU,$gpu,$op,$(summary "$out/${op}_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+  done
+done
+column -s, -t "$out/summary.csv"

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/kernel.hpp"
 
 namespace pipeweave {
@@ -22,7 +23,17 @@ struct MeasuredKernel {
   std::string shape;      // the kernel without its configuration: rows that share it are one shape
   bool is_default = true; // GEMM: the candidate a plain cuBLAS call runs; other ops: always
   int candidate = 0;      // GEMM: its rank in the library heuristic's list (0 = is_default); other ops: 0
+  // Timed as a benchmark loop times a kernel, the same launch back to back (the published fp8
+  // split), rather than alone after an idle flush as this project's collectors do: a tensor-bound
+  // kernel then runs at the board's sustained clock (SustainedLoad::back_to_back_us). Training
+  // learns such a row's time alone; eval predicts its time back to back.
+  bool back_to_back = false;
 };
+
+// The time `row` would take run alone, which the models learn (its measured time unless it was
+// timed back to back), and the reverse: a prediction of its time alone as `row` was timed.
+double isolated_duration_us(const MeasuredKernel& row, const GpuSpec& gpu);
+double as_timed_us(const MeasuredKernel& row, double isolated_us, const GpuSpec& gpu);
 
 // Reads one measurement CSV of any op family, finding columns by name (extra columns are
 // ignored). Throws pipeweave::Error naming the file, line and column of anything malformed.

@@ -177,8 +177,8 @@ class Predictor {
     // range and predict() would answer it from the pipe table: the table knows a kernel's
     // bottleneck and size, not its config, so it cannot tell a shape's configs apart, while the
     // network's order carries (the comment above). Scoring such candidates by the table instead
-    // made the fp8 split's configless model 3.78% off where this gives 2.84%
-    // (data/models/transfer.sh). So rank, which lists each candidate's own prediction, can put
+    // made a configless model of the published fp8 split (its rows read as shapes, as they were
+    // then) 3.78% off where this gave 2.84% (data/README.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
     // first a config other than this one where the candidates lie off the network's ground.
     Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
         static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(candidates.size()));

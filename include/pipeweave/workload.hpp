@@ -253,6 +253,12 @@ struct SustainedLoad {
   double at_tensor_utilization = 0;  // the utilisation the slowdown was measured at, in [0, 1]
   static SustainedLoad of(const GpuSpec& gpu) { return {gpu.sustained_slowdown(), gpu.sustained_utilization}; }
   double slowdown_at(double tensor_utilization) const;
+  // One tensor-bound kernel launched over and over (a benchmark loop, such as the published fp8
+  // split's): its own time is the iteration, so its utilisation is its tensor-pipe time at the
+  // spec's rate (`tensor_us`) over its time alone, and back to back it takes
+  // isolated_us x slowdown_at(tensor_us / isolated_us). isolated_us inverts that exactly.
+  double back_to_back_us(double isolated_us, double tensor_us) const;
+  double isolated_us(double back_to_back_us, double tensor_us) const;
   void validate() const;
 };
 

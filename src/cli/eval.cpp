@@ -230,10 +230,13 @@ int eval_command(int argc, char** argv, int first) {
     const std::vector<Prediction> model = predictor.predict(kernels, spec);
     const std::vector<Prediction> roofline = baseline.predict(kernels, spec);
     for (std::size_t j = 0; j < indices.size(); ++j) {
-      predicted[indices[j]] = model[j].latency_us, bound[indices[j]] = roofline[j].latency_us;
-      group.measured.push_back(rows[indices[j]].duration_us);
-      group.predicted.push_back(model[j].latency_us);
-      group.bound.push_back(roofline[j].latency_us);
+      // Both answers as the row was timed (a row timed back to back at the sustained clock).
+      const MeasuredKernel& row = rows[indices[j]];
+      predicted[indices[j]] = as_timed_us(row, model[j].latency_us, spec);
+      bound[indices[j]] = as_timed_us(row, roofline[j].latency_us, spec);
+      group.measured.push_back(row.duration_us);
+      group.predicted.push_back(predicted[indices[j]]);
+      group.bound.push_back(bound[indices[j]]);
     }
   }
   if (arguments.ranking) return print_ranking(rows, predicted, arguments.json);

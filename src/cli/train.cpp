@@ -121,7 +121,7 @@ int train_command(int argc, char** argv, int first) {
         throw Error(fmt::format("{} holds {} rows, not {}", path, to_string(row.kernel.family()), op));
       rows.push_back(std::move(row));
     }
-  // GEMMs measured without the config that ran (e.g. the published fp8 split) are what a GEMM
+  // GEMMs measured without the config that ran (a CSV of shapes and times only) are what a GEMM
   // given without its config asks: trained as --without-configs, the configs picked by a chooser.
   const bool shapes_only = *family == OpFamily::gemm && !rows.empty() && std::none_of(rows.begin(), rows.end(), [](const MeasuredKernel& row) {
                              return row.kernel.get_if<Gemm>()->config.has_value();
@@ -255,8 +255,11 @@ int train_command(int argc, char** argv, int first) {
     for (const TrainingRow& row : test_set) measured.push_back(row.measured_us), bound.push_back(row.bound_us);
     const Accuracy trained = accuracy(predict_latencies(model, test_set), measured);
     const Accuracy roofline = accuracy(bound, measured);
-    fmt::print("held-out shapes{}: {} rows; MAPE {:.2f}% (roofline {:.2f}%), median {:.2f}%, p90 {:.2f}%, within 10% {:.1f}%, "
-               "Spearman {:.4f}\n",
+    // The network alone, on the label it learned (a row timed back to back: its time alone).
+    // Off the model's ground predict answers from the pipe efficiencies instead; eval --held-out
+    // scores the model as predict answers, as each row was timed.
+    fmt::print("held-out shapes{}, the network alone: {} rows; MAPE {:.2f}% (roofline {:.2f}%), median {:.2f}%, p90 {:.2f}%, "
+               "within 10% {:.1f}%, Spearman {:.4f} (eval --held-out scores the model as predict answers)\n",
                holdout_gpu.empty() ? "" : " on " + holdout_gpu, trained.rows, trained.mape_pct, roofline.mape_pct,
                trained.median_ape_pct, trained.p90_ape_pct, trained.within_10_pct, trained.spearman);
   }
