@@ -27,6 +27,11 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   files=()
   for gpu in H100-SXM H200-SXM; do
     files+=(--data "$data/$gpu/$op.csv")
+    # RMSNorm and SiLU-mul also learn from the H100 confined to 16-72 of its SMs (other
+    # compute/memory balances: data/README.md, "Other balances"); GEMM not yet
+    if [[ $op == rmsnorm || $op == silu_mul ]]; then
+      for n in 16 32 64 72; do [[ $gpu == H100-SXM ]] && files+=(--data "$data/H100-SXM-sm$n/$op.csv.gz"); done
+    fi
     # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv),
     # from FlashAttention-3 (the same shape lists, prompts ragged, decode over a paged cache of
     # 1-token pages as SGLang keeps it, of 16-token pages as vLLM does, and contiguous), and from both
