@@ -403,6 +403,22 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
   const std::vector<GemmConfig> ampere = gemm_candidates(make_gemm(1, 4096, 4096), a100);
   CHECK(tiles_m(ampere, false) == std::set<int>{16});
   CHECK(tiles_m(ampere, true).empty());
+  // A large GEMM before Hopper: the tiles cuBLAS's ampere_*_s16816gemm kernels use (no 192, at
+  // most 256 x 128), K steps of 32 and 64 bf16 values; on an sm_89 board (100 KB of shared memory
+  // per SM) a 128 x 256 tile keeps 3 stages of 32 and cannot keep 3 of 64.
+  const std::vector<GemmConfig> ampere_large = gemm_candidates(make_gemm(8192, 8192, 8192), a100);
+  CHECK(tiles_m(ampere_large, false) == std::set<int>{64, 128, 256});
+  std::set<std::tuple<int, int, int, int>> tile_shapes;  // tile_m, tile_n, tile_k, stages
+  for (const GemmConfig& c : ampere_large) tile_shapes.insert({c.tile_m, c.tile_n, c.tile_k, c.stages});
+  CHECK(tile_shapes.count({128, 128, 32, 6}) == 1);
+  CHECK(tile_shapes.count({128, 128, 64, 4}) == 1);
+  CHECK(tile_shapes.count({256, 128, 64, 3}) == 1);  // 3 x 48 KB in the A100's 164 KB less 16 KB
+  CHECK(tile_shapes.count({256, 256, 32, 3}) == 0);
+  std::set<std::tuple<int, int, int, int>> ada_shapes;
+  for (const GemmConfig& c : gemm_candidates(make_gemm(8192, 8192, 8192), find_gpu("RTX-6000-Ada")))
+    ada_shapes.insert({c.tile_m, c.tile_n, c.tile_k, c.stages});
+  CHECK(ada_shapes.count({128, 256, 32, 3}) == 1);
+  for (const auto& [tm, tn, tk, stages] : ada_shapes) CHECK_FALSE((tm == 128 && tn == 256 && tk == 64));
 
   struct Case {
     const std::vector<GemmConfig>& configs;
@@ -414,17 +430,24 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
     const auto& configs = each.configs;
     const GpuSpec* gpu = each.gpu;
     REQUIRE_FALSE(configs.empty());
-    std::set<std::tuple<int, int, int, int, int, bool, GemmSchedule, GemmRaster>> distinct;
+    std::set<std::tuple<int, int, int, int, int, int, bool, GemmSchedule, GemmRaster>> distinct;
     for (const GemmConfig& c : configs) {
       CHECK_NOTHROW(c.validate());
-      CHECK(c.tile_k == 64);  // 128 bytes of bf16
-      CHECK(c.tile_m * c.tile_n <= 256 * 256);
-      CHECK(c.stages >= 2);
+      if (gpu == &a100) {  // mma.sync multistage kernels: 64 or 128 bytes of K, 3-6 stages, at most 256 x 128
+        CHECK((c.tile_k == 32 || c.tile_k == 64));
+        CHECK(c.tile_m * c.tile_n <= 256 * 128);
+        CHECK(c.stages >= (c.tile_m < 64 ? 2 : 3));
+        CHECK(c.stages <= (c.tile_k == 32 ? 6 : 4));
+      } else {
+        CHECK(c.tile_k == 64);  // 128 bytes of bf16
+        CHECK(c.tile_m * c.tile_n <= 256 * 256);
+        CHECK(c.stages >= 2);
+      }
       if (gpu == &a100) CHECK((c.cluster_m * c.cluster_n == 1 && c.schedule == GemmSchedule::ping_pong));
       // The cooperative pairs cuBLAS offers: split along M where M is 128 or 256, else along N.
       if (c.schedule == GemmSchedule::cooperative) CHECK(c.mma_m_side() % 128 == 0);
       if (c.schedule == GemmSchedule::cooperative_split_n) CHECK(c.mma_m_side() % 128 != 0);
-      distinct.insert({c.tile_m, c.tile_n, c.split_k, c.cluster_m, c.cluster_n, c.swap_ab, c.schedule, c.raster});
+      distinct.insert({c.tile_m, c.tile_n, c.tile_k, c.split_k, c.cluster_m, c.cluster_n, c.swap_ab, c.schedule, c.raster});
       // Every candidate runs on the GPU it was made for.
       Gemm gemm = each.shape;
       gemm.config = c;

@@ -174,18 +174,23 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
 
 // The configs a GEMM library would consider for this GEMM on this GPU, for a caller that
 // knows only m, n, k (an autotuner ranks them; Predictor::predict takes the best).
-//  - tile_k: 128 bytes of K per step, as in default_config;
-//  - on Hopper and later, both MMA orientations: with swap_ab the tokens (m) run along the
-//    MMA's N side, in steps of 8 (tile_m from {8, 16, 32, 64, 128, 192, 256}) and n along
-//    its M side (tile_n from {64, 128, 192, 256}), as cuBLAS's nvjet kernels mostly do;
-//    without it tile_m from {64, 128, 192, 256} and tile_n from {64, 128, 192, 256}. Before
-//    Hopper, tile_m from {16, 32, 64, 128, 256} and tile_n from {64, 128, 192, 256};
+//  - on Hopper and later, tile_k 128 bytes of K per step, as in default_config, and both MMA
+//    orientations: with swap_ab the tokens (m) run along the MMA's N side, in steps of 8
+//    (tile_m from {8, 16, 32, 64, 128, 192, 256}) and n along its M side (tile_n from
+//    {64, 128, 192, 256}), as cuBLAS's nvjet kernels mostly do; without it tile_m from
+//    {64, 128, 192, 256} and tile_n from {64, 128, 192, 256}; at most 256 x 256 outputs per CTA
+//    (the accumulators must fit in registers); stages: as many as fit (at most 8), at least 2;
+//  - before Hopper (sm_80, 86, 89), the mma.sync kernels with a cp.async multistage pipeline
+//    that cuBLAS (ampere_*_s16816gemm_*_<M>x<N>_..._stages_<K>x<S>) and CUTLASS's sm80
+//    configurations run: tile_m from {16, 32, 64, 128, 256} (16 and 32 for skinny GEMMs) and
+//    tile_n from {64, 128, 256}, at most 256 x 128 or 128 x 256 outputs per CTA; tile_k of 64 or
+//    128 bytes (32 or 64 values of bf16) with at most 6 or 4 stages as those kernels keep
+//    (stages_32x5, stages_64x3, ...), as many as fit up to that, and at least 3 (2 for the
+//    skinny tiles), else the tile is skipped;
 //  - small tiles only where m is small (a tile below 64 rows only when it is at least m/8),
 //    and no tile larger than the smallest one that covers its dimension;
-//  - at most 256 x 256 outputs per CTA (the accumulators must fit in registers);
 //  - split-K 2, 4, 8 besides 1 when the output tiles fill at most half the SMs and
 //    every slice keeps at least four K steps;
-//  - stages: as many as fit (at most 8), and at least 2, else the tile is skipped;
 //  - clusters 1x1, 2x1, 1x2 on Hopper and later, no larger than the tile grid;
 //  - schedules on Hopper and later: ping-pong always; cooperative when the MMA's M side is a
 //    multiple of 128, else cooperative_split_n when its N side is a multiple of 16 (the pairs
@@ -196,13 +201,17 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
   const bool hopper = detail::has_clusters(gpu);
   const std::vector<int> fine_tiles = hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256}
                                              : std::vector<int>{16, 32, 64, 128, 256};
-  const std::vector<int> coarse_tiles{64, 128, 192, 256};
+  const std::vector<int> coarse_tiles = hopper ? std::vector<int>{64, 128, 192, 256} : std::vector<int>{64, 128, 256};
   const auto covering = [](const std::vector<int>& tiles, std::int64_t size) {
     for (int tile : tiles)
       if (tile >= size) return tile;
     return tiles.back();
   };
-  const int tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
+  const double k_bytes = std::max(1.0, dtype_bytes(gemm.dtype));
+  // Per K step: (bytes of K, the most stages kept); Hopper's TMA pipelines keep as many as fit.
+  const std::vector<std::pair<int, int>> k_steps_and_stages =
+      hopper ? std::vector<std::pair<int, int>>{{128, 8}} : std::vector<std::pair<int, int>>{{64, 6}, {128, 4}};
+  const int max_outputs = hopper ? 256 * 256 : 256 * 128;
   std::vector<GemmConfig> candidates;
   // Hopper: swap_ab first (tokens on the MMA's N side), then without; before Hopper one orientation.
   for (const bool swap_ab : hopper ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
@@ -211,36 +220,40 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
     for (int tile_m : m_tiles) {
       if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
       for (int tile_n : coarse_tiles) {
-        if (tile_n > largest_n || tile_m * tile_n > 256 * 256) continue;
-        GemmConfig base;
-        base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k, base.swap_ab = hopper && swap_ab;
-        if (gpu.smem_bytes_per_sm - 16384 < 2 * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
-        base.stages = detail::gemm_stages_that_fit(base, gemm.dtype, gpu);
-        const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
-        const double k_steps = ceil_div(gemm.k, tile_k);
-        std::vector<int> splits{1};
-        if (tiles_m * tiles_n * 2 <= gpu.sm_count)
-          for (int split : {2, 4, 8})
-            if (k_steps / split >= 4) splits.push_back(split);
-        std::vector<std::pair<int, int>> clusters{{1, 1}};
-        std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
-        std::vector<GemmRaster> rasters{GemmRaster::along_n};
-        if (hopper) {
-          if (tiles_m >= 2) clusters.emplace_back(2, 1);
-          if (tiles_n >= 2) clusters.emplace_back(1, 2);
-          if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
-          else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
-          if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
+        if (tile_n > largest_n || tile_m * tile_n > max_outputs) continue;
+        for (auto [step_bytes, most_stages] : k_steps_and_stages) {
+          const int tile_k = static_cast<int>(step_bytes / k_bytes);
+          GemmConfig base;
+          base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k, base.swap_ab = hopper && swap_ab;
+          const int least_stages = hopper || tile_m < 64 ? 2 : 3;
+          if (gpu.smem_bytes_per_sm - 16384 < least_stages * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
+          base.stages = std::min(most_stages, detail::gemm_stages_that_fit(base, gemm.dtype, gpu));
+          const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
+          const double k_steps = ceil_div(gemm.k, tile_k);
+          std::vector<int> splits{1};
+          if (tiles_m * tiles_n * 2 <= gpu.sm_count)
+            for (int split : {2, 4, 8})
+              if (k_steps / split >= 4) splits.push_back(split);
+          std::vector<std::pair<int, int>> clusters{{1, 1}};
+          std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
+          std::vector<GemmRaster> rasters{GemmRaster::along_n};
+          if (hopper) {
+            if (tiles_m >= 2) clusters.emplace_back(2, 1);
+            if (tiles_n >= 2) clusters.emplace_back(1, 2);
+            if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
+            else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
+            if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
+          }
+          for (int split : splits)
+            for (auto [cluster_m, cluster_n] : clusters)
+              for (GemmSchedule schedule : schedules)
+                for (GemmRaster raster : rasters) {
+                  GemmConfig config = base;
+                  config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
+                  config.schedule = schedule, config.raster = raster;
+                  candidates.push_back(config);
+                }
         }
-        for (int split : splits)
-          for (auto [cluster_m, cluster_n] : clusters)
-            for (GemmSchedule schedule : schedules)
-              for (GemmRaster raster : rasters) {
-                GemmConfig config = base;
-                config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
-                config.schedule = schedule, config.raster = raster;
-                candidates.push_back(config);
-              }
       }
     }
   }
