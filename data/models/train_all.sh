@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Retrains the bundled models from the committed measurements and re-evaluates them:
-#   bash data/models/train_all.sh [BUILD_DIR]        (default: build)
+#   bash data/models/train_all.sh [BUILD_DIR [ARCHIVE]]   (default: build, ../shared/public-data/pipeweave-published.tar.xz)
 # Each op family's network is trained on the H100 and H200 data with 20% of the shapes held
 # out (seed 1), then scored on those held-out shapes (GEMM, with 8x the rows of the others,
 # trains longer with larger batches and a higher learning rate, and all 300 epochs: its
@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
+archive="${2:-../shared/public-data/pipeweave-published.tar.xz}"
+published=$(mktemp -d)
+trap 'rm -rf "$published"' EXIT
 data=data/measurements
 report=data/models/report
 mkdir -p "$report" data/models/holdout
@@ -28,7 +31,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   for gpu in H100-SXM H200-SXM; do
     files+=(--data "$data/$gpu/$op.csv")
     # RMSNorm and SiLU-mul also learn from the H100 confined to 16-72 of its SMs (other
-    # compute/memory balances: data/README.md, "Other balances"); GEMM not yet
+    # compute/memory balances: data/README.md, "Other balances"); GEMM below
     if [[ $op == rmsnorm || $op == silu_mul ]]; then
       for n in 16 32 64 72; do [[ $gpu == H100-SXM ]] && files+=(--data "$data/H100-SXM-sm$n/$op.csv.gz"); done
     fi
@@ -53,6 +56,14 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
       done
     fi
   done
+  if [[ $op == gemm ]]; then
+    # GEMM learns from the transfer set: the SM-limited H100s (cuBLASLt's candidates, bf16 and
+    # fp8) and the published fp8 rows of the H20 and H800 (the archive's gemm_fp8_train.csv, read
+    # as published: data/README.md, "The published fp8 split")
+    for f in "$data"/H100-SXM-sm{16,32,64,72}/gemm-seed*.csv; do files+=(--data "$f"); done
+    tar xJf "$archive" -C "$published" ./gemm_fp8_train.csv
+    files+=(--data "$published/gemm_fp8_train.csv")
+  fi
   "$cli" train --op "$op" "${files[@]}" --specs data/gpus "${options[@]}" --out "data/models/$op.json" 2> "$report/$op.train.log"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus --json > "$report/$op.eval.json"
   "$cli" eval --model "data/models/$op.json" --held-out "${files[@]}" --specs data/gpus

@@ -5,8 +5,7 @@
 #    ../shared/public-data/pipeweave-published.tar.xz), read as published (the tile the published
 #    method assumes, timed back to back): trained on both and scored on the held-out shapes; then
 #    trained with each GPU left out and scored on it, beside the roofline.
-# 2. The bundled GEMM model on the H100 confined to 16, 32, 64 and 72 SMs (never trained on).
-# 3. Leave one GPU out, per op family, over every GPU measured: GEMMs (cuBLAS's first choice with
+# 2. Leave one GPU out, per op family, over every GPU measured: GEMMs (cuBLAS's first choice with
 #    the config it ran) on the H100, the H200, the four SM-limited H100s and the published H20 and
 #    H800 rows; RMSNorm and SiLU-mul on the H100, the H200 and the SM-limited H100s where measured;
 #    each GPU left out of training in turn and scored on its held-out shapes.
@@ -40,14 +39,7 @@ for gpu in H20 H800; do
   echo "published fp8 without $gpu,$gpu,gemm,$(summary "$out/fp8_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
 done
 
-for n in 16 32 64 72; do
-  files=()
-  for f in data/measurements/H100-SXM-sm$n/gemm-seed*.csv; do files+=(--data "$f"); done
-  "$cli" eval "${files[@]}" --specs data/gpus > "$out/bundled_on_sm$n.txt"
-  echo "bundled (H100 + H200),H100-SXM-sm$n,gemm,$(summary "$out/bundled_on_sm$n.txt" "H100-SXM-sm$n")" >> "$out/summary.csv"
-done
-
-# 3. Every GPU measured, one left out at a time. GEMM rows: cuBLAS's first choice per shape (one
+# 2. Every GPU measured, one left out at a time. GEMM rows: cuBLAS's first choice per shape (one
 # row per shape and GPU, as the published rows are), with the config it ran.
 first_choices() {  # $1: a measurement CSV; writes its is_default rows to $2
   awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "is_default") c = i; print; next } $c == 1' "$1" > "$2"
