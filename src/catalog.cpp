@@ -154,7 +154,8 @@ std::vector<GpuSpec> build_datasheets() {
   // (The datasheet's 67 TF fp32 assumes the 1.98 GHz max boost.)
   gpus.push_back(GpuSpec{
       .name = "H100-SXM",
-      .aliases = {"NVIDIA H100 80GB HBM3", "H100", "H100-SXM5"},
+      // "NVIDIA H100": the published study's name for this board (its hardware/H100.json: 132 SMs).
+      .aliases = {"NVIDIA H100 80GB HBM3", "NVIDIA H100", "H100", "H100-SXM5"},
       .architecture = "hopper",
       .compute_capability_major = 9,
       .compute_capability_minor = 0,
@@ -709,7 +710,12 @@ std::vector<GpuSpec> build_catalog() {
   for (const GpuSpec& datasheet : datasheet_storage()) {
     const auto found = std::find_if(calibrated.begin(), calibrated.end(), [&](const GpuSpec& c) { return c.name == datasheet.name; });
     if (found != calibrated.end()) {
-      gpus.push_back(*found);
+      // The calibrated spec answers to every name of its board: its file's and the catalog's.
+      GpuSpec merged = *found;
+      for (const std::string& alias : datasheet.aliases)
+        if (std::find(merged.aliases.begin(), merged.aliases.end(), alias) == merged.aliases.end())
+          merged.aliases.push_back(alias);
+      gpus.push_back(std::move(merged));
       continue;
     }
     gpus.push_back(estimated(datasheet, *board_of(datasheet.name)));

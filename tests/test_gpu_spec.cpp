@@ -148,6 +148,13 @@ TEST_CASE("find_gpu: canonical names and CUDA device names, case-insensitive", "
   CHECK(find_gpu("NVIDIA H100 80GB HBM3") == find_gpu("H100-SXM"));
   CHECK(find_gpu("h100-sxm").name == "H100-SXM");
   CHECK(find_gpu("H100-PCIE").name == "H100-PCIe");
+  // Every name the published study gives its 11 GPUs (its hardware/*.json), the H100 calibrated.
+  for (const char* published : {"NVIDIA A100-SXM4-80GB", "NVIDIA A40", "NVIDIA H100", "NVIDIA H20", "NVIDIA H200", "NVIDIA H800",
+                                "NVIDIA L20", "NVIDIA L40", "NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX A6000",
+                                "NVIDIA RTX PRO 6000 Blackwell Server Edition"})
+    CHECK_NOTHROW(find_gpu(published));
+  CHECK(find_gpu("NVIDIA H100") == find_gpu("H100-SXM"));
+  CHECK(find_gpu("NVIDIA H100").source.starts_with("pipeweave calibrate"));
   CHECK(find_gpu("l40s").name == "L40S");
   CHECK(find_gpu("l4").name == "L4");  // not confused with L40 or L40S
   CHECK(find_gpu("NVIDIA A100-SXM4-80GB").name == "A100-SXM4-80GB");
