@@ -149,7 +149,7 @@ MeasuredDevice read_device(const json& object) {
       detail::fail_field("microbench.device.device_sm_count", std::to_string(device.device_sm_count),
                          "must be at least sm_limit (" + std::to_string(device.sm_limit) + ")");
   } else if (fields.has("device_sm_count")) {
-    detail::fail_field("microbench.device.device_sm_count", fields.get("device_sm_count").dump(),
+    detail::fail_field("microbench.device.device_sm_count", detail::excerpt(fields.get("device_sm_count")),
                        "comes only with sm_limit (a log of pipeweave-microbench --sms)");
   }
   return device;
@@ -169,7 +169,7 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
   result.work = fields.number("work");
   detail::require_positive(prefix + "work", result.work);
   const json& runs = fields.get("runs");
-  if (!runs.is_array() || runs.empty()) detail::fail_field(prefix + "runs", runs.dump().substr(0, 80), "must be a non-empty array");
+  if (!runs.is_array() || runs.empty()) detail::fail_field(prefix + "runs", detail::excerpt(runs), "must be a non-empty array");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string run_prefix = prefix + "runs[" + std::to_string(i) + "].";
     const Fields run(runs[i], run_prefix);
@@ -204,11 +204,11 @@ MicrobenchLog microbench_log_from_json(std::string_view json_text) {
   check_format(fields, "pipeweave-microbench", "microbench.");
   MicrobenchLog log;
   const json& quick = fields.get("quick");
-  if (!quick.is_boolean()) detail::fail_field("microbench.quick", quick.dump(), "must be true or false");
+  if (!quick.is_boolean()) detail::fail_field("microbench.quick", detail::excerpt(quick), "must be true or false");
   log.quick = quick.get<bool>();
   log.device = read_device(fields.get("device"));
   const json& benchmarks = fields.get("benchmarks");
-  if (!benchmarks.is_array()) detail::fail_field("microbench.benchmarks", benchmarks.dump().substr(0, 80), "must be an array");
+  if (!benchmarks.is_array()) detail::fail_field("microbench.benchmarks", detail::excerpt(benchmarks), "must be an array");
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
     MicrobenchResult result = read_benchmark(benchmarks[i], "microbench.benchmarks[" + std::to_string(i) + "].");
     for (const MicrobenchResult& earlier : log.benchmarks)

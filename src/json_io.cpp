@@ -141,7 +141,7 @@ static Eigen::VectorXf to_vector(const std::vector<float>& values) {
 // `name` is the field the errors name (mlp.layers, mlp.further_networks[N]).
 static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hidden, const std::string& name) {
   std::vector<MlpLayer> out_layers;
-  if (!layers.is_array()) detail::fail_field(name, layers.dump().substr(0, 80), "must be an array");
+  if (!layers.is_array()) detail::fail_field(name, detail::excerpt(layers), "must be an array");
   if (layers.size() != hidden.size() + 1)
     detail::fail_field(name, layers.size(),
                        "must hold one layer per hidden width plus the output layer (" + std::to_string(hidden.size() + 1) + ")");
@@ -156,7 +156,7 @@ static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hi
     out.bias = to_vector(bias);
     const Eigen::Index rows = static_cast<Eigen::Index>(weights.size());
     if (i + 1 < layers.size() && (!hidden[i].is_number_integer() || hidden[i].get<Eigen::Index>() != rows))
-      detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + hidden[i].dump());
+      detail::fail_field(prefix + "weights rows", rows, "must equal mlp.network.hidden_layers[" + std::to_string(i) + "] = " + detail::excerpt(hidden[i]));
     for (Eigen::Index r = 0; r < rows; ++r) {
       // Fields keeps a reference to its object, so the wrapper must outlive `holder`.
       const json wrapped{{"row", weights[static_cast<std::size_t>(r)]}};
@@ -200,24 +200,24 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (network.text("batch_norm") != "folded" && network.text("batch_norm") != "none")
     detail::fail_field("mlp.network.batch_norm", network.text("batch_norm"), "must be \"folded\" or \"none\"");
   const json& hidden = network.get("hidden_layers");
-  if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", hidden.dump(), "must be an array of widths");
+  if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", detail::excerpt(hidden), "must be an array of widths");
 
   description.layers = layers_from_json(fields.get("layers"), hidden, "mlp.layers");
   if (fields.has("further_networks")) {
     const json& networks = fields.get("further_networks");
-    if (!networks.is_array()) detail::fail_field("mlp.further_networks", networks.dump().substr(0, 80), "must be an array of layer lists");
+    if (!networks.is_array()) detail::fail_field("mlp.further_networks", detail::excerpt(networks), "must be an array of layer lists");
     for (std::size_t n = 0; n < networks.size(); ++n)
       description.further_networks.push_back(
           layers_from_json(networks[n], hidden, "mlp.further_networks[" + std::to_string(n) + "]"));
   }
   if (fields.has("for_configless_gemm")) {
     const json& flag = fields.get("for_configless_gemm");
-    if (!flag.is_boolean()) detail::fail_field("mlp.for_configless_gemm", flag.dump(), "must be true or false");
+    if (!flag.is_boolean()) detail::fail_field("mlp.for_configless_gemm", detail::excerpt(flag), "must be true or false");
     description.for_configless_gemm = flag.get<bool>();
   }
   if (fields.has("configless_scale")) {
     const json& listed = fields.get("configless_scale");
-    if (!listed.is_object()) detail::fail_field("mlp.configless_scale", listed.dump(), "must be an object keyed by data type");
+    if (!listed.is_object()) detail::fail_field("mlp.configless_scale", detail::excerpt(listed), "must be an object keyed by data type");
     const Fields scales(listed, "mlp.configless_scale.");
     for (const auto& [name, value] : listed.items()) {
       const auto dtype = parse_dtype(name);
@@ -229,10 +229,10 @@ Mlp mlp_from_json(std::string_view json_text) {
     const Fields domain(fields.get("domain"), "mlp.domain.");
     domain.only({"compute_capabilities", "input_min", "input_max", "balance"});
     const json& capabilities = domain.get("compute_capabilities");
-    if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", capabilities.dump(), "must be an array");
+    if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(capabilities), "must be an array");
     for (const json& cc : capabilities) {
       if (!cc.is_number_integer() || cc.get<std::int64_t>() < 10 || cc.get<std::int64_t>() > 999)
-        detail::fail_field("mlp.domain.compute_capabilities", cc.dump(), "must hold compute capabilities as major x 10 + minor (90)");
+        detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(cc), "must hold compute capabilities as major x 10 + minor (90)");
       description.trained_compute_capabilities.push_back(cc.get<int>());
     }
     description.input_min = to_vector(domain.floats("input_min"));
@@ -253,17 +253,17 @@ Mlp mlp_from_json(std::string_view json_text) {
       const std::string name(names[p]);
       if (!table.has(name)) continue;
       const json& rows = table.get(name);
-      if (!rows.is_array()) detail::fail_field("mlp.pipe_efficiency." + name, rows.dump().substr(0, 80), "must be an array of [bound_us, efficiency]");
+      if (!rows.is_array()) detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(rows), "must be an array of [bound_us, efficiency]");
       for (const json& row : rows) {
         if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
-          detail::fail_field("mlp.pipe_efficiency." + name, row.dump().substr(0, 80), "must hold [bound_us, efficiency] pairs");
+          detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(row), "must hold [bound_us, efficiency] pairs");
         description.pipe_efficiency[p].emplace_back(row[0].get<double>(), row[1].get<double>());
       }
     }
   }
   if (document.contains("provenance")) {
     const json& provenance = document["provenance"];
-    if (!provenance.is_object()) detail::fail_field("mlp.provenance", provenance.dump(), "must be an object");
+    if (!provenance.is_object()) detail::fail_field("mlp.provenance", detail::excerpt(provenance), "must be an object");
     for (const auto& [key, value] : provenance.items())
       description.provenance.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
   }

@@ -17,12 +17,29 @@ namespace pipeweave::detail {
 
 using nlohmann::json;
 
+// No file this library reads nests deeper than a few levels (a model's weights: 5); a document
+// nested deeper is refused while it is read, before any recursive walk over it could run out of
+// stack.
+inline constexpr int kMaxJsonDepth = 64;
+
 inline json parse_json(std::string_view text, std::string_view what) {
   try {
-    return json::parse(text);
+    return json::parse(text, [what](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth)
+        throw Error(std::string(what) + " nests JSON more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+      return true;
+    });
   } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400
     throw Error(std::string(what) + " is not valid JSON: " + error.what());
   }
+}
+
+// A JSON value as an error message quotes it: at most 80 characters of it.
+inline std::string excerpt(const json& value) {
+  constexpr std::size_t kMost = 80;
+  std::string text = value.dump();
+  if (text.size() > kMost) text = text.substr(0, kMost) + "... (" + std::to_string(text.size()) + " characters)";
+  return text;
 }
 
 inline std::string read_file(const std::filesystem::path& path, std::string_view what) {
@@ -37,7 +54,7 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
 class Fields {
  public:
   Fields(const json& object, std::string prefix) : object_(object), prefix_(std::move(prefix)) {
-    if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + object_.dump());
+    if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + excerpt(object_));
   }
   Fields(json&&, std::string) = delete;  // it keeps a reference: a temporary would dangle
   const json& get(const std::string& key) const {
@@ -47,32 +64,37 @@ class Fields {
   }
   double number(const std::string& key) const {
     const json& value = get(key);
-    if (!value.is_number()) fail_field(prefix_ + key, value.dump(), "must be a number");
+    if (!value.is_number()) fail_field(prefix_ + key, excerpt(value), "must be a number");
     return value.get<double>();
   }
   int integer(const std::string& key) const {
     const json& value = get(key);
-    if (!value.is_number_integer()) fail_field(prefix_ + key, value.dump(), "must be an integer");
+    // Checked before narrowing: 4294967428 would wrap to 132.
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<std::uint64_t>() > std::numeric_limits<int>::max()) ||
+        value.get<std::int64_t>() > std::numeric_limits<int>::max() || value.get<std::int64_t>() < std::numeric_limits<int>::min())
+      fail_field(prefix_ + key, excerpt(value), "must be an integer that fits in 32 bits");
     return value.get<int>();
   }
   bool has(const std::string& key) const { return object_.contains(key); }
   // A count or a size: a whole number >= minimum (64-bit, as token counts and bytes need).
   std::int64_t whole(const std::string& key, std::int64_t minimum = 1) const {
     const json& value = get(key);
-    if (!value.is_number_integer() || value.get<std::int64_t>() < minimum)
-      fail_field(prefix_ + key, value.dump(),
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()) ||
+        value.get<std::int64_t>() < minimum)
+      fail_field(prefix_ + key, excerpt(value),
                  minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
     return value.get<std::int64_t>();
   }
   std::vector<std::int64_t> wholes(const std::string& key, std::int64_t minimum = 1) const {
     const json& value = get(key);
-    if (!value.is_array()) fail_field(prefix_ + key, value.dump().substr(0, 80), "must be an array of integers");
+    if (!value.is_array()) fail_field(prefix_ + key, excerpt(value), "must be an array of integers");
     std::vector<std::int64_t> out;
     out.reserve(value.size());
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
-      if (!item.is_number_integer() || item.get<std::int64_t>() < minimum)
-        fail_field(prefix_ + key + "[" + std::to_string(i) + "]", item.dump(),
+      if (!item.is_number_integer() || (item.is_number_unsigned() && item.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()) ||
+          item.get<std::int64_t>() < minimum)
+        fail_field(prefix_ + key + "[" + std::to_string(i) + "]", excerpt(item),
                    minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
       out.push_back(item.get<std::int64_t>());
     }
@@ -80,29 +102,29 @@ class Fields {
   }
   std::string text(const std::string& key) const {
     const json& value = get(key);
-    if (!value.is_string()) fail_field(prefix_ + key, value.dump(), "must be a string");
+    if (!value.is_string()) fail_field(prefix_ + key, excerpt(value), "must be a string");
     return value.get<std::string>();
   }
   std::vector<std::string> texts(const std::string& key) const {
     const json& value = get(key);
-    if (!value.is_array()) fail_field(prefix_ + key, value.dump(), "must be an array of strings");
+    if (!value.is_array()) fail_field(prefix_ + key, excerpt(value), "must be an array of strings");
     std::vector<std::string> out;
     for (const json& item : value) {
-      if (!item.is_string()) fail_field(prefix_ + key, item.dump(), "must hold only strings");
+      if (!item.is_string()) fail_field(prefix_ + key, excerpt(item), "must hold only strings");
       out.push_back(item.get<std::string>());
     }
     return out;
   }
   std::vector<float> floats(const std::string& key) const {
     const json& value = get(key);
-    if (!value.is_array()) fail_field(prefix_ + key, value.dump().substr(0, 80), "must be an array of numbers");
+    if (!value.is_array()) fail_field(prefix_ + key, excerpt(value), "must be an array of numbers");
     std::vector<float> out;
     out.reserve(value.size());
     for (const json& item : value) {
-      if (!item.is_number()) fail_field(prefix_ + key, item.dump(), "must hold only numbers");
+      if (!item.is_number()) fail_field(prefix_ + key, excerpt(item), "must hold only numbers");
       // Narrowing a double outside float's range is undefined behaviour: refuse it here.
       if (!(std::abs(item.get<double>()) <= std::numeric_limits<float>::max()))
-        fail_field(prefix_ + key, item.dump(), "must hold only numbers that fit in a float");
+        fail_field(prefix_ + key, excerpt(item), "must hold only numbers that fit in a float");
       out.push_back(item.get<float>());
     }
     return out;

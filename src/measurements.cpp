@@ -50,11 +50,11 @@ struct Timing {
 std::vector<double> read_durations(const Fields& fields, const std::string& prefix) {
   const json& durations = fields.get("durations_us");
   if (!durations.is_array() || durations.empty())
-    detail::fail_field(prefix + "durations_us", durations.dump().substr(0, 60), "must be a non-empty array");
+    detail::fail_field(prefix + "durations_us", detail::excerpt(durations), "must be a non-empty array");
   std::vector<double> values;
   for (const json& d : durations) {
     if (!d.is_number() || !(d.get<double>() > 0) || !std::isfinite(d.get<double>()))
-      detail::fail_field(prefix + "durations_us", d.dump(), "must hold only positive numbers");
+      detail::fail_field(prefix + "durations_us", detail::excerpt(d), "must hold only positive numbers");
     values.push_back(d.get<double>());
   }
   return values;
@@ -165,10 +165,10 @@ constexpr const char* kAttentionHeader =
     "spread,reps,runs,run_spread,l2,kernels,kernel\n";
 
 std::string join_lengths(const json& values, const std::string& field) {
-  if (!values.is_array() || values.empty()) detail::fail_field(field, values.dump().substr(0, 60), "must be a non-empty array");
+  if (!values.is_array() || values.empty()) detail::fail_field(field, detail::excerpt(values), "must be a non-empty array");
   std::string text;
   for (const json& v : values) {
-    if (!v.is_number_integer() || v.get<long long>() <= 0) detail::fail_field(field, v.dump(), "must hold positive integers");
+    if (!v.is_number_integer() || v.get<long long>() <= 0) detail::fail_field(field, detail::excerpt(v), "must hold positive integers");
     if (!text.empty()) text += '/';
     text += std::to_string(v.get<long long>());
   }
@@ -345,8 +345,8 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
       detail::fail_field(run_prefix(r) + "op", "\"" + parsed[r].op + "\"", "must be the first run's op (\"" + first.op + "\")");
     for (const auto& [field, value] : first.protocol.items())
       if (parsed[r].protocol[field] != value)
-        detail::fail_field(run_prefix(r) + "device line " + field, parsed[r].protocol[field].dump(),
-                           "must be the first run's (" + value.dump() + "): runs pool only when measured the same way");
+        detail::fail_field(run_prefix(r) + "device line " + field, detail::excerpt(parsed[r].protocol[field]),
+                           "must be the first run's (" + detail::excerpt(value) + "): runs pool only when measured the same way");
     for (std::size_t j = parsed[r].records.size(); j-- > 0;)
       unmatched[r][record_key(parsed[r].records[j].first)].push_back(j);  // popped from the back: file order
   }

@@ -105,7 +105,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix, 
   WorkloadOperators ops;
   if (f.has("gemm")) {
     const json& list = f.get("gemm");
-    if (!list.is_array()) detail::fail_field(prefix + "gemm", list.dump().substr(0, 80), "must be an array");
+    if (!list.is_array()) detail::fail_field(prefix + "gemm", detail::excerpt(list), "must be an array");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string at = prefix + "gemm[" + std::to_string(i) + "].";
       const Fields g(list[i], at);
@@ -159,7 +159,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix, 
   }
   if (f.has("communication")) {
     const json& list = f.get("communication");
-    if (!list.is_array()) detail::fail_field(prefix + "communication", list.dump().substr(0, 80), "must be an array");
+    if (!list.is_array()) detail::fail_field(prefix + "communication", detail::excerpt(list), "must be an array");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string at = prefix + "communication[" + std::to_string(i) + "].";
       const Fields c(list[i], at);
@@ -384,7 +384,7 @@ Workload workload_from_json(std::string_view json_text) {
   w.pp_size = gpu_count(f, "pp_size", "pp_size");
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
-  if (!iterations.is_array()) detail::fail_field("iterations", iterations.dump().substr(0, 80), "must be an array");
+  if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     const std::string prefix = "iterations[" + std::to_string(i) + "].";
     const Fields it(iterations[i], prefix);
@@ -517,7 +517,7 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
     if (f.has("shared_expert_intermediate_size"))
       p.shared_expert_intermediate_size = f.whole("shared_expert_intermediate_size", 0);
   } else if (f.has("n_routed_experts")) {
-    detail::fail_field("config.json: n_routed_experts", f.get("n_routed_experts").dump(),
+    detail::fail_field("config.json: n_routed_experts", detail::excerpt(f.get("n_routed_experts")),
                        "names a DeepSeek-style MoE, which the library does not model");
   }
   p.validate();

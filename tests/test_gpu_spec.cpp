@@ -440,6 +440,29 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     document["memory_gb"] = nullptr;
     CHECK_THAT(spec_error(document), Contains("gpu.memory_gb"));
   }
+  SECTION("an integer beyond 32 bits is refused, not wrapped (4294967428 would read as 132)") {
+    json document = valid_document();
+    document["sm_count"] = 4294967428ull;
+    std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.sm_count"));
+    CHECK_THAT(message, Contains("4294967428"));
+    document["sm_count"] = 18446744073709551615ull;
+    CHECK_THAT(spec_error(document), Contains("gpu.sm_count"));
+  }
+  SECTION("a huge value is quoted in part: one short error line") {
+    json document = valid_document();
+    document["sm_clock_mhz"] = std::string(1 << 20, 'x');
+    const std::string message = spec_error(document);
+    CHECK_THAT(message, Contains("gpu.sm_clock_mhz"));
+    CHECK_THAT(message, Contains("characters)"));
+    CHECK(message.size() < 400);
+  }
+  SECTION("JSON nested past any format's depth is refused as it is read, not walked") {
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(deep); }), Contains("nests JSON more than 64 levels deep"));
+    const std::string deep_object = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
+    CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(deep_object); }), Contains("levels deep"));
+  }
   SECTION("an integer field holding a fraction") {
     json document = valid_document();
     document["sm_count"] = 132.5;
