@@ -204,6 +204,7 @@ pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_d
 pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,256,1\n)+$"
                    shapes --op attention --count 5 --head-dim 256)
 pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got 96" shapes --op attention --head-dim 96)
+pipeweave_cli_failure(shapes_no_dtypes "--dtypes must name at least one data type, got \",\"" shapes --op gemm --dtypes ,)
 pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got 128"
                       shapes --op gemm --head-dim 128)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)

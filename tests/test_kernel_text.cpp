@@ -146,6 +146,14 @@ TEST_CASE("Kernel: gemm dimensions and config must be positive", "[kernel]") {
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, -1, 1, 1)), "gemm.stages", "-1");
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 0, 1)), "gemm.cluster_m", "0");
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 1, -2)), "gemm.cluster_n", "-2");
+  // Beyond what any GPU's CTA holds (2147483647 overflowed the shared-memory arithmetic).
+  require_invalid(with_config(make_gemm_config(2147483647, 128, 64, 1, 0, 1, 1)), "gemm.tile_m must be at most 1024", "2147483647");
+  require_invalid(with_config(make_gemm_config(128, 128, 4096, 1, 0, 1, 1)), "gemm.tile_k must be at most 1024", "4096");
+  require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 65, 1, 1)), "gemm.stages must be at most 64", "65");
+  require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 32, 1)), "gemm.cluster_m must be at most 16", "32");
+  // Every split-K slice runs a K step: 256 / 64 = 4 steps.
+  require_invalid(with_config(make_gemm_config(128, 128, 64, 5, 0, 1, 1)), "gemm.split_k must be at most the K steps", "5");
+  CHECK_NOTHROW(Kernel(with_config(make_gemm_config(128, 128, 64, 4, 0, 1, 1))));
   // stages = 0 means "as many as fit" and is valid.
   CHECK_NOTHROW(Kernel(with_config(make_gemm_config(128, 128, 64, 1, 0, 1, 1))));
 

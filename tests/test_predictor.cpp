@@ -778,3 +778,23 @@ TEST_CASE("Mlp: the training domain and pipe table are checked and survive a JSO
   text.replace(text.find("\"compute_capabilities\":[89,90]"), 30, "\"compute_capabilities\":[\"9.0\"]");
   CHECK_THAT(error_of([&] { mlp_from_json(text); }), Contains("mlp.domain.compute_capabilities"));
 }
+
+TEST_CASE("Predictor: a model that answers no finite, positive efficiency is an error, not the bound", "[predictor]") {
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const Kernel kernel(make_gemm(4096, 4096, 4096));
+  // An output bias of -3e38 underflows the sigmoid to 0 (the latency would be infinite)...
+  MlpDescription zero = constant_model(OpFamily::gemm, 0.5).description();
+  zero.layers.back().bias(0) = -3e38f;
+  const Predictor underflow(std::vector<Mlp>{Mlp(zero)});
+  CHECK_THAT(error_of([&] { (void)underflow.predict(kernel, gpu); }),
+             Contains("the gemm model answered an efficiency of 0") && Contains("broken"));
+  // ... and weights of 3e38 make the hidden layer infinite and the output NaN (it used to be
+  // read as efficiency 1: the bound, sourced trained_model), in single calls and in batches.
+  MlpDescription nan = varying_model(OpFamily::gemm).description();
+  nan.layers.front().weights.setConstant(3e38f);
+  nan.layers.back().weights << 3e38f, -3e38f, 3e38f, -3e38f;
+  const Predictor broken(std::vector<Mlp>{Mlp(nan)});
+  CHECK_THAT(error_of([&] { (void)broken.predict(kernel, gpu); }), Contains("the gemm model answered an efficiency of"));
+  const std::vector<Kernel> batch{kernel, kernel};
+  CHECK_THAT(error_of([&] { (void)broken.predict(batch, gpu); }), Contains("the gemm model answered an efficiency of"));
+}

@@ -16,9 +16,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -269,6 +271,11 @@ class Predictor {
         efficiency = mlp->efficiency(*row);
       }
     }
+    // A broken model file (weights or input scaling that give a NaN, or an efficiency that
+    // underflows to 0) is an error, never a silent answer at the bound or an infinite latency.
+    if (mlp && !(efficiency > 0 && std::isfinite(efficiency / scale)))
+      throw Error("the " + std::string(to_string(mlp->family())) + " model answered an efficiency of " +
+                  std::to_string(efficiency) + " for a kernel: its weights or input scaling are broken; retrain or replace it");
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
     prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
     prediction.config_defaulted = demand.config_defaulted;
