@@ -1,5 +1,7 @@
 #include "pipeweave/gpu_spec.hpp"
 
+#include <sstream>
+
 #include "pipeweave/error.hpp"
 
 namespace pipeweave {
@@ -40,6 +42,39 @@ void GpuSpec::validate() const {
   if (!(sustained_utilization >= 0 && sustained_utilization <= 1))
     detail::fail_field("gpu.sustained_utilization", sustained_utilization, "must be in [0, 1]");
   require_non_negative("gpu.power_limit_w", power_limit_w);
+  // Within what any GPU could have, by a wide margin: past it a figure is a typo or an attack
+  // (2147483647 SMs allocated 32 GB; a clock of 1e308 MHz or 1e-300 GB/s gave NaN and inf).
+  const auto within = [](const char* field, double value, double least, double most) {
+    if (value != 0 && !(value >= least && value <= most)) {
+      std::ostringstream range;
+      range << "must be within [" << least << ", " << most << "] (what any GPU could have), or 0 where 0 is allowed";
+      detail::fail_field(field, value, range.str());
+    }
+  };
+  within("gpu.compute_capability_major", compute_capability_major, 1, 99);
+  within("gpu.compute_capability_minor", compute_capability_minor, 0, 99);
+  within("gpu.sm_count", sm_count, 1, 4096);
+  within("gpu.sm_clock_mhz", sm_clock_mhz, 1, 10000);
+  within("gpu.max_clock_mhz", max_clock_mhz, 1, 10000);
+  within("gpu.sustained_clock_mhz", sustained_clock_mhz, 1, 10000);
+  within("gpu.tensor_flops_per_clk_per_sm.fp16_bf16", tensor_flops_per_clk_per_sm.fp16_bf16, 1, 1e6);
+  within("gpu.tensor_flops_per_clk_per_sm.fp8", tensor_flops_per_clk_per_sm.fp8, 1, 1e6);
+  within("gpu.tensor_flops_per_clk_per_sm.tf32", tensor_flops_per_clk_per_sm.tf32, 1, 1e6);
+  within("gpu.tensor_flops_per_clk_per_sm.int8", tensor_flops_per_clk_per_sm.int8, 1, 1e6);
+  within("gpu.fp32_lanes_per_clk_per_sm", fp32_lanes_per_clk_per_sm, 1, 65536);
+  within("gpu.xu_ops_per_clk_per_sm", xu_ops_per_clk_per_sm, 0.01, 65536);
+  within("gpu.smem_bytes_per_clk_per_sm", smem_bytes_per_clk_per_sm, 1, 65536);
+  within("gpu.dram_bandwidth_gb_s", dram_bandwidth_gb_s, 0.001, 1e6);
+  within("gpu.l2_bandwidth_gb_s", l2_bandwidth_gb_s, 0.001, 1e7);
+  within("gpu.l2_bytes", l2_bytes, 1024, 1e11);
+  within("gpu.smem_bytes_per_sm", smem_bytes_per_sm, 1024, 1e8);
+  within("gpu.registers_per_sm", registers_per_sm, 1024, 1e8);
+  within("gpu.max_threads_per_sm", max_threads_per_sm, 32, 1e6);
+  within("gpu.max_ctas_per_sm", max_ctas_per_sm, 1, 1e5);
+  within("gpu.memory_gb", memory_gb, 0.001, 1e6);
+  within("gpu.link_bandwidth_gb_s", link_bandwidth_gb_s, 0.001, 1e6);
+  within("gpu.link_latency_us", link_latency_us, 1e-6, 1e6);
+  within("gpu.power_limit_w", power_limit_w, 1, 1e5);
 }
 
 }  // namespace pipeweave
