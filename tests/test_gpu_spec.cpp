@@ -450,7 +450,7 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     CHECK_THAT(spec_error(document), Contains("gpu.sm_count"));
   }
   SECTION("figures no GPU could have are refused, naming the field") {
-    for (const auto& [field, value] : std::vector<std::pair<std::string, double>>{
+    for (const auto& [field, value] : std::vector<std::pair<std::string, json>>{
              {"sm_count", 2147483647}, {"sm_clock_mhz", 1e308}, {"dram_bandwidth_gb_s", 1e-300},
              {"link_latency_us", 1e308}, {"l2_bandwidth_gb_s", 1e300}}) {
       json document = valid_document();
