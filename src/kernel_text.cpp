@@ -160,6 +160,8 @@ Kernel parse_attention(KeyValues& values) {
     const std::int64_t q_len = values.integer("q_len");
     const std::int64_t kv_len = values.integer("kv_len", q_len);
     if (batch <= 0) detail::fail_field("attention.batch", batch, "must be positive and finite");
+    if (batch > Attention::kMostSequences)
+      detail::fail_field("attention.batch", batch, "must be at most " + std::to_string(Attention::kMostSequences) + " sequences");
     attention.q_lens.assign(static_cast<std::size_t>(batch), q_len);
     attention.kv_lens.assign(static_cast<std::size_t>(batch), kv_len);
   }

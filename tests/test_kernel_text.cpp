@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/io.hpp"
@@ -561,6 +562,20 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
     CHECK_THAT(parse_error("attention:q_lens=16/16,kv_lens=16,heads=4,head_dim=64"), Contains("attention.kv_lens"));
     CHECK_THAT(parse_error("all_reduce:bytes=-1,ranks=8"), Contains("collective.bytes"));
     CHECK_THAT(parse_error("all_reduce:bytes=1024,ranks=1"), Contains("collective.ranks"));
+  }
+  SECTION("attention past any engine's batch is refused before anything is allocated or walked") {
+    CHECK_THAT(parse_error("attention:batch=1000000000,q_len=1,kv_len=100,heads=32,kv_heads=8,head_dim=128"),
+               Contains("attention.batch must be at most 1048576 sequences"));
+    CHECK_THAT(parse_error("attention:batch=1,q_len=128,heads=9223372036854775807,kv_heads=1,head_dim=128"),
+               Contains("attention.heads must be at most 65536"));
+    // Valid as text, but 10^12 query rows (or 10^8 in tiles of one) is no kernel: the demand
+    // model refuses to walk its tiles rather than run for hours.
+    for (const char* text : {"attention:batch=1,q_len=1000000000000,heads=32,kv_heads=8,head_dim=128",
+                             "attention:batch=1,q_len=100000000,heads=32,kv_heads=8,head_dim=128,tile_q=1,tile_kv=64"}) {
+      INFO(text);
+      CHECK_THAT(error_of([&] { (void)compute_demand(parse_kernel(text), find_gpu("H100-SXM")); }),
+                 Contains("must make at most 4,194,304 query tiles"));
+    }
   }
   SECTION("split_k, stages or cluster without tiles") {
     const std::string message = parse_error("gemm:m=1,n=2,k=3,split_k=4");

@@ -81,12 +81,19 @@ struct Attention {
     return attention;
   }
 
+  // The most sequences one attention kernel takes: far past any engine's batch (thousands), and
+  // small enough that a batch's lists stay a few megabytes.
+  static constexpr std::int64_t kMostSequences = 1 << 20;
+
   bool is_decode() const {
     return std::all_of(q_lens.begin(), q_lens.end(), [](std::int64_t q) { return q == 1; });
   }
 
   void validate() const {
     if (q_lens.empty()) detail::fail_field("attention.q_lens", "[]", "must hold one entry per sequence");
+    if (q_lens.size() > kMostSequences)
+      detail::fail_field("attention.q_lens", std::to_string(q_lens.size()) + " sequences",
+                         "must hold at most " + std::to_string(kMostSequences) + " (no engine batches more)");
     if (kv_lens.size() != q_lens.size())
       detail::fail_field("attention.kv_lens", kv_lens.size(), "must have as many entries as attention.q_lens");
     for (std::size_t i = 0; i < q_lens.size(); ++i) {
@@ -97,6 +104,7 @@ struct Attention {
     }
     detail::require_positive("attention.heads", heads);
     detail::require_positive("attention.kv_heads", kv_heads);
+    if (heads > 65536) detail::fail_field("attention.heads", heads, "must be at most 65536 (no model has more)");
     if (heads % kv_heads != 0)
       detail::fail_field("attention.kv_heads", kv_heads, "must divide attention.heads (" + std::to_string(heads) + ")");
     detail::require_positive("attention.head_dim", head_dim);
@@ -252,11 +260,13 @@ inline bool packs_gqa(const Attention& attention, AttentionImpl impl) {
   return attention.is_decode() || impl == AttentionImpl::flash3;
 }
 // Query rows one work unit covers per sequence, and the head units per sequence.
-inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
+// `decode`: attention.is_decode(), which scans every sequence; callers that walk the sequences
+// compute it once (a batch of 100,000 decode sequences was quadratic).
+inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl, bool decode) {
   const double groups = static_cast<double>(attention.heads / attention.kv_heads);
-  if (attention.is_decode()) return groups;
+  if (decode) return groups;
   const double q = static_cast<double>(attention.q_lens[sequence]);
-  return packs_gqa(attention, impl) ? q * groups : q;
+  return impl == AttentionImpl::flash3 ? q * groups : q;  // packs_gqa: FlashAttention-3, or decode
 }
 inline double attention_head_units(const Attention& attention, AttentionImpl impl) {
   return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
@@ -277,9 +287,10 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   const std::size_t count = attention.q_lens.size();
   if (config.num_splits > 0) return std::vector<int>(count, config.num_splits);
   const double head_units = attention_head_units(attention, config.impl);
+  const bool decode = attention.is_decode();
   double units = 0, max_kv_blocks = 0, max_rows = 0;
   for (std::size_t s = 0; s < count; ++s) {
-    const double rows = attention_rows(attention, s, config.impl);
+    const double rows = attention_rows(attention, s, config.impl, decode);
     units += detail::ceil_div(rows, config.tile_q) * head_units;
     max_rows = std::max(max_rows, rows);
     max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
@@ -287,7 +298,7 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   if (config.impl == AttentionImpl::flash2) {
     // Only decode whose query heads share KV heads ("seqlenq_ngroups_swapped") splits: prompts
     // and multi-head decode run unsplit (every such row measured on both GPUs: num_splits 1).
-    if (!attention.is_decode() || attention.heads <= attention.kv_heads || attention.head_dim % 8 != 0)
+    if (!decode || attention.heads <= attention.kv_heads || attention.head_dim % 8 != 0)
       return std::vector<int>(count, 1);
     return std::vector<int>(count, detail::flash_num_splits(units, gpu.sm_count * 2.0, max_kv_blocks));
   }
@@ -295,7 +306,7 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   if (most == 1) return std::vector<int>(count, 1);
   double total_blocks = 0;
   for (std::size_t s = 0; s < count; ++s)
-    total_blocks += detail::ceil_div(attention_rows(attention, s, config.impl), config.tile_q) *
+    total_blocks += detail::ceil_div(attention_rows(attention, s, config.impl, decode), config.tile_q) *
                     detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
   const double blocks_per_sm = std::ceil(total_blocks * 1.1 * head_units / gpu.sm_count);
   std::vector<int> splits(count);
@@ -349,14 +360,24 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
       packs_gqa(attention, config.impl) && !decode ? static_cast<double>(attention.heads / attention.kv_heads) : 1.0;
   const std::vector<int> sequence_splits = attention_splits_per_sequence(attention, config, gpu);
 
-  // One class per (sequence, query tile); heads and splits are its identical copies.
+  // One class per (sequence, query tile); heads and splits are its identical copies. The walk is
+  // bounded: a batch whose query tiles number in the millions is no kernel any engine launches
+  // (128k-token prompts of tile 128 are 1,024 tiles each), and q_len = 10^12 would never end.
+  constexpr double kMostQueryTiles = 1 << 22;
+  double query_tiles = 0;
+  for (std::size_t s = 0; s < attention.q_lens.size() && query_tiles <= kMostQueryTiles; ++s)
+    query_tiles += ceil_div(attention_rows(attention, s, config.impl, decode), tq);
+  if (query_tiles > kMostQueryTiles)
+    detail::fail_field("attention.q_lens", "tiles of " + std::to_string(config.tile_q) + " query rows over " +
+                                               std::to_string(attention.q_lens.size()) + " sequences",
+                       "must make at most 4,194,304 query tiles in all (longer prompts or a larger tile_q)");
   std::vector<detail::CtaClass> classes;
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
     const double splits = sequence_splits[s];
     const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
-    const double rows = attention_rows(attention, s, config.impl);
+    const double rows = attention_rows(attention, s, config.impl, decode);
     const double q_tiles = ceil_div(rows, tq);
     for (double tile = 0; tile < q_tiles; ++tile) {
       const double real_rows = std::min(tq, rows - tile * tq);
