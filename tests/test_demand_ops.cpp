@@ -299,6 +299,15 @@ TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_mo
   const auto c = pipeweave::demand(configured, gpu);
   CHECK_FALSE(c.config_defaulted);
   CHECK(c.ctas == Approx(2 * 4).epsilon(1e-12));  // ceil(256/64) = 4 column blocks in each launch
+  // Many experts, few routed rows: nearly every row touches its own expert. 512 tokens x top-2
+  // over 65536 experts: 65536 (1 - (1 - 2/65536)^512) = 1016.1 experts (1 - 2/65536 kept its
+  // digits; written as a plain power it read as no expert touched, at 10^17 experts).
+  const auto many = pipeweave::demand(make_moe(512, 65536, 2, 256, 128), gpu);
+  const double active = 65536 * -std::expm1(512 * std::log1p(-2.0 / 65536));
+  CHECK(active == Approx(1016.1).margin(0.1));
+  CHECK(many.ctas == Approx(2 * active * 8).epsilon(1e-9));  // one row block, 256/32 = 8 column blocks each
+  CHECK(many.bound_cycles() > 0);
+  CHECK_THROWS_WITH(pipeweave::Kernel(make_moe(512, 100000, 2, 256, 128)), Catch::Contains("fused_moe.experts must be at most 65536"));
 }
 
 TEST_CASE("demand: bound_cycles is the largest hard limit and bottleneck names it", "[demand]") {

@@ -43,6 +43,7 @@ struct FusedMoe {
   void validate() const {
     detail::require_positive("fused_moe.tokens", tokens);
     detail::require_positive("fused_moe.experts", experts);
+    if (experts > 65536) detail::fail_field("fused_moe.experts", experts, "must be at most 65536 (no model has more)");
     detail::require_positive("fused_moe.top_k", top_k);
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
     detail::require_positive("fused_moe.hidden", hidden);
@@ -86,8 +87,9 @@ inline Demand moe_gemm(double active_experts, double rows_per_expert, double n, 
 inline Demand demand(const FusedMoe& moe, const GpuSpec& gpu) {
   const FusedMoeConfig config = moe.config ? *moe.config : default_config(moe, gpu);
   const double experts = moe.experts, routed_rows = double(moe.tokens) * moe.top_k;
-  // Expected experts touched when each of the routed rows picks uniformly.
-  const double active = experts * (1 - std::pow(1 - double(moe.top_k) / experts, double(moe.tokens)));
+  // Expected experts touched when each of the routed rows picks uniformly: 1 - (1 - p)^tokens,
+  // written so that a small p keeps its digits (1 - 2e-17 is 1 in a double: no expert touched).
+  const double active = experts * -std::expm1(double(moe.tokens) * std::log1p(-double(moe.top_k) / experts));
   const double rows_per_expert = routed_rows / active;
   Demand result = detail::moe_gemm(active, rows_per_expert, 2.0 * moe.intermediate, moe.hidden, config, moe.dtype, gpu);
   result += detail::moe_gemm(active, rows_per_expert, moe.hidden, moe.intermediate, config, moe.dtype, gpu);
