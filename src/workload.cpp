@@ -658,13 +658,17 @@ double SustainedLoad::slowdown_at(double tensor_utilization) const {
 }
 
 double SustainedLoad::back_to_back_us(double isolated_us, double tensor_us) const {
-  return isolated_us > 0 ? isolated_us * slowdown_at(tensor_us / isolated_us) : isolated_us;
+  // No tensor work, no power drawn for it: no clock lost (also where the full slowdown would
+  // apply at any load, at_tensor_utilization = 0).
+  if (!(isolated_us > 0) || !(tensor_us > 0)) return isolated_us;
+  return isolated_us * slowdown_at(tensor_us / isolated_us);
 }
 
 double SustainedLoad::isolated_us(double back_to_back_us, double tensor_us) const {
   // back_to_back = isolated + (s - 1) x min(isolated, tensor / u0): linear in each piece, and
   // the pieces meet where isolated = tensor / u0, i.e. back_to_back = s x tensor / u0.
   const double extra = tensor_bound_slowdown - 1;
+  if (!(back_to_back_us > 0) || !(tensor_us > 0)) return back_to_back_us;
   if (at_tensor_utilization <= 0 || back_to_back_us <= tensor_bound_slowdown * tensor_us / at_tensor_utilization)
     return back_to_back_us / tensor_bound_slowdown;
   return back_to_back_us - extra * std::max(0.0, tensor_us) / at_tensor_utilization;

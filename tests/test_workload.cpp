@@ -494,6 +494,13 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
     CHECK(sustained.isolated_us(sustained.back_to_back_us(alone, 10), 10) == Approx(alone).epsilon(1e-12));
   }
   CHECK(SustainedLoad{}.isolated_us(7, 5) == 7);  // no slowdown known
+  // No tensor work: no clock lost, even where the full slowdown applies at any load (u0 = 0).
+  const SustainedLoad any_load{1.2, 0};
+  CHECK(any_load.back_to_back_us(30, 0) == 30);
+  CHECK(any_load.isolated_us(30, 0) == 30);
+  CHECK(sustained.back_to_back_us(30, 0) == 30);
+  CHECK(any_load.back_to_back_us(30, 1) == Approx(36));
+  CHECK(any_load.isolated_us(36, 1) == Approx(30));
 
   for (const double bad : {0.9, 0.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     sustained.tensor_bound_slowdown = bad;

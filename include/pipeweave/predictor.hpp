@@ -275,7 +275,8 @@ class Predictor {
     // underflows to 0) is an error, never a silent answer at the bound or an infinite latency.
     if (mlp && !(efficiency > 0 && std::isfinite(efficiency / scale)))
       throw Error("the " + std::string(to_string(mlp->family())) + " model answered an efficiency of " +
-                  std::to_string(efficiency) + " for a kernel: its weights or input scaling are broken; retrain or replace it");
+                  std::to_string(efficiency) +
+                  " for a kernel: its weights or input scaling are broken (retrain or replace it), or the kernel's inputs are not finite");
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
     prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
     prediction.config_defaulted = demand.config_defaulted;

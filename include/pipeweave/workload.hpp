@@ -256,7 +256,8 @@ struct SustainedLoad {
   // One tensor-bound kernel launched over and over (a benchmark loop, such as the published fp8
   // split's): its own time is the iteration, so its utilisation is its tensor-pipe time at the
   // spec's rate (`tensor_us`) over its time alone, and back to back it takes
-  // isolated_us x slowdown_at(tensor_us / isolated_us). isolated_us inverts that exactly.
+  // isolated_us x slowdown_at(tensor_us / isolated_us); without tensor work, isolated_us.
+  // isolated_us inverts that exactly.
   double back_to_back_us(double isolated_us, double tensor_us) const;
   double isolated_us(double back_to_back_us, double tensor_us) const;
   void validate() const;

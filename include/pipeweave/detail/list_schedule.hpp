@@ -38,9 +38,10 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
   // (load, sm) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
   std::vector<std::pair<double, std::size_t>> by_load(sms), merged(sms);
   for (std::size_t i = 0; i < sms; ++i) by_load[i] = {0.0, i};
-  // Which SMs each class's remainder went to, so the busiest SM's work is summed once at the end.
-  std::vector<std::size_t> dealt_to;
-  std::vector<std::size_t> dealt_end(classes.size(), 0);
+  // The work each SM was dealt beyond the whole rounds, kept per SM (memory by SM count, not by
+  // the CTAs dealt), so the busiest SM's is at hand at the end.
+  std::vector<PipeWork> dealt_work(sms, PipeWork{});
+  std::vector<double> dealt_ctas(sms, 0.0);
   PipeWork every_sm{}, total{};
   double every_sm_ctas = 0, ctas = 0;
 
@@ -58,24 +59,20 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
       ctas += cta_class.count;
       for (std::size_t r = 0; r < remainder; ++r) {
         by_load[r].first += cost;
-        dealt_to.push_back(by_load[r].second);
+        PipeWork& work = dealt_work[by_load[r].second];
+        for (std::size_t i = 0; i < kPipeCount; ++i) work[i] += cta_class.work[i];
+        dealt_ctas[by_load[r].second] += 1;
       }
       const auto split = by_load.begin() + static_cast<std::ptrdiff_t>(remainder);
       std::merge(split, by_load.end(), by_load.begin(), split, merged.begin(),
                  [](const auto& a, const auto& b) { return a.first < b.first; });
       by_load.swap(merged);
     }
-    dealt_end[c] = dealt_to.size();
   }
   const std::size_t busiest = by_load.back().second;
   PipeWork busiest_work = every_sm;
-  double busiest_ctas = every_sm_ctas;
-  for (std::size_t c = 0, begin = 0; c < classes.size(); begin = dealt_end[c++])
-    for (std::size_t d = begin; d < dealt_end[c]; ++d)
-      if (dealt_to[d] == busiest) {
-        for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += classes[c].work[i];
-        busiest_ctas += 1;
-      }
+  for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += dealt_work[busiest][i];
+  const double busiest_ctas = every_sm_ctas + dealt_ctas[busiest];
 
   Demand demand;
   demand.ctas = ctas;

@@ -123,7 +123,7 @@ struct Gemm {
     if (config) {
       config->validate();
       // Every slice of a split-K GEMM runs at least one K step.
-      const std::int64_t k_steps = (k + config->tile_k - 1) / config->tile_k;
+      const std::int64_t k_steps = (k - 1) / config->tile_k + 1;  // ceil, without overflowing near INT64_MAX
       if (config->split_k > k_steps)
         detail::fail_field("gemm.split_k", config->split_k,
                            "must be at most the K steps, ceil(k / tile_k) = " + std::to_string(k_steps));
