@@ -268,6 +268,9 @@ inline double attention_rows(const Attention& attention, std::size_t sequence, A
   const double q = static_cast<double>(attention.q_lens[sequence]);
   return impl == AttentionImpl::flash3 ? q * groups : q;  // packs_gqa: FlashAttention-3, or decode
 }
+inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
+  return attention_rows(attention, sequence, impl, attention.is_decode());
+}
 inline double attention_head_units(const Attention& attention, AttentionImpl impl) {
   return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
 }
