@@ -309,7 +309,11 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
     const Row row(columns, std::move(cells), where);
     try {
       MeasuredKernel measured = parse(row);
-      detail::require_positive(where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us"), measured.duration_us);
+      const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
+      detail::require_positive(duration_field, measured.duration_us);
+      // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).
+      if (measured.duration_us < 1e-3 || measured.duration_us > 1e11)
+        detail::fail_field(duration_field, measured.duration_us, "must be within [0.001, 1e11] us");
       rows.push_back(std::move(measured));
     } catch (const Error& error) {
       const std::string message = error.what();

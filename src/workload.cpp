@@ -315,6 +315,20 @@ void ModelParams::validate() const {
     detail::require_positive("model_params.moe_intermediate_size", moe_intermediate_size);
   }
   detail::require_non_negative("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size);
+  // Past any model by far, and small enough that no product the workload forms from them (a
+  // layer's weights, a batch's tokens times the vocabulary) overflows 64 bits.
+  const auto at_most = [](const char* field, std::int64_t value, std::int64_t most) {
+    if (value > most) detail::fail_field(field, value, "must be at most " + std::to_string(most) + " (past any model)");
+  };
+  at_most("model_params.hidden_size", hidden_size, std::int64_t{1} << 24);
+  at_most("model_params.num_attention_heads", num_attention_heads, 65536);
+  at_most("model_params.head_dim", head_dim, 4096);
+  at_most("model_params.intermediate_size", intermediate_size, std::int64_t{1} << 24);
+  at_most("model_params.vocab_size", vocab_size, std::int64_t{1} << 26);
+  at_most("model_params.num_hidden_layers", num_hidden_layers, 4096);
+  at_most("model_params.num_experts", num_experts, 65536);
+  at_most("model_params.moe_intermediate_size", moe_intermediate_size, std::int64_t{1} << 24);
+  at_most("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size, std::int64_t{1} << 24);
 }
 
 std::int64_t WorkloadIteration::num_tokens() const { return sum(q_lengths); }
@@ -502,7 +516,15 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
   p.hidden_size = f.whole("hidden_size");
   p.num_attention_heads = f.whole("num_attention_heads");
   p.num_key_value_heads = f.has("num_key_value_heads") ? f.whole("num_key_value_heads") : p.num_attention_heads;
-  p.head_dim = f.has("head_dim") && !f.get("head_dim").is_null() ? f.whole("head_dim") : p.hidden_size / p.num_attention_heads;
+  if (f.has("head_dim") && !f.get("head_dim").is_null()) {
+    p.head_dim = f.whole("head_dim");
+  } else {  // hidden_size split over the heads, which must divide it (4097 over 32 would truncate)
+    if (p.hidden_size % p.num_attention_heads != 0)
+      detail::fail_field("config.json: hidden_size", p.hidden_size,
+                         "must be a multiple of num_attention_heads (" + std::to_string(p.num_attention_heads) +
+                             ") where head_dim is not given");
+    p.head_dim = p.hidden_size / p.num_attention_heads;
+  }
   p.intermediate_size = f.whole("intermediate_size");
   p.vocab_size = f.whole("vocab_size");
   p.num_hidden_layers = f.whole("num_hidden_layers");

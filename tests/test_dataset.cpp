@@ -275,6 +275,11 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
   CHECK(as_timed_us(bare[0], 17.0, h800) == 17.0);
   CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
              Contains("p.csv:2: avg_duration"));
+  // A denormal duration (MAPE infinite) or one of years is no kernel's.
+  CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,1e-320,NVIDIA H20\n", "p.csv"); }),
+             Contains("p.csv:2: avg_duration must be within [0.001, 1e11] us"));
+  CHECK_THAT(error_of([] { measurements_from_csv("gpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,8,8,8,1e15\n", "q.csv"); }),
+             Contains("q.csv:2: duration_us must be within"));
 }
 
 TEST_CASE("read_measurements: gzip-compressed files read as their text, a truncated one refused", "[dataset]") {

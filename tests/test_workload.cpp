@@ -74,6 +74,23 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
                  "intermediate_size": 1, "vocab_size": 1, "num_hidden_layers": 1})");
              }),
              Contains("num_key_value_heads") && Contains("must divide num_attention_heads (32)"));
+  // hidden_size 4097 over 32 heads would truncate head_dim; sizes past any model would overflow
+  // the products a workload forms (vocab_size 2^63 - 1, layers or widths 2^62).
+  CHECK_THAT(error_of([] {
+               model_params_from_hf_config(R"({"hidden_size": 4097, "num_attention_heads": 32, "intermediate_size": 1,
+                 "vocab_size": 1, "num_hidden_layers": 1})");
+             }),
+             Contains("config.json: hidden_size must be a multiple of num_attention_heads (32)") && Contains("4097"));
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"vocab_size", "9223372036854775807"}, {"num_hidden_layers", "4611686018427387904"},
+           {"intermediate_size", "4611686018427387904"}, {"hidden_size", "4611686018427387904"}}) {
+    std::string config = R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 1, "vocab_size": 1, "num_hidden_layers": 1})";
+    const std::string key = "\"" + field + "\": ";
+    const std::size_t at = config.find(key) + key.size();
+    config.replace(at, config.find_first_of(",}", at) - at, value);
+    INFO(config);
+    CHECK_THAT(error_of([&] { model_params_from_hf_config(config); }), Contains("model_params." + field + " must be at most"));
+  }
 
   const std::vector<TraceRequest> trace = small_trace();
   REQUIRE(trace.size() == 3);
