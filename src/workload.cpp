@@ -317,18 +317,15 @@ void ModelParams::validate() const {
   detail::require_non_negative("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size);
   // Past any model by far, and small enough that no product the workload forms from them (a
   // layer's weights, a batch's tokens times the vocabulary) overflows 64 bits.
-  const auto at_most = [](const char* field, std::int64_t value, std::int64_t most) {
-    if (value > most) detail::fail_field(field, value, "must be at most " + std::to_string(most) + " (past any model)");
-  };
-  at_most("model_params.hidden_size", hidden_size, std::int64_t{1} << 24);
-  at_most("model_params.num_attention_heads", num_attention_heads, 65536);
-  at_most("model_params.head_dim", head_dim, 4096);
-  at_most("model_params.intermediate_size", intermediate_size, std::int64_t{1} << 24);
-  at_most("model_params.vocab_size", vocab_size, std::int64_t{1} << 26);
-  at_most("model_params.num_hidden_layers", num_hidden_layers, 4096);
-  at_most("model_params.num_experts", num_experts, 65536);
-  at_most("model_params.moe_intermediate_size", moe_intermediate_size, std::int64_t{1} << 24);
-  at_most("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size, std::int64_t{1} << 24);
+  detail::require_at_most("model_params.hidden_size", hidden_size, std::int64_t{1} << 24, "past any model");
+  detail::require_at_most("model_params.num_attention_heads", num_attention_heads, 65536, "past any model");
+  detail::require_at_most("model_params.head_dim", head_dim, 4096, "past any model");
+  detail::require_at_most("model_params.intermediate_size", intermediate_size, std::int64_t{1} << 24, "past any model");
+  detail::require_at_most("model_params.vocab_size", vocab_size, std::int64_t{1} << 26, "past any model");
+  detail::require_at_most("model_params.num_hidden_layers", num_hidden_layers, 4096, "past any model");
+  detail::require_at_most("model_params.num_experts", num_experts, 65536, "past any model");
+  detail::require_at_most("model_params.moe_intermediate_size", moe_intermediate_size, std::int64_t{1} << 24, "past any model");
+  detail::require_at_most("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size, std::int64_t{1} << 24, "past any model");
 }
 
 std::int64_t WorkloadIteration::num_tokens() const { return sum(q_lengths); }
@@ -338,48 +335,46 @@ namespace {
 // Sizes beyond any real serving run, refused by name before they can overflow a product: an
 // operator runs at most a million times an iteration, a dimension or length is at most 2^30.
 constexpr std::int64_t kMaxCount = 1'000'000, kMaxSize = std::int64_t{1} << 30, kMaxHeads = 1'000'000;
-void check_at_most(const std::string& field, std::int64_t value, std::int64_t most) {
-  if (value > most) detail::fail_field(field, value, "must be at most " + std::to_string(most));
-}
+using detail::require_at_most;
 
 void check_sizes(const Workload& w) {
   for (std::size_t i = 0; i < w.iterations.size(); ++i) {
     const WorkloadIteration& it = w.iterations[i];
     const std::string at = "iterations[" + std::to_string(i) + "].";
     for (std::size_t r = 0; r < it.q_lengths.size(); ++r) {
-      check_at_most(at + "q_lengths[" + std::to_string(r) + "]", it.q_lengths[r], kMaxSize);
-      check_at_most(at + "kv_lengths[" + std::to_string(r) + "]", it.kv_lengths[r], kMaxSize);
+      require_at_most(at + "q_lengths[" + std::to_string(r) + "]", it.q_lengths[r], kMaxSize);
+      require_at_most(at + "kv_lengths[" + std::to_string(r) + "]", it.kv_lengths[r], kMaxSize);
     }
     const WorkloadOperators& ops = it.operators;
     const std::string op = at + "operators.";
     for (std::size_t g = 0; g < ops.gemm.size(); ++g) {
       const std::string f = op + "gemm[" + std::to_string(g) + "].";
-      check_at_most(f + "M", ops.gemm[g].m, kMaxSize), check_at_most(f + "N", ops.gemm[g].n, kMaxSize);
-      check_at_most(f + "K", ops.gemm[g].k, kMaxSize), check_at_most(f + "count", ops.gemm[g].count, kMaxCount);
+      require_at_most(f + "M", ops.gemm[g].m, kMaxSize), require_at_most(f + "N", ops.gemm[g].n, kMaxSize);
+      require_at_most(f + "K", ops.gemm[g].k, kMaxSize), require_at_most(f + "count", ops.gemm[g].count, kMaxCount);
     }
     if (ops.attention) {
       const WorkloadAttention& a = *ops.attention;
       for (std::size_t r = 0; r < a.q_lengths.size(); ++r) {
-        check_at_most(op + "attention.q_lengths[" + std::to_string(r) + "]", a.q_lengths[r], kMaxSize);
-        check_at_most(op + "attention.kv_lengths[" + std::to_string(r) + "]", a.kv_lengths[r], kMaxSize);
+        require_at_most(op + "attention.q_lengths[" + std::to_string(r) + "]", a.q_lengths[r], kMaxSize);
+        require_at_most(op + "attention.kv_lengths[" + std::to_string(r) + "]", a.kv_lengths[r], kMaxSize);
       }
-      check_at_most(op + "attention.nh", a.nh, kMaxHeads), check_at_most(op + "attention.nkv", a.nkv, kMaxHeads);
-      check_at_most(op + "attention.hd", a.hd, kMaxHeads), check_at_most(op + "attention.count", a.count, kMaxCount);
+      require_at_most(op + "attention.nh", a.nh, kMaxHeads), require_at_most(op + "attention.nkv", a.nkv, kMaxHeads);
+      require_at_most(op + "attention.hd", a.hd, kMaxHeads), require_at_most(op + "attention.count", a.count, kMaxCount);
     }
     for (const auto& [name, rows] : {std::pair{"rmsnorm", &ops.rmsnorm}, std::pair{"siluandmul", &ops.siluandmul}})
       if (*rows) {
-        check_at_most(op + name + ".seq", (*rows)->seq, kMaxSize), check_at_most(op + name + ".dim", (*rows)->dim, kMaxSize);
-        check_at_most(op + name + ".count", (*rows)->count, kMaxCount);
+        require_at_most(op + name + ".seq", (*rows)->seq, kMaxSize), require_at_most(op + name + ".dim", (*rows)->dim, kMaxSize);
+        require_at_most(op + name + ".count", (*rows)->count, kMaxCount);
       }
     if (ops.moe) {
       const WorkloadMoe& m = *ops.moe;
-      check_at_most(op + "moe.tokens", m.tokens, kMaxSize), check_at_most(op + "moe.experts", m.experts, kMaxHeads);
-      check_at_most(op + "moe.top_k", m.top_k, kMaxHeads), check_at_most(op + "moe.hidden", m.hidden, kMaxSize);
-      check_at_most(op + "moe.intermediate", m.intermediate, kMaxSize), check_at_most(op + "moe.count", m.count, kMaxCount);
+      require_at_most(op + "moe.tokens", m.tokens, kMaxSize), require_at_most(op + "moe.experts", m.experts, kMaxHeads);
+      require_at_most(op + "moe.top_k", m.top_k, kMaxHeads), require_at_most(op + "moe.hidden", m.hidden, kMaxSize);
+      require_at_most(op + "moe.intermediate", m.intermediate, kMaxSize), require_at_most(op + "moe.count", m.count, kMaxCount);
     }
     for (std::size_t c = 0; c < ops.communication.size(); ++c) {
       const std::string f = op + "communication[" + std::to_string(c) + "].";
-      check_at_most(f + "count", ops.communication[c].count, kMaxCount);
+      require_at_most(f + "count", ops.communication[c].count, kMaxCount);
       if (!(ops.communication[c].bytes <= 1e15)) detail::fail_field(f + "volume_bytes", ops.communication[c].bytes, "must be at most 1e15");
     }
   }

@@ -36,5 +36,12 @@ void require_non_negative(std::string_view field, Value value) {
   if (!(value >= 0) || !std::isfinite(static_cast<double>(value))) fail_field(field, value, "must be >= 0 and finite");
 }
 
+// A whole number past what any real input holds (a size, a count), `why` saying what bounds it.
+template <typename Value>
+void require_at_most(std::string_view field, Value value, long long most, std::string_view why = {}) {
+  if (value > most)
+    fail_field(field, value, "must be at most " + std::to_string(most) + (why.empty() ? "" : " (" + std::string(why) + ")"));
+}
+
 }  // namespace detail
 }  // namespace pipeweave

@@ -104,7 +104,7 @@ struct Attention {
     }
     detail::require_positive("attention.heads", heads);
     detail::require_positive("attention.kv_heads", kv_heads);
-    if (heads > 65536) detail::fail_field("attention.heads", heads, "must be at most 65536 (no model has more)");
+    detail::require_at_most("attention.heads", heads, 65536, "no model has more");
     if (heads % kv_heads != 0)
       detail::fail_field("attention.kv_heads", kv_heads, "must divide attention.heads (" + std::to_string(heads) + ")");
     detail::require_positive("attention.head_dim", head_dim);
@@ -375,6 +375,7 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
                                                std::to_string(attention.q_lens.size()) + " sequences",
                        "must make at most 4,194,304 query tiles in all (longer prompts or a larger tile_q)");
   std::vector<detail::CtaClass> classes;
+  classes.reserve(static_cast<std::size_t>(query_tiles));
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);

@@ -43,7 +43,7 @@ struct FusedMoe {
   void validate() const {
     detail::require_positive("fused_moe.tokens", tokens);
     detail::require_positive("fused_moe.experts", experts);
-    if (experts > 65536) detail::fail_field("fused_moe.experts", experts, "must be at most 65536 (no model has more)");
+    detail::require_at_most("fused_moe.experts", experts, 65536, "no model has more");
     detail::require_positive("fused_moe.top_k", top_k);
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
     detail::require_positive("fused_moe.hidden", hidden);

@@ -85,15 +85,12 @@ struct GemmConfig {
     detail::require_positive("gemm.cluster_n", cluster_n);
     // What any GPU's CTA can hold: past these a config describes no kernel (and tile products
     // would overflow the arithmetic of the checks that follow).
-    const auto at_most = [](const char* field, int value, int most, const char* why) {
-      if (value > most) detail::fail_field(field, value, "must be at most " + std::to_string(most) + " (" + why + ")");
-    };
-    at_most("gemm.tile_m", tile_m, 1024, "no GPU's CTA holds a larger tile");
-    at_most("gemm.tile_n", tile_n, 1024, "no GPU's CTA holds a larger tile");
-    at_most("gemm.tile_k", tile_k, 1024, "no GPU's CTA holds a larger K step");
-    at_most("gemm.stages", stages, 64, "no GPU's shared memory holds more");
-    at_most("gemm.cluster_m", cluster_m, 16, "a thread-block cluster holds at most 16 CTAs");
-    at_most("gemm.cluster_n", cluster_n, 16, "a thread-block cluster holds at most 16 CTAs");
+    detail::require_at_most("gemm.tile_m", tile_m, 1024, "no GPU's CTA holds a larger tile");
+    detail::require_at_most("gemm.tile_n", tile_n, 1024, "no GPU's CTA holds a larger tile");
+    detail::require_at_most("gemm.tile_k", tile_k, 1024, "no GPU's CTA holds a larger K step");
+    detail::require_at_most("gemm.stages", stages, 64, "no GPU's shared memory holds more");
+    detail::require_at_most("gemm.cluster_m", cluster_m, 16, "a thread-block cluster holds at most 16 CTAs");
+    detail::require_at_most("gemm.cluster_n", cluster_n, 16, "a thread-block cluster holds at most 16 CTAs");
     const char* m_side = swap_ab ? "gemm.tile_n" : "gemm.tile_m";
     const char* n_side = swap_ab ? "gemm.tile_m" : "gemm.tile_n";
     if (schedule == GemmSchedule::cooperative && mma_m_side() % 128 != 0)
