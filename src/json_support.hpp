@@ -50,6 +50,17 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
   return text.str();
 }
 
+// Whether `value` is an integer within [least, most], checked before any narrowing: an unsigned
+// value past int64 would wrap negative, 4294967428 read as an int would wrap to 132.
+inline bool integer_within(const json& value, std::int64_t least, std::int64_t most) {
+  if (!value.is_number_integer()) return false;
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return false;
+  const std::int64_t number = value.get<std::int64_t>();
+  return number >= least && number <= most;
+}
+
 // Typed access to one object's fields, with messages that name the field.
 class Fields {
  public:
@@ -69,9 +80,7 @@ class Fields {
   }
   int integer(const std::string& key) const {
     const json& value = get(key);
-    // Checked before narrowing: 4294967428 would wrap to 132.
-    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<std::uint64_t>() > std::numeric_limits<int>::max()) ||
-        value.get<std::int64_t>() > std::numeric_limits<int>::max() || value.get<std::int64_t>() < std::numeric_limits<int>::min())
+    if (!integer_within(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()))
       fail_field(prefix_ + key, excerpt(value), "must be an integer that fits in 32 bits");
     return value.get<int>();
   }
@@ -79,8 +88,7 @@ class Fields {
   // A count or a size: a whole number >= minimum (64-bit, as token counts and bytes need).
   std::int64_t whole(const std::string& key, std::int64_t minimum = 1) const {
     const json& value = get(key);
-    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()) ||
-        value.get<std::int64_t>() < minimum)
+    if (!integer_within(value, minimum, std::numeric_limits<std::int64_t>::max()))
       fail_field(prefix_ + key, excerpt(value),
                  minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
     return value.get<std::int64_t>();
@@ -92,8 +100,7 @@ class Fields {
     out.reserve(value.size());
     for (std::size_t i = 0; i < value.size(); ++i) {
       const json& item = value[i];
-      if (!item.is_number_integer() || (item.is_number_unsigned() && item.get<std::uint64_t>() > std::numeric_limits<std::int64_t>::max()) ||
-          item.get<std::int64_t>() < minimum)
+      if (!integer_within(item, minimum, std::numeric_limits<std::int64_t>::max()))
         fail_field(prefix_ + key + "[" + std::to_string(i) + "]", excerpt(item),
                    minimum == 1 ? "must be a positive integer" : "must be an integer >= " + std::to_string(minimum));
       out.push_back(item.get<std::int64_t>());
