@@ -262,6 +262,10 @@ std::vector<MeasuredKernel> first_choices_without_configs(std::span<const Measur
   std::set<std::pair<std::string, std::string>> seen;
   std::vector<MeasuredKernel> out;
   for (const MeasuredKernel& row : rows) {
+    if (row.back_to_back)
+      throw Error(row.gpu + " " + row.shape +
+                  " was timed back to back with the tile that ran (the published fp8 split): without its config it "
+                  "would be held against a config that never ran; use such rows with their config");
     if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;
     out.push_back(row);
     if (const Gemm* gemm = row.kernel.get_if<Gemm>()) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <future>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -361,14 +362,16 @@ std::vector<std::pair<DType, double>> fit_configless_scale(
   MlpDescription uncorrected = model.description();
   uncorrected.configless_scale.clear();
   const Predictor predictor(std::vector<Mlp>{Mlp(std::move(uncorrected))});
-  // cuBLAS's first choice per GPU and shape, without its config; per GPU, one batched call.
-  const std::vector<MeasuredKernel> first_choices = first_choices_without_configs(rows);
+  // cuBLAS's first choice per GPU and shape, without its config; per GPU, one batched call. Rows
+  // timed back to back (the published fp8 split: the tile the published method assumes, not a
+  // cuBLAS call's own choice) say nothing of how far cuBLAS's choice falls from the least prediction.
+  std::vector<MeasuredKernel> timed_alone;
+  std::copy_if(rows.begin(), rows.end(), std::back_inserter(timed_alone), [](const MeasuredKernel& row) { return !row.back_to_back; });
+  const std::vector<MeasuredKernel> first_choices = first_choices_without_configs(timed_alone);
   std::map<std::string, std::vector<const MeasuredKernel*>> by_gpu;
   std::size_t total = 0;
-  // Rows timed back to back (the published fp8 split: the tile the published method assumes, not
-  // a cuBLAS call's own choice) say nothing of how far cuBLAS's choice falls from the least prediction.
   for (const MeasuredKernel& row : first_choices)
-    if (row.kernel.get_if<Gemm>() && !row.back_to_back) by_gpu[row.gpu].push_back(&row), ++total;
+    if (row.kernel.get_if<Gemm>()) by_gpu[row.gpu].push_back(&row), ++total;
   std::map<DType, std::vector<double>> log_ratios;
   std::size_t done = 0;
   for (const auto& [gpu, members] : by_gpu) {

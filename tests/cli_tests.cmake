@@ -332,10 +332,10 @@ pipeweave_cli_test(train_published_split "gemm 60 rows: [^\n]*\n.*held-out shape
                    train --op gemm --data "${cli_data}/published/gemm_fp8_train_first30.csv" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/fp8_published.json")
 # ... and refused as GEMMs without a config: their time alone depends on the tile that ran.
-pipeweave_cli_failure(train_published_without_configs "--without-configs: H20 gemm:fp8_e4m3,108,8192,1024 was timed back to back"
+pipeweave_cli_failure(train_published_without_configs "H20 gemm:fp8_e4m3,108,8192,1024 was timed back to back with the tile that ran"
                       train --op gemm --data "${cli_data}/published/gemm_fp8_train_first30.csv" --without-configs --epochs 1
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never_written.json")
-pipeweave_cli_failure(eval_published_without_configs "holds rows timed back to back with the tile that ran"
+pipeweave_cli_failure(eval_published_without_configs "H20 gemm:fp8_e4m3,108,8192,1024 was timed back to back with the tile that ran"
                       eval --data "${cli_data}/published/gemm_fp8_train_first30.csv" --without-configs)
 pipeweave_cli_failure(eval_configless_model_needs_flag "answers for GEMMs given without a config: score it with --without-configs"
                       eval --model "${tiny_configless}" --data "${ranking_csv}" --ranking)

@@ -273,6 +273,9 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
   CHECK_FALSE(bare[0].back_to_back);
   CHECK(isolated_duration_us(bare[0], h800) == 20.5);
   CHECK(as_timed_us(bare[0], 17.0, h800) == 17.0);
+  // Asked without its config, such a row would be held against a config that never ran: refused.
+  CHECK_THAT(error_of([&] { (void)first_choices_without_configs(rows); }),
+             Contains("H20 gemm:fp8_e4m3,108,8192,1024 was timed back to back with the tile that ran"));
   CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
              Contains("p.csv:2: avg_duration"));
   // A denormal duration (MAPE infinite) or one of years is no kernel's.

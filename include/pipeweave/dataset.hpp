@@ -43,6 +43,8 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
 // The question of a caller who knows only the shape: per GPU and shape, the first is_default row
 // (cuBLAS's first choice; a file without that column marks every candidate so), a GEMM's config
 // dropped. Rows that are not is_default are left out; other families' rows keep their kernel.
+// A row timed back to back (the published fp8 split) is refused: its time alone depends on the
+// tile that ran, which a config chosen for the bare shape would misstate.
 std::vector<MeasuredKernel> first_choices_without_configs(std::span<const MeasuredKernel> rows);
 
 // One CSV line split into cells; quoted cells may hold commas and doubled quotes.

@@ -192,14 +192,7 @@ int eval_command(int argc, char** argv, int first) {
     std::vector<MeasuredKernel> read = read_measurements(path);
     // The caller's question when it knows only the shape: the library picks the config, and
     // the answer is held against what cuBLAS ran first.
-    if (arguments.without_configs) {
-      // As train refuses them: such a row's time alone depends on the tile that ran.
-      for (const MeasuredKernel& row : read)
-        if (row.back_to_back)
-          throw Error("--without-configs: " + path + " holds rows timed back to back with the tile that ran "
-                      "(the published fp8 split); score them with their config");
-      read = first_choices_without_configs(read);
-    }
+    if (arguments.without_configs) read = first_choices_without_configs(read);
     for (MeasuredKernel& row : read) {
       if (arguments.default_only && !row.is_default) continue;
       if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||

@@ -131,13 +131,6 @@ int train_command(int argc, char** argv, int first) {
     fmt::print(stderr, "pipeweave train: the GEMM rows come without the config that ran: trained as --without-configs\n");
   }
   if (!chooser_path.empty() && !without_configs) throw Error("--chooser picks the configs for --without-configs; give both");
-  // A row timed back to back (the published fp8 split) is read with the tile that ran: its time
-  // alone depends on that tile's tensor work, which a chosen config would misstate.
-  if (without_configs)
-    for (const MeasuredKernel& row : rows)
-      if (row.back_to_back)
-        throw Error("--without-configs: " + row.gpu + " " + row.shape +
-                    " was timed back to back with the tile that ran (the published fp8 split); train such rows with their config");
   if (without_configs && *family != OpFamily::gemm)
     detail::fail_field("--without-configs with --op", op, "must be gemm (the config it leaves out is a GEMM's)");
   if (without_configs && options.rank_weight > 0)
