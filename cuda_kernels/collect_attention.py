@@ -2,7 +2,7 @@
 """Measures FlashAttention on the GPU in hand, for pipeweave's attention training data.
 
     python3 collect_attention.py --shapes data/shapes/attention.csv --out attention.jsonl [--reps 10] [--warmup 3]
-        [--impl flash2|flash3 [--fa3-path DIR] [--page-size P]]
+        [--impl flash2|flash3 [--fa3-path DIR] [--page-size P]] [--sms N]
 
 The shape list is what `pipeweave shapes --op attention` prints
 (dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal; lengths joined by '/'). With --impl flash2
@@ -18,6 +18,13 @@ a batch with prompt tokens through flash_attn_varlen_func (ragged, KV contiguous
 out in order, with FlashAttention-3's own split and pack-GQA heuristics (num_splits=0). Timing comes from CUPTI through the PyTorch profiler: every kernel the call launches,
 first start to last end, after the L2 is flushed (a buffer twice its size read, so that no dirty
 line is left to be written back during the timed call) before each call.
+With --sms N every kernel runs on N of the GPU's SMs (a CUDA green context: the same memory system
+with fewer SMs, another compute/memory balance; N is rounded up to the hardware's granularity, 8 on
+Hopper), as pipeweave-collect --sms confines its kernels; FlashAttention-3 is told the SMs it has
+(sm_margin), so its split and scheduler heuristics plan for N SMs. FlashAttention-2 (PyTorch) has
+no such argument: its decode split heuristic reads the whole GPU's count, and the records name the
+kernels and grids that ran. A probe GEMM checks the confinement (it must slow down about as the
+SM count falls) before anything is measured.
 The output is raw JSON lines in the layout of pipeweave-collect's (a "device" line, then one
 line per batch, with the kernels' names and launch grids); `pipeweave collect --from-raw`
 turns it into the measurement CSV.
@@ -56,6 +63,90 @@ def cuda_runtime():  # "13.0" -> 13000, as cudaRuntimeGetVersion reports it
         return 0
     major, minor = (int(v) for v in torch.version.cuda.split(".")[:2])
     return major * 1000 + minor * 10
+
+
+class GreenContext:
+    """N of the GPU's SMs: a green context made through the driver API (ctypes, as PyTorch ships no
+    binding in every version), whose stream PyTorch runs on as an external stream. Fields as
+    pipeweave-collect's device line has them (tool_support.cuh, SmLimit)."""
+
+    SM_RESOURCE = 1          # CU_DEV_RESOURCE_TYPE_SM
+    DEFAULT_STREAM = 1       # CU_GREEN_CTX_DEFAULT_STREAM
+    NON_BLOCKING = 1         # CU_STREAM_NON_BLOCKING
+    RESOURCE_BYTES = 4096    # room for a CUdevResource of any toolkit (144 bytes in CUDA 12.4)
+    SM_COUNT_OFFSET = 96     # CUdevResource: the type (4 bytes), 92 bytes of padding, then sm.smCount
+
+    def __init__(self, requested):
+        import ctypes
+        self.requested = requested
+        torch.zeros(1, device="cuda")  # the primary context first, as the driver advises
+        cuda = ctypes.CDLL("libcuda.so.1")
+
+        def call(name, *arguments):
+            status = getattr(cuda, name)(*arguments)
+            if status != 0:
+                text = ctypes.c_char_p()
+                cuda.cuGetErrorString(status, ctypes.byref(text))
+                sys.exit(f"collect_attention: error: --sms {requested}: {name} failed: "
+                         f"{text.value.decode() if text.value else status}")
+
+        def sm_count(resource):
+            return int.from_bytes(resource.raw[self.SM_COUNT_OFFSET:self.SM_COUNT_OFFSET + 4], "little")
+
+        device = ctypes.c_int()
+        call("cuDeviceGet", ctypes.byref(device), torch.cuda.current_device())
+        whole = ctypes.create_string_buffer(self.RESOURCE_BYTES)
+        call("cuDeviceGetDevResource", device, whole, self.SM_RESOURCE)
+        self.device_sm_count = sm_count(whole)
+        if requested > self.device_sm_count:
+            sys.exit(f"collect_attention: error: --sms {requested}: the GPU has {self.device_sm_count} SMs")
+        group = ctypes.create_string_buffer(self.RESOURCE_BYTES)
+        remaining = ctypes.create_string_buffer(self.RESOURCE_BYTES)
+        groups = ctypes.c_uint(1)
+        call("cuDevSmResourceSplitByCount", group, ctypes.byref(groups), whole, remaining, ctypes.c_uint(0),
+             ctypes.c_uint(requested))
+        self.obtained = sm_count(group)
+        if groups.value < 1 or self.obtained == 0:
+            sys.exit(f"collect_attention: error: --sms {requested}: cannot split off a group of {requested} SMs")
+        desc = ctypes.c_void_p()
+        call("cuDevResourceGenerateDesc", ctypes.byref(desc), group, ctypes.c_uint(1))
+        self.green = ctypes.c_void_p()
+        call("cuGreenCtxCreate", ctypes.byref(self.green), desc, device, ctypes.c_uint(self.DEFAULT_STREAM))
+        handle = ctypes.c_void_p()
+        call("cuGreenCtxStreamCreate", ctypes.byref(handle), self.green, ctypes.c_uint(self.NON_BLOCKING), ctypes.c_int(0))
+        self.stream = torch.cuda.ExternalStream(handle.value)
+
+    def check(self):
+        """A large GEMM on the whole GPU and on the group: the group's must take about device/obtained
+        times as long (at least 60% of that), else the kernels are not confined and nothing is measured."""
+        a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+
+        def timed(stream):
+            with torch.cuda.stream(stream):
+                for _ in range(2):
+                    a @ a
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(5):
+                    a @ a
+                end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 5
+
+        whole = timed(torch.cuda.current_stream())
+        confined = timed(self.stream)
+        self.slowdown = confined / whole
+        expected = self.device_sm_count / self.obtained
+        print(f"collect_attention: --sms {self.requested}: {self.obtained} of {self.device_sm_count} SMs; an 8192^3 bf16 "
+              f"GEMM takes {whole:.3f} ms on the GPU, {confined:.3f} ms on the group ({self.slowdown:.2f}x, "
+              f"{expected:.2f}x expected)", file=sys.stderr, flush=True)
+        if self.slowdown < 0.6 * expected:
+            sys.exit(f"collect_attention: error: --sms {self.requested}: the probe GEMM ran only {self.slowdown:.2f}x slower "
+                     f"on {self.obtained} SMs than on {self.device_sm_count}: the kernels are not confined")
+
+    def device_fields(self):
+        return {"sm_count": self.obtained, "sm_limit": self.obtained, "sm_requested": self.requested,
+                "device_sm_count": self.device_sm_count, "probe_slowdown": round(self.slowdown, 3)}
 
 
 def batch_bytes(shape):
@@ -101,7 +192,7 @@ def is_decode(shape):
     return all(q == 1 for q in shape["q_lens"])
 
 
-def make_call_fa3(shape, fa3, page_size):
+def make_call_fa3(shape, fa3, page_size, sm_margin=0):
     dtype = DTYPES[shape["dtype"]]
     q_lens, kv_lens = shape["q_lens"], shape["kv_lens"]
     h, hk, d = shape["heads"], shape["kv_heads"], shape["head_dim"]
@@ -114,7 +205,8 @@ def make_call_fa3(shape, fa3, page_size):
         max_q, max_k, causal = max(q_lens), max(kv_lens), shape["causal"]
 
         def call():
-            fa3.flash_attn_varlen_func(q, k, v, cum_q, cum_k, max_q, max_k, causal=causal, num_splits=0)
+            fa3.flash_attn_varlen_func(q, k, v, cum_q, cum_k, max_q, max_k, causal=causal, num_splits=0,
+                                       sm_margin=sm_margin)
 
         return call, fa3_tiles(shape, False), 0
     batch = len(q_lens)
@@ -138,7 +230,7 @@ def make_call_fa3(shape, fa3, page_size):
 
     def call():
         fa3.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, page_table=page_table, causal=causal,
-                                    num_splits=0)
+                                    num_splits=0, sm_margin=sm_margin)
 
     # FlashAttention-3 reads a paged cache through TMA only when pages hold whole KV tiles and a
     # head group's query rows fill more than a tile (get_pagedkv_tma): never for decode.
@@ -171,9 +263,9 @@ def kernel_events(trace_path):
     return events
 
 
-def measure_chunk(shapes, args, flush, fa3):
+def measure_chunk(shapes, args, flush, fa3, sm_margin=0):
     """Runs a chunk of shapes under one profiler session; returns (kernels, grids, durations) per shape."""
-    calls = [make_call_fa3(s, fa3, args.page_size)[0] if fa3 else make_call(s) for s in shapes]
+    calls = [make_call_fa3(s, fa3, args.page_size, sm_margin)[0] if fa3 else make_call(s) for s in shapes]
     torch.cuda.synchronize()
     activities = [torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as profiler:
@@ -209,6 +301,13 @@ def measure_chunk(shapes, args, flush, fa3):
     return results
 
 
+def measure_in(green, chunk, args, flush, fa3, sm_margin):
+    if green is None:
+        return measure_chunk(chunk, args, flush, fa3)
+    with torch.cuda.stream(green.stream):  # the flush, the marker and the call, all on the group's SMs
+        return measure_chunk(chunk, args, flush, fa3, sm_margin)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", required=True)
@@ -219,6 +318,8 @@ def main():
     parser.add_argument("--chunk-gb", type=float, default=16, help="and at most this much input data")
     parser.add_argument("--impl", choices=["flash2", "flash3"], default="flash2")
     parser.add_argument("--fa3-path", help="FlashAttention-3's hopper/ folder (built in place), for --impl flash3")
+    parser.add_argument("--sms", type=int, default=0,
+                        help="run every kernel on this many of the GPU's SMs (a green context; 0: all of them)")
     parser.add_argument("--page-size", type=int, default=1,
                         help="--impl flash3: tokens per page of the decode batches' KV cache (0: contiguous)")
     args = parser.parse_args()
@@ -234,7 +335,13 @@ def main():
             sys.exit("collect_attention: error: --page-size must be >= 0")
     if not torch.cuda.is_available():
         sys.exit("collect_attention: error: no CUDA GPU is visible to PyTorch")
+    if args.sms < 0:
+        sys.exit("collect_attention: error: --sms must be >= 0 (0: the whole GPU)")
     shapes = read_shapes(args.shapes)
+    green = None
+    if args.sms > 0:
+        green = GreenContext(args.sms)
+        green.check()
     props = torch.cuda.get_device_properties(0)
     l2_bytes = getattr(props, "L2_cache_size", 50 * 1024 * 1024)
     flush = torch.zeros(2 * l2_bytes // 4, dtype=torch.int32, device="cuda")
@@ -245,7 +352,9 @@ def main():
             "cuda_runtime": cuda_runtime(),
             "implementation": ("FlashAttention-3 (flash_attn_varlen_func, flash_attn_with_kvcache), torch " if fa3 else
                                "torch.ops.aten._flash_attention_forward (FlashAttention-2), torch ") + torch.__version__,
-            "reps": args.reps, "warmup": args.warmup, "l2": "cold"}) + "\n")
+            "reps": args.reps, "warmup": args.warmup, "l2": "cold",
+            **(green.device_fields() if green else {})}) + "\n")
+        sm_margin = green.device_sm_count - green.obtained if green else 0
         start = 0
         while start < len(shapes):
             end, total = start, 0
@@ -253,7 +362,7 @@ def main():
                 total += batch_bytes(shapes[end])
                 end += 1
             chunk = shapes[start:end]
-            for shape, (names, grids, durations, busy) in zip(chunk, measure_chunk(chunk, args, flush, fa3)):
+            for shape, (names, grids, durations, busy) in zip(chunk, measure_in(green, chunk, args, flush, fa3, sm_margin)):
                 record = {"op": "attention", "dtype": shape["dtype"], "q_lens": shape["q_lens"], "kv_lens": shape["kv_lens"],
                           "heads": shape["heads"], "kv_heads": shape["kv_heads"], "head_dim": shape["head_dim"],
                           "causal": 1 if shape["causal"] else 0, "implementation": args.impl, "l2": "cold",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Retrains the bundled models from the committed measurements and re-evaluates them:
 #   bash data/models/train_all.sh [BUILD_DIR [ARCHIVE]]   (default: build, ../shared/public-data/pipeweave-published.tar.xz)
-# Each op family's network is trained on the H100 and H200 data (GEMM, RMSNorm and SiLU-mul also on
+# Each op family's network is trained on the H100 and H200 data (every family also on
 # the transfer set: the SM-limited H100s, and for GEMM the published fp8 rows of ARCHIVE) with 20% of the shapes held
 # out (seed 1), then scored on those held-out shapes (GEMM, with 8x the rows of the others,
 # trains longer with larger batches and a higher learning rate, and all 300 epochs: its
@@ -41,6 +41,12 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
     # compute/memory balances: data/README.md, "Other balances"); GEMM below
     if [[ $op == rmsnorm || $op == silu_mul ]]; then
       for n in 16 32 64 72; do [[ $gpu == H100-SXM ]] && files+=(--data "$data/H100-SXM-sm$n/$op.csv.gz"); done
+    fi
+    # attention likewise: FlashAttention-2 and -3 on a subset of the prompt and decode lists
+    if [[ $op == attention && $gpu == H100-SXM ]]; then
+      for n in 16 32 64 72; do
+        files+=(--data "$data/H100-SXM-sm$n/attention.csv.gz" --data "$data/H100-SXM-sm$n/attention_fa3.csv.gz")
+      done
     fi
     # attention also learns from decode batches at serving contexts (data/shapes/attention_decode.csv),
     # from FlashAttention-3 (the same shape lists, prompts ragged, decode over a paged cache of
