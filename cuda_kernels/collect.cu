@@ -1,11 +1,12 @@
 // pipeweave-collect: measures real kernels on the GPU in hand, for training data.
 //
 //   pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE
-//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm] [--rest R] [--reverse] [--interleave]
-//                     [--sms N]
+//                     [--algos N] [--reps N] [--warmup N] [--l2 cold|warm|served] [--rest R] [--reverse]
+//                     [--interleave] [--sms N]
 //
 // FILE (--shapes) is a CSV with a header row: `dtype,m,n,k` (gemm), `dtype,tokens,hidden,
-// fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul). The output is raw: one JSON object
+// fused_residual` (rmsnorm), `dtype,tokens,dim` (silu_mul); further columns after those (a
+// shape's family, say) are allowed and not read. The output is raw: one JSON object
 // per line (a "device" line first, then one per measured kernel configuration) with every
 // repetition's duration and the names of the kernels it launched. `pipeweave collect` runs this
 // program and turns the raw lines into the documented measurement CSV (see data/README.md);
@@ -26,6 +27,10 @@
 //   forward pass and no dirty line is left to be written back during the timed call. A GEMM's
 //   candidates are timed one after another (--interleave: round-robin, rep r of each before
 //   rep r+1 of any; see time_calls for what each does to the clock).
+// - As a serving engine runs a GEMM (--l2 served): no flush; the calls run back to back, each on
+//   another copy of the weights (as each layer of a forward pass has its own), enough copies
+//   that they span twice the L2, so the weights come from DRAM and the activations stay in L2,
+//   and the clock is what continuous work holds, not what an idle GPU starts at.
 // - Rest (--rest R, default 0): after each configuration the GPU idles R times as long as that
 //   configuration kept it busy, so that the clock a long GEMM pulled down does not carry over to
 //   the next one. Without it, a shape measured after heavy ones read 5-7% slower on the H100
@@ -52,6 +57,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -290,6 +296,7 @@ std::vector<std::vector<std::string>> read_shapes(const std::string& path, const
   std::vector<std::vector<std::string>> rows;
   std::string line;
   int number = 0;
+  size_t columns = header.size();
   auto split = [](const std::string& text) {
     std::vector<std::string> cells;
     std::stringstream stream(text);
@@ -304,15 +311,17 @@ std::vector<std::vector<std::string>> read_shapes(const std::string& path, const
     if (line.empty() || line[0] == '#') continue;
     std::vector<std::string> cells = split(line);
     if (rows.empty() && number == 1) {
-      if (cells != header) {
+      if (cells.size() < header.size() || !std::equal(header.begin(), header.end(), cells.begin())) {
         std::string expected;
         for (const std::string& h : header) expected += (expected.empty() ? "" : ",") + h;
-        fail(path + ": the header row must be " + expected);
+        fail(path + ": the header row must begin with " + expected);
       }
+      columns = cells.size();
       continue;
     }
-    if (cells.size() != header.size())
-      fail(path + ":" + std::to_string(number) + ": expected " + std::to_string(header.size()) + " columns");
+    if (cells.size() != columns)
+      fail(path + ":" + std::to_string(number) + ": expected " + std::to_string(columns) + " columns");
+    cells.resize(header.size());
     rows.push_back(cells);
   }
   return rows;
@@ -329,6 +338,7 @@ struct Options {
   std::string op, shapes, out;
   int algos = 8, reps = 10, warmup = 3;
   bool cold = true;
+  bool served = false;    // --l2 served: back to back over copies of the weights, no flush
   double rest = 0;        // idle time after each configuration, as a multiple of its measurement's
   bool reverse = false;   // measure a shape's candidates last to first (checks for order effects)
   bool interleave = false;  // a GEMM's candidates round-robin instead of one after another
@@ -341,6 +351,8 @@ struct Gpu {
   void* flush = nullptr;
   size_t flush_bytes = 0;
 };
+
+const char* l2_name(const Options& options) { return options.cold ? "cold" : options.served ? "served" : "warm"; }
 
 void progress(size_t done, size_t total, const std::string& what) {
   if (done == total || done % 25 == 0 || total < 50)
@@ -382,7 +394,15 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
       std::fprintf(stderr, "pipeweave-collect: skipping %s: an operand exceeds 1 GiB\n", where.c_str());
       continue;
     }
-    fill(weights, n * k * in_bytes, dtype, 1 + static_cast<uint32_t>(row));
+    // --l2 served: copies of the weights spanning twice the L2 (at least two, as the buffer allows)
+    const size_t weight_bytes = static_cast<size_t>(n * k) * in_bytes;
+    size_t copies = 1;
+    if (options.served) {
+      const size_t span = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
+      copies = std::min(std::max<size_t>(2, (span + weight_bytes - 1) / weight_bytes), kBufferBytes / weight_bytes);
+      copies = std::max<size_t>(1, copies);
+    }
+    fill(weights, copies * weight_bytes, dtype, 1 + static_cast<uint32_t>(row));
     fill(activations, m * k * in_bytes, dtype, 7 + static_cast<uint32_t>(row));
 
     const cudaDataType_t in_type = dtype == DType::bf16 ? CUDA_R_16BF : dtype == DType::fp16 ? CUDA_R_16F : CUDA_R_8F_E4M3;
@@ -422,8 +442,10 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
       if (results[candidate].state != CUBLAS_STATUS_SUCCESS) continue;
       const cublasLtMatmulHeuristicResult_t* result = &results[candidate];
       measured.push_back(candidate);
-      calls.push_back([&, result] {
-        PW_CHECK(cublasLtMatmul(handle, op, &alpha, weights, a_layout, activations, b_layout, &beta, output, d_layout,
+      // Each call the next copy of the weights (one copy but with --l2 served)
+      calls.push_back([&, result, next = std::make_shared<size_t>(0)] {
+        const char* copy = static_cast<const char*>(weights) + (*next)++ % copies * weight_bytes;
+        PW_CHECK(cublasLtMatmul(handle, op, &alpha, copy, a_layout, activations, b_layout, &beta, output, d_layout,
                                 output, d_layout, &result->algo, workspace, result->workspaceSize, g_stream));
       });
     }
@@ -459,7 +481,7 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
                    "\"candidates\": %d, \"algo_id\": %d, \"tile_id\": %u, \"tile_m\": %d, \"tile_n\": %d, \"stages_id\": %u, "
                    "\"tile_k\": %d, \"stages\": %d, \"split_k\": %u, \"reduction_scheme\": %u, \"swizzle\": %u, "
                    "\"custom_option\": %u, \"inner_shape_id\": %u, \"cluster_id\": %u, \"cluster_m\": %d, \"cluster_n\": %d, "
-                   "\"workspace_bytes\": %zu, \"waves\": %.4f, \"l2\": \"%s\", %s}\n",
+                   "\"workspace_bytes\": %zu, \"waves\": %.4f, \"l2\": \"%s\", \"weight_copies\": %zu, %s}\n",
                    dtype_name(dtype), m, n, k, candidate, returned, algo_id, tile_id, tile_m, tile_n, stages_id, tile_k,
                    stages, algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
                    algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
@@ -467,7 +489,7 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
                    algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
                    static_cast<unsigned>(algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
                    static_cast<unsigned>(cluster_id), cluster_m, cluster_n, result.workspaceSize,
-                   static_cast<double>(result.wavesCount), options.cold ? "cold" : "warm", timing_json(timing).c_str());
+                   static_cast<double>(result.wavesCount), l2_name(options), copies, timing_json(timing).c_str());
     }
     std::fflush(out);
     cublasLtMatmulPreferenceDestroy(preference);
@@ -637,12 +659,12 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
     if (norm)
       std::fprintf(out, "{\"op\": \"rmsnorm\", \"dtype\": \"%s\", \"tokens\": %lld, \"hidden\": %lld, \"fused_residual\": %d, "
                         "\"threads\": %d, \"l2\": \"%s\", %s}\n",
-                   dtype_name(dtype), tokens, width, fused ? 1 : 0, threads, options.cold ? "cold" : "warm",
+                   dtype_name(dtype), tokens, width, fused ? 1 : 0, threads, l2_name(options),
                    timing_json(timing).c_str());
     else
       std::fprintf(out, "{\"op\": \"silu_mul\", \"dtype\": \"%s\", \"tokens\": %lld, \"dim\": %lld, \"threads\": %d, "
                         "\"l2\": \"%s\", %s}\n",
-                   dtype_name(dtype), tokens, width, threads, options.cold ? "cold" : "warm", timing_json(timing).c_str());
+                   dtype_name(dtype), tokens, width, threads, l2_name(options), timing_json(timing).c_str());
     std::fflush(out);
     progress(row + 1, rows.size(), options.op + " " + std::to_string(tokens) + "x" + std::to_string(width));
   }
@@ -651,7 +673,7 @@ void collect_rows(const Options& options, const Gpu& gpu, std::FILE* out) {
 
 constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
-    "[--l2 cold|warm] [--rest R] [--reverse] [--interleave] [--sms N]\n";
+    "[--l2 cold|warm|served] [--rest R] [--reverse] [--interleave] [--sms N]\n";
 
 }  // namespace
 
@@ -676,7 +698,8 @@ int main(int argc, char** argv) {
     else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
     else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
     else if (argument == "--sms") options.sms = pipeweave_tool::parse_sms(kToolName, value);
-    else if (argument == "--l2" && (value == "cold" || value == "warm")) options.cold = value == "cold";
+    else if (argument == "--l2" && (value == "cold" || value == "warm" || value == "served"))
+      options.cold = value == "cold", options.served = value == "served";
     else if (argument == "--rest") {
       char* end = nullptr;
       options.rest = std::strtod(value.c_str(), &end);
@@ -688,6 +711,7 @@ int main(int argc, char** argv) {
   if (options.op != "gemm" && options.op != "rmsnorm" && options.op != "silu_mul")
     fail("--op must be gemm, rmsnorm or silu_mul, got \"" + options.op + "\"");
   if (options.shapes.empty() || options.out.empty()) fail("--shapes and --out are required");
+  if (options.served && options.op != "gemm") fail("--l2 served is for --op gemm (copies of a GEMM's weights)");
 
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
@@ -717,9 +741,11 @@ int main(int argc, char** argv) {
                     "\"cuda_runtime\": %d, \"cublaslt\": %zu, \"reps\": %d, \"warmup\": %d, \"l2\": \"%s\", \"rest\": %g%s}\n",
                json_string(gpu.prop.name).c_str(), gpu.prop.major, gpu.prop.minor, sm_count,
                json_string(driver_version()).c_str(), runtime, cublasLtGetVersion(), options.reps, options.warmup,
-               options.cold ? "cold" : "warm", options.rest, pipeweave_tool::sm_limit_json(gpu.sm_limit).c_str());
+               l2_name(options), options.rest, pipeweave_tool::sm_limit_json(gpu.sm_limit).c_str());
   std::fprintf(stderr, "pipeweave-collect: %s on %s, %d repetitions after %d warm-up, L2 %s, rest %g x\n", options.op.c_str(),
-               gpu.prop.name, options.reps, options.warmup, options.cold ? "flushed (read) before each" : "warm", options.rest);
+               gpu.prop.name, options.reps, options.warmup,
+               options.cold ? "flushed (read) before each" : options.served ? "back to back over copies of the weights" : "warm",
+               options.rest);
   if (gpu.sm_limit.active())
     std::fprintf(stderr, "pipeweave-collect: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
                  gpu.sm_limit.obtained, gpu.sm_limit.device_sm_count, options.sms, gpu.sm_limit.observed);

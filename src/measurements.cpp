@@ -130,12 +130,23 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
     tile_m = attr_tile_n, tile_n = attr_tile_m, tile_k = attr_tile_k, stages = f.integer("stages");
     cluster_m = std::max(1, attr_cluster_n), cluster_n = std::max(1, attr_cluster_m), source = "algo_attributes";
   }
-  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0)
-    detail::fail_field(prefix + "kernels", kernel, "must carry a tile in its name, or the algo attributes one");
   const int candidate = f.integer("candidate");
   std::ostringstream row;
-  row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k")
-      << ',' << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
+  row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k") << ',';
+  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) {
+    // Neither the name nor the algo attributes say the tile (cuBLAS's older CUTLASS kernels and
+    // its GEMV kernels, which it picks for a few shapes, some 0.3% of its first choices): the
+    // row keeps its shape and time with the config cells empty, a GEMM measured as cuBLAS chose
+    // it (config_source "unknown"), as a model without a config reads it.
+    if (candidate != 0)
+      detail::fail_field(prefix + "kernels", kernel,
+                         "must carry a tile in its name, or the algo attributes one (a candidate other than cuBLAS's first)");
+    row << ",,,,,,," << number(timing.median_us) << ',' << candidate << ",1," << f.integer("candidates") << ','
+        << timing.kernels.size() << ",unknown,,," << ",,," << number(f.number("workspace_bytes")) << ','
+        << timing_cells(timing, f) << ',' << csv_cell(kernel) << '\n';
+    return row.str();
+  }
+  row << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
       << cluster_m << ',' << cluster_n << ',' << number(timing.median_us) << ',' << candidate << ','
       << (candidate == 0 ? 1 : 0) << ',' << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ','
       << agrees << ',' << f.integer("reduction_scheme") << ',' << swap_ab << ',' << schedule << ',' << raster << ','

@@ -1,8 +1,10 @@
 // Measured kernels: cuBLAS kernel names, and raw pipeweave-collect records to measurement CSV.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -97,6 +99,35 @@ TEST_CASE("raw GEMM records: the name and the algo attributes are cross-checked"
   const std::string unnamed = kDevice + "\n" + gemm_record("sm90_xmma_gemm_something") + "\n";
   CHECK_THAT(lines(measurements_csv_from_raw(unnamed))[1],
              Contains("H100-SXM,fp8_e4m3,16,4096,4096,8,64,128,1,0,2,1,11,") && Contains(",algo_attributes,,0,,,,0,"));  // only the name says swap_ab, schedule, raster: unknown, empty
+}
+
+TEST_CASE("raw GEMM records: cuBLAS's first choice without a readable tile keeps its shape and time") {
+  // Neither the name (an older CUTLASS kernel) nor the algo attributes (tile id 0) say the tile.
+  std::string record = gemm_record("_ZN7cutlass7Kernel2I57cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1EEvNT_6ParamsE");
+  for (const char* attribute : {R"("tile_m": 64)", R"("tile_n": 8)", R"("tile_k": 128)"}) {
+    const std::string name = std::string(attribute).substr(0, std::string(attribute).find(':'));
+    record.replace(record.find(attribute), std::string(attribute).size(), name + ": 0");
+  }
+  const std::vector<std::string> csv = lines(measurements_csv_from_raw(kDevice + "\n" + record + "\n"));
+  REQUIRE(csv.size() == 2);
+  CHECK_THAT(csv[1], Contains("H100-SXM,fp8_e4m3,16,4096,4096,,,,,,,,11,0,1,7,1,unknown,,,,,,0,"));
+  // The dataset reads it as a GEMM of that shape whose config cuBLAS chose
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("pipeweave_unknown_config_" + std::to_string(std::random_device{}()) + ".csv"))
+          .string();
+  std::ofstream(path) << csv[0] << "\n" << csv[1] << "\n";
+  const std::vector<MeasuredKernel> rows = read_measurements(path);
+  std::filesystem::remove(path);
+  REQUIRE(rows.size() == 1);
+  REQUIRE(rows[0].kernel.get_if<Gemm>());
+  CHECK_FALSE(rows[0].kernel.get_if<Gemm>()->config.has_value());
+  CHECK(rows[0].duration_us == 11);
+  CHECK(rows[0].is_default);
+  // Another candidate than the first must say its config: a row without one could not be ranked
+  std::string second = record;
+  second.replace(second.find(R"("candidate": 0)"), 14, R"("candidate": 1)");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + second + "\n"); }),
+             Contains("must carry a tile in its name"));
 }
 
 TEST_CASE("raw GEMM records: several runs pool into one row per configuration") {
