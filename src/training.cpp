@@ -525,6 +525,9 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   detail::require_non_negative("rank weight", options.rank_weight);
   if (options.networks < 1 || options.networks > kMaxNetworks)
     detail::fail_field("networks", options.networks, "must be between 1 and " + std::to_string(kMaxNetworks));
+  if (init && init->family() != family)  // its inputs mean another op family's demand: nothing to start from
+    detail::fail_field("the start model's op family", std::string(to_string(init->family())),
+                       "must be the family trained (" + std::string(to_string(family)) + ")");
   if (init && options.networks != 1 && static_cast<std::size_t>(options.networks) != init->network_count())
     detail::fail_field("networks", options.networks,
                        "must be 1 or the start model's " + std::to_string(init->network_count()) +

@@ -58,6 +58,9 @@ pipeweave_cli_test(predict_json_names_source "\"source\": \"(trained_model|analy
                    predict --gpu H100-SXM --json ${gemm_text})
 pipeweave_cli_test(predict_spec_file "^GPU H100-SXM .*${row_regex}"
                    predict --gpu "${cli_data}/h100_spec.json" ${gemm_text})
+# Sizes past any GPU's memory are refused: at 1e308 bytes the time was infinite
+pipeweave_cli_failure(predict_collective_too_large "collective.bytes must be at most 1125899906842624 \\(a pebibyte, past any GPU's memory\\), got 1e\\+308"
+                      predict --gpu H100-SXM all_reduce:bytes=1e308,ranks=2)
 pipeweave_cli_test(predict_many_prints_total "rmsnorm:tokens=8192,hidden=4096 .*all_reduce:bytes=16777216,ranks=8 .*\n +[0-9]+\\.[0-9][0-9] total\n"
                    predict --gpu L40S ${gemm_text} rmsnorm:tokens=8192,hidden=4096 all_reduce:bytes=16777216,ranks=8)
 pipeweave_cli_test(version "^pipeweave [0-9]+\\.[0-9]+\\.[0-9]+\n$" --version)
@@ -365,6 +368,10 @@ pipeweave_cli_failure(train_without_configs_no_ranking "--rank-weight orders a s
 pipeweave_cli_failure(train_init_configless_mismatch "is a model for GEMMs without a config: fine-tune it with --without-configs"
                       train --op gemm --data "${ranking_csv}" --init "${tiny_configless}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 set_tests_properties(cli.train_init_configless_mismatch PROPERTIES FIXTURES_REQUIRED tiny_configless)
+# A start model of another op family: its inputs mean another family's demand
+pipeweave_cli_failure(train_init_other_family "the start model's op family must be the family trained \\(gemm\\), got rmsnorm"
+                      train --op gemm --data "${ranking_csv}" --init "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json"
+                      --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 pipeweave_cli_failure(train_chooser_alone "--chooser picks the configs for --without-configs"
                       train --op gemm --data "${ranking_csv}" --chooser "${tiny_configless}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_without_configs_not_gemm "--without-configs with --op must be gemm"
@@ -452,11 +459,21 @@ pipeweave_cli_failure(e2e_model_needs_trace "--model and --trace go together" e2
 pipeweave_cli_failure(e2e_bad_tp "--tp must be an integer >= 1, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)
 pipeweave_cli_failure(e2e_tp_must_divide "tp must be 3: must divide num_attention_heads|tp.*must divide num_attention_heads \\(32\\)"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 3)
-pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number >= 0 \\(microseconds\\), got \"-5\""
+pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number of microseconds from 0 to 1e\\+06, got \"-5\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --overhead-us -5)
+# Overheads past a second would only hide the kernels (at 1e308 the totals were infinite)
+pipeweave_cli_failure(e2e_huge_overhead "--kernel-overhead-us must be a number of microseconds from 0 to 1e\\+06, got \"1e308\""
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-overhead-us 1e308)
+pipeweave_cli_failure(e2e_huge_engine_terms "--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers of microseconds from 0 to 1e\\+06, got \"1e308,1\""
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --engine-terms 1e308,1)
+# A workload file is scheduled already: what schedules a trace is refused by name, not ignored
+pipeweave_cli_failure(e2e_workload_refuses_tp "--tp schedules a trace \\(--model with --trace\\): a --workload file is already scheduled"
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --tp 4)
+pipeweave_cli_failure(e2e_workload_refuses_dtype "--dtype schedules a trace"
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --dtype fp8)
 pipeweave_cli_test(e2e_sustained "\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\)\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16)
-pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor >= 1 [^\n]*got \"0\\.8\""
+pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor from 1 to 10 [^\n]*got \"0\\.8\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 0.8)
 pipeweave_cli_test(e2e_sustained_utilization "x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\), in proportion to each iteration's tensor utilisation up to 0\\.92"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16 --sustained-utilization 0.92)

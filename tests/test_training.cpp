@@ -180,6 +180,11 @@ TEST_CASE("an ensemble holds the networks single trainings from seeds seed, seed
   CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, tune, &ensemble.model); }),
              Contains("networks") && Contains("start model's 3"));
 
+  // A start model of another op family is refused: its inputs mean that family's demand.
+  tune.networks = 1;
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::rmsnorm, train, validation, tune, &ensemble.model); }),
+             Contains("the start model's op family must be the family trained (rmsnorm), got gemm"));
+
   // A failure in one network's thread reaches the caller, naming the network; a progress
   // callback that throws (a caller cancelling) does too.
   TrainingOptions wild = ensemble_options;

@@ -2,6 +2,8 @@
 // model config, a request trace and a tensor-parallel size.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <filesystem>
@@ -51,16 +53,27 @@ std::int64_t whole_number(const std::string& flag, const std::string& text, std:
   return value;
 }
 
+// An overhead in microseconds: at most a second, far past any engine's (a larger one would
+// only hide the kernels, and at 1e308 makes the totals infinite).
+constexpr double kMostOverheadUs = 1e6;
+
 double non_negative(const std::string& flag, const std::string& text) {
   const std::optional<double> value = parse_number(text);
-  if (!value || *value < 0) throw Error(fmt::format("{} must be a number >= 0 (microseconds), got \"{}\"", flag, text));
+  if (!value || *value < 0 || *value > kMostOverheadUs)
+    throw Error(fmt::format("{} must be a number of microseconds from 0 to {:g}, got \"{}\"", flag, kMostOverheadUs, text));
   return *value;
 }
 
+// What only scheduling a trace uses: a workload file is already scheduled.
+constexpr std::array kTraceOnlyFlags{"--tp", "--pp", "--max-batched-tokens", "--max-seqs", "--no-chunked-prefill", "--dtype"};
+
 E2eArguments parse(int argc, char** argv, int first) {
   E2eArguments a;
+  std::vector<std::string> trace_only_given;
   for (int i = first; i < argc; ++i) {
     const std::string argument = argv[i];
+    if (std::find(kTraceOnlyFlags.begin(), kTraceOnlyFlags.end(), argument) != kTraceOnlyFlags.end())
+      trace_only_given.push_back(argument);
     auto value = [&] {
       if (i + 1 >= argc) throw Error(argument + " needs a value");
       return std::string(argv[++i]);
@@ -79,8 +92,9 @@ E2eArguments parse(int argc, char** argv, int first) {
       const std::optional<double> iteration = parse_number(text.substr(0, comma));
       std::optional<double> gap;
       if (comma != std::string::npos) gap = parse_number(text.substr(comma + 1));
-      if (!iteration || !gap || *iteration < 0 || *gap < 0)
-        throw Error(fmt::format("--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers >= 0, got \"{}\"", text));
+      if (!iteration || !gap || *iteration < 0 || *gap < 0 || *iteration > kMostOverheadUs || *gap > kMostOverheadUs)
+        throw Error(fmt::format("--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers of microseconds from 0 to {:g}, "
+                                "got \"{}\"", kMostOverheadUs, text));
       a.engine_terms = std::pair{*iteration, *gap};
     }
     else if (argument == "--max-batched-tokens") a.policy.max_batched_tokens = whole_number(argument, value(), 1);
@@ -91,8 +105,9 @@ E2eArguments parse(int argc, char** argv, int first) {
     else if (argument == "--sustained-slowdown") {
       const std::string text = value();
       const std::optional<double> factor = parse_number(text);
-      if (!factor || *factor < 1)
-        throw Error(fmt::format("--sustained-slowdown must be a factor >= 1 (1.16: tensor-bound kernels 16% slower; 1: none), got \"{}\"", text));
+      if (!factor || *factor < 1 || *factor > 10)
+        throw Error(fmt::format("--sustained-slowdown must be a factor from 1 to 10 (1.16: tensor-bound kernels 16% slower; "
+                                "1: none), got \"{}\"", text));
       a.sustained_slowdown = *factor;
     } else if (argument == "--sustained-utilization") {
       const std::string text = value();
@@ -134,6 +149,9 @@ E2eArguments parse(int argc, char** argv, int first) {
   if (from_file == generated)
     throw Error("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
   if (generated && (a.model.empty() || a.trace.empty())) throw Error("--model and --trace go together");
+  if (from_file && !trace_only_given.empty())
+    throw Error(trace_only_given.front() + " schedules a trace (--model with --trace): a --workload file is already scheduled, "
+                "its deployment and batches as written");
   return a;
 }
 

@@ -137,6 +137,9 @@ int train_command(int argc, char** argv, int first) {
     throw Error("--rank-weight orders a shape's configs; --without-configs keeps one row per shape");
   std::optional<Mlp> init;
   if (!init_path.empty()) init = load_mlp(init_path);
+  if (init && init->family() != *family)  // before any work: train_mlp refuses it too
+    detail::fail_field("the start model's op family", std::string(to_string(init->family())),
+                       "must be the family trained (" + std::string(to_string(*family)) + ")");
   if (init && init->description().for_configless_gemm != without_configs)
     throw Error(init_path + (without_configs ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
                                              : " is a model for GEMMs without a config: fine-tune it with --without-configs"));

@@ -39,10 +39,13 @@ struct Collective {
   double bytes = 0;  // each rank's buffer: the all-reduce input, the all-gather output; what send_recv moves
   int ranks = 0;
   DType dtype = DType::bf16;
+  static constexpr long long kMostBytes = 1LL << 50;
 
   void validate() const {
     detail::require_positive("collective.bytes", bytes);
+    detail::require_at_most("collective.bytes", bytes, kMostBytes, "a pebibyte, past any GPU's memory");
     if (ranks < 2) detail::fail_field("collective.ranks", ranks, "must be >= 2");
+    detail::require_at_most("collective.ranks", ranks, 65536);
   }
   bool operator==(const Collective&) const = default;
 };

@@ -18,6 +18,10 @@ struct Elementwise {
     detail::require_positive("elementwise.bytes", bytes);
     detail::require_non_negative("elementwise.flops", flops);
     detail::require_non_negative("elementwise.xu_ops", xu_ops);
+    // Past these the time is no longer a finite number of microseconds worth answering
+    detail::require_at_most("elementwise.bytes", bytes, 1LL << 50, "a pebibyte, past any GPU's memory");
+    detail::require_at_most("elementwise.flops", flops, 1LL << 60);
+    detail::require_at_most("elementwise.xu_ops", xu_ops, 1LL << 60);
   }
   bool operator==(const Elementwise&) const = default;
 };
