@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# GEMMs as served, on model families held out (data/README.md, "GEMMs as served"):
+#   bash data/models/served.sh [BUILD_DIR]
+# 1. Splits the served H100 measurements (data/measurements/H100-SXM/gemm_served_*.csv.gz) by
+#    family: ten families (split_served.py's HELD_OUT) and a fifth of the random shapes held out.
+# 2. Scores the bundled models on the held-out rows from the shape alone (--without-configs: the
+#    library picks the config), and the bundled GEMM model given the config cuBLAS ran.
+# 3. Trains a network for GEMMs without a config on the other families' served rows (the bundled
+#    GEMM model choosing the configs, as train_all.sh trains the bundled one) and scores it on
+#    the held-out rows: data/models/served/gemm_configless_served.json, not bundled.
+# Writes data/models/report/served/: each eval's output, per-family tables (<name>.families.csv)
+# and the training log. About 20 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cli="${1:-build}/pipeweave"
+out=data/models/report/served
+mkdir -p "$out" data/models/served
+split=$(mktemp -d)
+trap 'rm -rf "$split"' EXIT
+data=data/measurements/H100-SXM
+python3 data/models/split_served.py "$split" "$data/gemm_served_bf16.csv.gz" "$data/gemm_served_fp8.csv.gz" | tee "$out/split.txt"
+
+score() {  # name, then eval's arguments: the eval's output and its per-family table
+  local name=$1
+  shift
+  "$cli" eval "$@" --data "$split/test.csv" --specs data/gpus --report "$split/$name" > "$out/$name.txt"
+  python3 data/models/served_report.py "$split/$name/eval.csv" "$split/test.csv" --csv "$out/$name.families.csv" \
+    >> "$out/$name.txt"
+  cat "$out/$name.txt"
+}
+score bundled_without_configs --without-configs
+score bundled_with_cublas_config
+"$cli" train --op gemm --without-configs --chooser data/models/gemm.json --data "$split/train.csv" --specs data/gpus \
+  --epochs 80 --patience 80 --lr 3e-3 --batch 512 --out data/models/served/gemm_configless_served.json 2> "$out/train.log"
+score served_without_configs --model data/models/served/gemm_configless_served.json

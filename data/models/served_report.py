@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Per-family accuracy of a GEMM model on the served measurements, from eval's per-row report:
+
+    python3 data/models/served_report.py EVAL.csv DATA.csv [--csv OUT.csv]
+
+EVAL.csv is `pipeweave eval --report DIR`'s eval.csv, DATA.csv the rows it scored (with the
+family, tp and layer columns of the served files). Prints MAPE and mean signed error (bias:
+positive is too slow) per dtype over all rows, the held-out families, the random shapes, three
+bands of m and each family; --csv writes the same table.
+"""
+import argparse
+import collections
+import csv
+import gzip
+import re
+import statistics
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("eval_csv")
+    parser.add_argument("data_csv")
+    parser.add_argument("--csv")
+    args = parser.parse_args()
+    predicted = {}
+    with open(args.eval_csv, newline="") as f:
+        for r in csv.DictReader(f):
+            shape = re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"])
+            dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
+            predicted[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
+    groups = collections.defaultdict(list)
+    opener = gzip.open if args.data_csv.endswith(".gz") else open
+    with opener(args.data_csv, "rt", newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["dtype"], r["m"], r["n"], r["k"])
+            if key not in predicted:
+                continue
+            measured, guess = predicted[key]
+            error = (guess - measured) / measured * 100
+            dtype = "bf16" if r["dtype"] == "bf16" else "fp8"
+            m = int(r["m"])
+            band = "m 1-256" if m <= 256 else "m 257-8192" if m <= 8192 else "m 8193-65536"
+            kind = "random shapes" if r["family"] == "random" else "model families"
+            for group in ("all", kind, band) + (("family " + r["family"],) if r["family"] != "random" else ()):
+                groups[(dtype, group)].append(error)
+    order = ["all", "model families", "random shapes", "m 1-256", "m 257-8192", "m 8193-65536"]
+    keys = sorted(groups, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else len(order), k[1]))
+    table = [(dtype, group, len(groups[(dtype, group)]), statistics.fmean(abs(e) for e in groups[(dtype, group)]),
+              statistics.fmean(groups[(dtype, group)])) for dtype, group in keys]
+    print(f"{'dtype':5} {'rows':32} {'count':>7} {'MAPE%':>7} {'bias%':>7}")
+    for dtype, group, count, mape, bias in table:
+        print(f"{dtype:5} {group:32} {count:7} {mape:7.2f} {bias:+7.2f}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["dtype", "rows", "count", "mape_pct", "bias_pct"])
+            for dtype, group, count, mape, bias in table:
+                writer.writerow([dtype, group, count, f"{mape:.2f}", f"{bias:+.2f}"])
+
+
+if __name__ == "__main__":
+    main()
