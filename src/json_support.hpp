@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "pipeweave/error.hpp"
@@ -43,6 +44,10 @@ inline std::string excerpt(const json& value) {
 }
 
 inline std::string read_file(const std::filesystem::path& path, std::string_view what) {
+  // A directory opens as a stream of nothing on Linux: said as what it is, not as empty JSON
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    throw Error("cannot read " + std::string(what) + " file " + path.string() + ": Is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open " + std::string(what) + " file " + path.string());
   std::ostringstream text;

@@ -466,6 +466,9 @@ pipeweave_cli_failure(e2e_huge_overhead "--kernel-overhead-us must be a number o
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-overhead-us 1e308)
 pipeweave_cli_failure(e2e_huge_engine_terms "--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers of microseconds from 0 to 1e\\+06, got \"1e308,1\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --engine-terms 1e308,1)
+# A directory named as a model file says so (it read as empty JSON)
+pipeweave_cli_failure(e2e_kernel_model_directory "cannot read model weights file [^\n]*: Is a directory"
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-model "${CMAKE_CURRENT_BINARY_DIR}")
 # A workload file is scheduled already: what schedules a trace is refused by name, not ignored
 pipeweave_cli_failure(e2e_workload_refuses_tp "--tp schedules a trace \\(--model with --trace\\): a --workload file is already scheduled"
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --tp 4)
