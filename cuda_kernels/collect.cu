@@ -711,7 +711,11 @@ int main(int argc, char** argv) {
   if (options.op != "gemm" && options.op != "rmsnorm" && options.op != "silu_mul")
     fail("--op must be gemm, rmsnorm or silu_mul, got \"" + options.op + "\"");
   if (options.shapes.empty() || options.out.empty()) fail("--shapes and --out are required");
-  if (options.served && options.op != "gemm") fail("--l2 served is for --op gemm (copies of a GEMM's weights)");
+  if (options.served && options.op != "gemm")
+    fail("--l2 served is for --op gemm (copies of a GEMM's weights), got --op " + options.op);
+  // Round-robin, each candidate would run right after another on the same copy of the weights,
+  // from L2: each candidate keeps its own turn through the copies
+  if (options.served && options.interleave) fail("--l2 served times each candidate's calls back to back: not with --interleave");
 
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

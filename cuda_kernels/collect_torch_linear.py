@@ -27,7 +27,7 @@ import torch
 
 def make_call(dtype, m, n, k, l2_bytes):
     weight_bytes = n * k * (1 if dtype == "fp8_e4m3" else 2)
-    copies = max(2, -(-2 * l2_bytes // weight_bytes))
+    copies = max(1, min(max(2, -(-2 * l2_bytes // weight_bytes)), (1 << 30) // weight_bytes))  # as pipeweave-collect
     if dtype == "bf16":
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]

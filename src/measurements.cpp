@@ -135,7 +135,8 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
   row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k") << ',';
   if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) {
     // Neither the name nor the algo attributes say the tile (cuBLAS's older CUTLASS kernels and
-    // its GEMV kernels, which it picks for a few shapes, some 0.3% of its first choices): the
+    // its GEMV kernels, which it picks for shapes of a width that is no multiple of 8: 261 of
+    // the 189,762 served H100 rows): the
     // row keeps its shape and time with the config cells empty, a GEMM measured as cuBLAS chose
     // it (config_source "unknown"), as a model without a config reads it.
     if (candidate != 0)

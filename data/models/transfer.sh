@@ -29,19 +29,20 @@ done
 part() { [[ $parts == *" $1 "* ]]; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The lines of the parts not rerun are kept (fp8's are the "published ..." ones).
+# The lines of the parts not rerun are kept (fp8's are the "published ..." ones); the parts rerun
+# write theirs to $new, and summary.csv is rewritten only once every part has run.
 header="trained_on,left_out,family,rows,mape_pct,roofline_mape_pct"
-{
-  echo "$header"
-  if [[ -f $out/summary.csv ]]; then
-    awk -F, -v parts="$parts" 'NR > 1 {
-      part = ($1 ~ /^published/) ? "fp8" : $3
-      if (index(parts, " " part " ") == 0) print }' "$out/summary.csv"
-  fi
-} > "$tmp/kept.csv"
-mv "$tmp/kept.csv" "$out/summary.csv"
-tar xJf "$archive" -C "$tmp" ./gemm_fp8_train.csv
+if [[ -f $out/summary.csv ]]; then
+  awk -F, -v parts="$parts" 'NR > 1 {
+    part = ($1 ~ /^published/) ? "fp8" : $3
+    if (index(parts, " " part " ") == 0) print }' "$out/summary.csv" > "$tmp/kept.csv"
+else
+  : > "$tmp/kept.csv"
+fi
+new="$tmp/new.csv"
+: > "$new"
 rows="$tmp/gemm_fp8_train.csv"
+if part fp8 || part gemm; then tar xJf "$archive" -C "$tmp" ./gemm_fp8_train.csv; fi
 options=(--epochs 150 --patience 150 --lr 3e-3 --batch 128)
 # The line eval prints for GPU $2 in file $1, as CSV: rows, MAPE, roofline MAPE.
 summary() { awk -v gpu="$2" '$1 == gpu { print $2 "," $3 "," $9 }' "$1"; }
@@ -50,13 +51,13 @@ if part fp8; then
   "$cli" train --op gemm --data "$rows" "${options[@]}" --out "$tmp/fp8_both.json" 2> "$out/fp8_both.train.log"
   "$cli" eval --model "$tmp/fp8_both.json" --held-out --data "$rows" > "$out/fp8_both.txt"
   for gpu in H20 H800; do
-    echo "published fp8 both,$gpu (held-out shapes),gemm,$(summary "$out/fp8_both.txt" "$gpu")" >> "$out/summary.csv"
+    echo "published fp8 both,$gpu (held-out shapes),gemm,$(summary "$out/fp8_both.txt" "$gpu")" >> "$new"
   done
   for gpu in H20 H800; do
     "$cli" train --op gemm --data "$rows" "${options[@]}" --holdout-gpu "$gpu" --out "$tmp/fp8_without_$gpu.json" \
       2> "$out/fp8_without_$gpu.train.log"
     "$cli" eval --model "$tmp/fp8_without_$gpu.json" --held-out --data "$rows" > "$out/fp8_without_$gpu.txt"
-    echo "published fp8 without $gpu,$gpu,gemm,$(summary "$out/fp8_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+    echo "published fp8 without $gpu,$gpu,gemm,$(summary "$out/fp8_without_$gpu.txt" "$gpu")" >> "$new"
   done
 fi
 
@@ -80,7 +81,7 @@ part gemm && for gpu in H100-SXM H200-SXM H100-SXM-sm16 H100-SXM-sm32 H100-SXM-s
   "$cli" train --op gemm "${gemm_files[@]}" --specs data/gpus "${options[@]}" --holdout-gpu "$gpu" \
     --out "$tmp/gemm_without_$gpu.json" 2> "$out/gemm_without_$gpu.train.log"
   "$cli" eval --model "$tmp/gemm_without_$gpu.json" --held-out "${gemm_files[@]}" --specs data/gpus > "$out/gemm_without_$gpu.txt"
-  echo "every other GPU,$gpu,gemm,$(summary "$out/gemm_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+  echo "every other GPU,$gpu,gemm,$(summary "$out/gemm_without_$gpu.txt" "$gpu")" >> "$new"
 done
 for op in rmsnorm silu_mul; do
   part "$op" || continue
@@ -94,7 +95,7 @@ for op in rmsnorm silu_mul; do
     "$cli" train --op "$op" "${files[@]}" --specs data/gpus --epochs 150 --holdout-gpu "$gpu" \
       --out "$tmp/${op}_without_$gpu.json" 2> "$out/${op}_without_$gpu.train.log"
     "$cli" eval --model "$tmp/${op}_without_$gpu.json" --held-out "${files[@]}" --specs data/gpus > "$out/${op}_without_$gpu.txt"
-    echo "every other GPU,$gpu,$op,$(summary "$out/${op}_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+    echo "every other GPU,$gpu,$op,$(summary "$out/${op}_without_$gpu.txt" "$gpu")" >> "$new"
   done
 done
 # Attention: FlashAttention-2 and -3 at head size 128, prompts and serving-context decode batches
@@ -115,6 +116,7 @@ part attention && for gpu in "${gpus[@]}"; do
   "$cli" train --op attention "${files[@]}" --specs data/gpus --epochs 150 --holdout-gpu "$gpu" \
     --out "$tmp/attention_without_$gpu.json" 2> "$out/attention_without_$gpu.train.log"
   "$cli" eval --model "$tmp/attention_without_$gpu.json" --held-out "${files[@]}" --specs data/gpus > "$out/attention_without_$gpu.txt"
-  echo "every other GPU,$gpu,attention,$(summary "$out/attention_without_$gpu.txt" "$gpu")" >> "$out/summary.csv"
+  echo "every other GPU,$gpu,attention,$(summary "$out/attention_without_$gpu.txt" "$gpu")" >> "$new"
 done
+{ echo "$header"; cat "$tmp/kept.csv" "$new"; } > "$out/summary.csv"
 column -s, -t "$out/summary.csv"
