@@ -177,6 +177,12 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
     MicrobenchRun parsed{run.number("seconds"), run.number("clock_mhz")};
     detail::require_positive(run_prefix + "seconds", parsed.seconds);
     detail::require_non_negative(run_prefix + "clock_mhz", parsed.clock_mhz);
+    detail::require_at_most(run_prefix + "clock_mhz", parsed.clock_mhz, 10000, "MHz, past any GPU's clock");
+    // 0 says the kernel does not read the clock: so in every run of it, or in none
+    if (!result.runs.empty() && (parsed.clock_mhz > 0) != (result.runs.front().clock_mhz > 0))
+      detail::fail_field(run_prefix + "clock_mhz", parsed.clock_mhz,
+                         "must be 0 in every run or in none (0: the kernel does not read the clock), as runs[0] has " +
+                             detail::excerpt(runs[0]["clock_mhz"]));
     result.runs.push_back(parsed);
   }
   return result;
@@ -208,7 +214,8 @@ MicrobenchLog microbench_log_from_json(std::string_view json_text) {
   log.quick = quick.get<bool>();
   log.device = read_device(fields.get("device"));
   const json& benchmarks = fields.get("benchmarks");
-  if (!benchmarks.is_array()) detail::fail_field("microbench.benchmarks", detail::excerpt(benchmarks), "must be an array");
+  if (!benchmarks.is_array() || benchmarks.empty())  // a log of no benchmark calibrates nothing
+    detail::fail_field("microbench.benchmarks", detail::excerpt(benchmarks), "must be a non-empty array");
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
     MicrobenchResult result = read_benchmark(benchmarks[i], "microbench.benchmarks[" + std::to_string(i) + "].");
     for (const MicrobenchResult& earlier : log.benchmarks)

@@ -334,6 +334,14 @@ TEST_CASE("microbenchmark log JSON: every malformed field is named") {
              Contains("microbench.benchmarks[3].runs[0].seconds must be positive") && Contains("-0.5"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][3]["runs"][0]["clock_mhz"] = -1; }),
              Contains("microbench.benchmarks[3].runs[0].clock_mhz"));
+  // A log of no benchmark calibrates nothing; a clock past any GPU's; a kernel that reads the
+  // clock in one run and not in another (0: not read)
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"] = json::array(); }),
+             Contains("microbench.benchmarks must be a non-empty array, got []"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["runs"][0]["clock_mhz"] = 1e9; }),
+             Contains("microbench.benchmarks[0].runs[0].clock_mhz must be at most 10000 (MHz, past any GPU's clock)"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["runs"].push_back({{"seconds", 0.01}, {"clock_mhz", 0}}); }),
+             Contains("microbench.benchmarks[0].runs[1].clock_mhz must be 0 in every run or in none") && Contains("runs[0] has 1500"));
   CHECK_THAT(error_of([] { load_microbench_log("/no/such/log.json"); }),
              Contains("cannot open microbenchmark log file /no/such/log.json"));
 }
