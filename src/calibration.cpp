@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "csv_support.hpp"
@@ -261,6 +263,16 @@ LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSp
   for (const AllReduceMeasurement& m : measurements)
     if (m.mode == "graph") rows.push_back(&m);
   if (rows.empty()) throw Error("fitting the link needs all-reduces measured in a CUDA graph (mode graph); none was given");
+  // Two unknowns, bandwidth and latency: one size of message fits any line through its point
+  std::set<double> sizes;
+  for (const AllReduceMeasurement* m : rows) sizes.insert(m->bytes);
+  if (sizes.size() < 2) {
+    std::ostringstream message;
+    message << "fitting the link's bandwidth and latency needs all-reduces of at least two sizes timed in a CUDA graph "
+               "(mode graph); the "
+            << rows.size() << " given are all of " << *sizes.begin() << " bytes";
+    throw Error(message.str());
+  }
   const Predictor analytical = Predictor::analytical();
   GpuSpec trial = gpu;
   auto mape = [&](double bandwidth_gb_s, double latency_us) {

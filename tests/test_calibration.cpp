@@ -498,6 +498,10 @@ TEST_CASE("fit_link recovers the link figures that produced the timings") {
 
   std::vector<AllReduceMeasurement> eager_only{{2, 4096, "eager", 35.0}};
   CHECK_THAT(error_of([&] { fit_link(eager_only, start); }), Contains("mode graph"));
+  // One size fits any line through its point (it read "0.0% error"): two unknowns need two sizes
+  std::vector<AllReduceMeasurement> one_size{{2, 4096, "graph", 12.0}, {8, 4096, "graph", 20.0}};
+  CHECK_THAT(error_of([&] { fit_link(one_size, start); }),
+             Contains("needs all-reduces of at least two sizes") && Contains("the 2 given are all of 4096 bytes"));
 }
 
 TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are named") {
