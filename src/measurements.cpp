@@ -13,6 +13,7 @@
 #include "json_support.hpp"
 #include "statistics.hpp"
 #include "pipeweave/calibration.hpp"
+#include "pipeweave/dataset.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 
@@ -362,10 +363,11 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
     for (std::size_t j = parsed[r].records.size(); j-- > 0;)
       unmatched[r][record_key(parsed[r].records[j].first)].push_back(j);  // popped from the back: file order
   }
-  std::string csv = first.op == "gemm"        ? kGemmHeader
-                    : first.op == "rmsnorm"   ? kRmsNormHeader
-                    : first.op == "attention" ? kAttentionHeader
-                                              : kSiluMulHeader;
+  const std::string header = first.op == "gemm"        ? kGemmHeader
+                             : first.op == "rmsnorm"   ? kRmsNormHeader
+                             : first.op == "attention" ? kAttentionHeader
+                                                       : kSiluMulHeader;
+  std::string csv = header;
   for (const auto& [document, line] : first.records) {
     const std::string prefix = run_prefix(0) + "line " + std::to_string(line) + ": ";
     const Fields f(document, prefix);
@@ -380,9 +382,17 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
       const std::string other_prefix = run_prefix(r) + "line " + std::to_string(other_line) + ": ";
       record.durations.push_back(read_durations(Fields(other, other_prefix), other_prefix));
     }
-    csv += first.op == "gemm"        ? gemm_row(record, first.gpu)
-           : first.op == "attention" ? attention_row(record, first.gpu)
-                                     : row_op_row(record, first.gpu, first.op == "rmsnorm");
+    const std::string row = first.op == "gemm"        ? gemm_row(record, first.gpu)
+                            : first.op == "attention" ? attention_row(record, first.gpu)
+                                                      : row_op_row(record, first.gpu, first.op == "rmsnorm");
+    // What collect writes, train and eval must read: the row is read back as they read it (a
+    // record of tokens 0 was written, then refused by eval)
+    try {
+      measurements_from_csv(header + row, "the row");
+    } catch (const Error& error) {
+      throw Error(prefix + "makes a row that cannot be read: " + error.what());
+    }
+    csv += row;
   }
   for (std::size_t r = 1; r < parsed.size(); ++r)
     for (const auto& [key, left] : unmatched[r])

@@ -204,6 +204,11 @@ TEST_CASE("raw RMSNorm and SiLU-mul records become CSV rows") {
   REQUIRE(silu_csv.size() == 2);
   CHECK(silu_csv[0] == "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,runs,run_spread,l2,kernel");
   CHECK(silu_csv[1] == "H100-SXM,bf16,3,2048,1024,2.5,0,1,1,0,cold,silu");
+  // A record that makes a row train and eval would refuse is refused here, naming its line
+  std::string empty = silu;
+  empty.replace(empty.find(R"("tokens": 3)"), 11, R"("tokens": 0)");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(empty); }),
+             Contains("line 2: makes a row that cannot be read: ") && Contains("tokens"));
 }
 
 TEST_CASE("raw records of a GPU the catalog does not know keep its CUDA name") {
