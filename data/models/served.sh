@@ -8,8 +8,11 @@
 # 3. Trains a network for GEMMs without a config on the other families' served rows (the bundled
 #    GEMM model choosing the configs, as train_all.sh trains the bundled one) and scores it on
 #    the held-out rows: data/models/served/gemm_configless_served.json, not bundled.
+# 4. Trains a GEMM model given the config that ran on the same rows (with their config; the rows
+#    whose tile nothing says left out) and scores it on the held-out rows with cuBLAS's config, and
+#    from the shape alone as its own chooser (that model is not kept: the tree's size).
 # Writes data/models/report/served/: each eval's output, per-family tables (<name>.families.csv)
-# and the training log. About 20 minutes on 2 cores.
+# and the training logs. About 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
@@ -33,3 +36,8 @@ score bundled_with_cublas_config
 "$cli" train --op gemm --without-configs --chooser data/models/gemm.json --data "$split/train.csv" --specs data/gpus \
   --epochs 80 --patience 80 --lr 3e-3 --batch 512 --out data/models/served/gemm_configless_served.json 2> "$out/train.log"
 score served_without_configs --model data/models/served/gemm_configless_served.json
+grep -v ",unknown," "$split/train.csv" > "$split/train_configs.csv"
+"$cli" train --op gemm --data "$split/train_configs.csv" --specs data/gpus --epochs 80 --patience 80 --lr 3e-3 --batch 512 \
+  --out "$split/gemm_served.json" 2> "$out/gemm_served.train.log"
+score served_with_cublas_config --model "$split/gemm_served.json"
+score served_gemm_without_configs --model "$split/gemm_served.json" --without-configs

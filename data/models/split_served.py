@@ -5,7 +5,7 @@
 
 Held out: every row of the families in HELD_OUT whose weight shape (n, k) no other family has
 (a layer shared with a training family would not be new), and a fifth of the random shapes (by a
-hash of the shape). Everything else trains. Writes OUT_DIR/train.csv and OUT_DIR/test.csv (the
+hash of m, n and k, so that a shape's bf16 and fp8 rows fall on the same side). Everything else trains. Writes OUT_DIR/train.csv and OUT_DIR/test.csv (the
 measurement format, the family columns kept) and prints the counts.
 """
 import csv
@@ -35,12 +35,16 @@ def main():
             header = file_header
             rows += list(reader)
     at = {name: i for i, name in enumerate(header)}
-    trained_weights = {(r[at["n"]], r[at["k"]]) for r in rows if r[at["family"]] not in HELD_OUT}
+    def random_held_out(r):  # by the shape alone: its bf16 and fp8 rows stay on one side
+        return zlib.crc32(",".join(r[at[c]] for c in ("m", "n", "k")).encode()) % 5 == 0
+
+    trained_weights = {(r[at["n"]], r[at["k"]]) for r in rows if r[at["family"]] not in HELD_OUT and
+                       not (r[at["family"]] == "random" and random_held_out(r))}
 
     def held_out(r):
         family = r[at["family"]]
         if family == "random":
-            return zlib.crc32(",".join(r[at[c]] for c in ("dtype", "m", "n", "k")).encode()) % 5 == 0
+            return random_held_out(r)
         return family in HELD_OUT and (r[at["n"]], r[at["k"]]) not in trained_weights
 
     os.makedirs(out_dir, exist_ok=True)
