@@ -132,28 +132,30 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
     cluster_m = std::max(1, attr_cluster_n), cluster_n = std::max(1, attr_cluster_m), source = "algo_attributes";
   }
   const int candidate = f.integer("candidate");
-  std::ostringstream row;
-  row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k") << ',';
-  if (tile_m <= 0 || tile_n <= 0 || tile_k <= 0) {
-    // Neither the name nor the algo attributes say the tile (cuBLAS's older CUTLASS kernels and
-    // its GEMV kernels, which it picks for shapes of a width that is no multiple of 8: 261 of
-    // the 189,762 served H100 rows): the
-    // row keeps its shape and time with the config cells empty, a GEMM measured as cuBLAS chose
-    // it (config_source "unknown"), as a model without a config reads it.
+  // The seven config cells and the reduction scheme; all empty where neither the name nor the
+  // algo attributes say the tile (cuBLAS's older CUTLASS kernels and its GEMV kernels, which it
+  // picks for shapes of a width that is no multiple of 8: 261 of the 189,762 served H100 rows).
+  // Such a row keeps its shape and time, a GEMM measured as cuBLAS chose it (config_source
+  // "unknown"), as a model without a config reads it; no name parsed, so the MMA cells are empty too.
+  std::ostringstream config;
+  std::string reduction_scheme;
+  if (tile_m > 0 && tile_n > 0 && tile_k > 0) {
+    config << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
+           << cluster_m << ',' << cluster_n;
+    reduction_scheme = std::to_string(f.integer("reduction_scheme"));
+  } else {
     if (candidate != 0)
       detail::fail_field(prefix + "kernels", kernel,
                          "must carry a tile in its name, or the algo attributes one (a candidate other than cuBLAS's first)");
-    row << ",,,,,,," << number(timing.median_us) << ',' << candidate << ",1," << f.integer("candidates") << ','
-        << timing.kernels.size() << ",unknown,,," << ",,," << number(f.number("workspace_bytes")) << ','
-        << timing_cells(timing, f) << ',' << csv_cell(kernel) << '\n';
-    return row.str();
+    config << ",,,,,,";
+    source = "unknown";
   }
-  row << tile_m << ',' << tile_n << ',' << tile_k << ',' << std::max(1, f.integer("split_k")) << ',' << stages << ','
-      << cluster_m << ',' << cluster_n << ',' << number(timing.median_us) << ',' << candidate << ','
-      << (candidate == 0 ? 1 : 0) << ',' << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ','
-      << agrees << ',' << f.integer("reduction_scheme") << ',' << swap_ab << ',' << schedule << ',' << raster << ','
-      << number(f.number("workspace_bytes")) << ',' << timing_cells(timing, f) << ','
-      << csv_cell(kernel) << '\n';
+  std::ostringstream row;
+  row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k")
+      << ',' << config.str() << ',' << number(timing.median_us) << ',' << candidate << ',' << (candidate == 0 ? 1 : 0) << ','
+      << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ',' << agrees << ',' << reduction_scheme
+      << ',' << swap_ab << ',' << schedule << ',' << raster << ',' << number(f.number("workspace_bytes")) << ','
+      << timing_cells(timing, f) << ',' << csv_cell(kernel) << '\n';
   return row.str();
 }
 
