@@ -399,8 +399,8 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
     size_t copies = 1;
     if (options.served) {
       const size_t span = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
+      // at least one: an operand past the buffer was skipped above
       copies = std::min(std::max<size_t>(2, (span + weight_bytes - 1) / weight_bytes), kBufferBytes / weight_bytes);
-      copies = std::max<size_t>(1, copies);
     }
     fill(weights, copies * weight_bytes, dtype, 1 + static_cast<uint32_t>(row));
     fill(activations, m * k * in_bytes, dtype, 7 + static_cast<uint32_t>(row));

@@ -15,7 +15,6 @@ dtype,m,n,k,duration_us,kernels,kernel (the longest kernel's name) per shape.
 """
 import argparse
 import csv
-import json
 import os
 import random
 import statistics
@@ -23,6 +22,9 @@ import sys
 import tempfile
 
 import torch
+
+# The trace's kernels in time order, and the names of the marker kernel, as the attention collector reads them
+from collect_attention import MARKERS, kernel_events
 
 
 def make_call(dtype, m, n, k, l2_bytes):
@@ -82,12 +84,10 @@ def main():
             with tempfile.TemporaryDirectory() as folder:
                 path = os.path.join(folder, "trace.json")
                 profiler.export_chrome_trace(path)
-                with open(path) as f:
-                    events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel" and e.get("ph") == "X"]
-            events.sort(key=lambda e: e["ts"])
+                events = kernel_events(path)
             groups = []
             for e in events:
-                if "sleep" in e["name"] or "spin" in e["name"]:
+                if any(marker in e["name"] for marker in MARKERS):
                     groups.append([])
                 elif groups:
                     groups[-1].append(e)
