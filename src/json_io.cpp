@@ -177,7 +177,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const json document = parse_json(json_text, "model weights");
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
-               "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm",
+               "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
                "provenance", "domain", "pipe_efficiency"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
@@ -214,6 +214,16 @@ Mlp mlp_from_json(std::string_view json_text) {
     const json& flag = fields.get("for_configless_gemm");
     if (!flag.is_boolean()) detail::fail_field("mlp.for_configless_gemm", detail::excerpt(flag), "must be true or false");
     description.for_configless_gemm = flag.get<bool>();
+  }
+  if (fields.has("dtypes")) {
+    const json& listed = fields.get("dtypes");
+    if (!listed.is_array()) detail::fail_field("mlp.dtypes", detail::excerpt(listed), "must be an array of data types");
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      const auto dtype = listed[i].is_string() ? parse_dtype(listed[i].get<std::string>()) : std::nullopt;
+      if (!dtype)
+        detail::fail_field("mlp.dtypes[" + std::to_string(i) + "]", detail::excerpt(listed[i]), "must be a data type (bf16, fp8_e4m3, ...)");
+      description.dtypes.push_back(*dtype);
+    }
   }
   if (fields.has("configless_scale")) {
     const json& listed = fields.get("configless_scale");
@@ -317,6 +327,11 @@ std::string to_json(const Mlp& mlp) {
     document["further_networks"] = networks;
   }
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
+  if (!d.dtypes.empty()) {
+    json listed = json::array();
+    for (DType dtype : d.dtypes) listed.push_back(std::string(to_string(dtype)));
+    document["dtypes"] = listed;
+  }
   if (!d.configless_scale.empty()) {
     json scales = json::object();
     for (const auto& [dtype, scale] : d.configless_scale) scales[std::string(to_string(dtype))] = scale;

@@ -639,6 +639,7 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   if (init && init->family() == family) {
     description.configless_scale = init->description().configless_scale;
     description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
+    description.dtypes = init->description().dtypes;
   }
   Mlp model(std::move(description));
   std::vector<EpochReport> history;

@@ -359,6 +359,30 @@ pipeweave_cli_test(train_without_configs_init "wrote [^\n]*tiny_gemm_configless_
                    train --op gemm --without-configs --init "${tiny_configless}" --data "${ranking_csv}" --epochs 2
                    --validation-fraction 0.5 --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_tuned.json" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_without_configs_init PROPERTIES FIXTURES_REQUIRED tiny_configless)
+# One network per data type (--dtypes): trained on that type's shapes only, and scored together.
+set(tiny_configless_bf16 "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_bf16.json")
+set(tiny_configless_fp8 "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_fp8.json")
+pipeweave_cli_test(train_without_configs_bf16 "configs chosen for 2 \\(GPU, shape\\) pairs by the bundled GEMM model\n.*gemm 2 rows: .*wrote [^\n]*tiny_gemm_configless_bf16\.json"
+                   train --op gemm --without-configs --dtypes bf16 --data "${ranking_csv}" --out "${tiny_configless_bf16}" --hidden 8
+                   --epochs 2 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+pipeweave_cli_test(train_without_configs_fp8 "configs chosen for 8 \\(GPU, shape\\) pairs by the bundled GEMM model\n.*gemm 8 rows: .*wrote [^\n]*tiny_gemm_configless_fp8\.json"
+                   train --op gemm --without-configs --dtypes fp8 --data "${cli_data}/served_fp8_sample.csv" --out "${tiny_configless_fp8}"
+                   --hidden 8 --epochs 2 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_without_configs_bf16 cli.train_without_configs_fp8 PROPERTIES FIXTURES_SETUP tiny_configless_dtypes)
+pipeweave_cli_test(eval_configless_per_dtype "\nH100-SXM +3 [^\n]*\noverall +3 "
+                   eval --model "${tiny_configless_bf16}" --model "${tiny_configless_fp8}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_configless_per_dtype PROPERTIES FIXTURES_REQUIRED tiny_configless_dtypes)
+pipeweave_cli_failure(eval_two_models_not_configless "--model is given more than once only for models for GEMMs without a config \\(one per data type\\); [^ ]*tiny_silu_mul\.json is not one"
+                      eval --model "${tiny_configless_bf16}" --model "${tiny_model}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_two_models_not_configless PROPERTIES FIXTURES_REQUIRED "tiny_configless_dtypes;tiny_model")
+pipeweave_cli_failure(train_dtypes_needs_without_configs "--dtypes trains a model for GEMMs without a config of those data types; give --without-configs"
+                      train --op gemm --dtypes bf16 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_dtypes_unknown "--dtypes must list data types \\(bf16, fp8_e4m3, ...\\), got \"fp4\""
+                      train --op gemm --without-configs --dtypes bf16,fp4 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, got int8"
+                      train --op gemm --without-configs --dtypes int8 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_dtypes_empty "--dtypes must name at least one data type, got \",\""
+                      train --op gemm --without-configs --dtypes , --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_chooser_other_split "--chooser [^ ]*tiny_gemm\.json was trained with split_seed \"1\", this run has \"2\""
                       train --op gemm --without-configs --chooser "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --seed 2
                       --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

@@ -642,8 +642,11 @@ TEST_CASE("Predictor: a model for GEMMs without a config answers for them, besid
   const Mlp configless(answers);
   const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm)});
   const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), configless});
-  REQUIRE(predictor.configless_gemm_model() != nullptr);
-  CHECK(plain.configless_gemm_model() == nullptr);
+  for (DType dtype : kAllDTypes) {
+    CHECK(predictor.configless_gemm_model(dtype) == predictor.configless_gemm_model(DType::bf16));  // every type
+    CHECK(plain.configless_gemm_model(dtype) == nullptr);
+  }
+  REQUIRE(predictor.configless_gemm_model(DType::bf16) != nullptr);
   CHECK(predictor.model(OpFamily::gemm)->description().for_configless_gemm == false);  // each in its place
 
   const Gemm decode = make_gemm(16, 8192, 8192);
@@ -670,6 +673,80 @@ TEST_CASE("Predictor: a model for GEMMs without a config answers for them, besid
   const Predictor added = plain.with({configless});
   CHECK(same(added.predict(decode, h100), p));
   CHECK(same(plain.predict(decode, h100), Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)}).predict(decode, h100)));
+}
+
+TEST_CASE("Predictor: config-less GEMM models per data type, a listing model before one for every type",
+          "[predictor][rank]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  auto configless = [](double efficiency, std::vector<DType> dtypes) {
+    MlpDescription d = constant_model(OpFamily::gemm, efficiency).description();
+    d.for_configless_gemm = true;
+    d.dtypes = std::move(dtypes);
+    return Mlp(d);
+  };
+  const Mlp every = configless(0.5, {}), bf16 = configless(0.4, {DType::bf16}), fp8 = configless(0.3, {DType::fp8_e4m3});
+  CHECK(bf16.answers_for(DType::bf16));
+  CHECK_FALSE(bf16.answers_for(DType::fp16));
+  CHECK(every.answers_for(DType::int8));
+  auto efficiency_of = [&](const Predictor& predictor, DType dtype) {
+    Gemm gemm = make_gemm(64, 4096, 4096);
+    gemm.dtype = dtype;
+    return predictor.predict(gemm, h100).efficiency;
+  };
+  // In either order, the model that lists a type answers for it; the one for every type, the rest.
+  for (const std::vector<Mlp>& order : {std::vector<Mlp>{varying_model(OpFamily::gemm), every, bf16, fp8},
+                                        std::vector<Mlp>{varying_model(OpFamily::gemm), bf16, fp8, every}}) {
+    const Predictor predictor(order);
+    CHECK(efficiency_of(predictor, DType::bf16) == Approx(0.4).epsilon(1e-6));
+    CHECK(efficiency_of(predictor, DType::fp8_e4m3) == Approx(0.3).epsilon(1e-6));
+    CHECK(efficiency_of(predictor, DType::fp16) == Approx(0.5).epsilon(1e-6));
+    CHECK(predictor.configless_gemm_model(DType::fp16)->description().dtypes.empty());
+  }
+  // Without one for every type, a type none lists is the GEMM model's pick times its configless_scale.
+  const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm)});
+  const Predictor listed(std::vector<Mlp>{varying_model(OpFamily::gemm), bf16});
+  CHECK(listed.configless_gemm_model(DType::fp16) == nullptr);
+  CHECK(efficiency_of(listed, DType::fp16) == Approx(efficiency_of(plain, DType::fp16)).epsilon(1e-12));
+  CHECK(efficiency_of(listed, DType::bf16) == Approx(0.4).epsilon(1e-6));
+  // A later model that lists a type replaces the earlier one in that type's place only.
+  const Predictor replaced = listed.with({configless(0.2, {DType::bf16, DType::fp16})});
+  CHECK(efficiency_of(replaced, DType::bf16) == Approx(0.2).epsilon(1e-6));
+  CHECK(efficiency_of(replaced, DType::fp16) == Approx(0.2).epsilon(1e-6));
+  CHECK(efficiency_of(listed, DType::bf16) == Approx(0.4).epsilon(1e-6));
+  // A batch of mixed types, each to its own network, as one at a time.
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), every, bf16, fp8});
+  std::vector<Kernel> kernels;
+  for (DType dtype : {DType::bf16, DType::fp8_e4m3, DType::fp16, DType::bf16}) {
+    Gemm gemm = make_gemm(64, 4096, 4096);
+    gemm.dtype = dtype;
+    kernels.push_back(gemm);
+  }
+  const std::vector<Prediction> batch = predictor.predict(kernels, h100);
+  for (std::size_t i = 0; i < kernels.size(); ++i) CHECK(same(batch[i], predictor.predict(kernels[i], h100)));
+}
+
+TEST_CASE("Mlp: dtypes is checked and survives a JSON round trip", "[predictor][mlp]") {
+  MlpDescription d = varying_model(OpFamily::gemm).description();
+  d.for_configless_gemm = true;
+  d.dtypes = {DType::fp8_e4m3, DType::bf16};
+  const Mlp model(d);
+  CHECK(mlp_from_json(to_json(model)).description().dtypes == d.dtypes);
+  CHECK(mlp_from_json(to_json(varying_model(OpFamily::gemm))).description().dtypes.empty());
+  MlpDescription with_config = d;
+  with_config.for_configless_gemm = false;
+  CHECK_THAT(error_of([&] { Mlp{with_config}; }), Contains("mlp.dtypes") && Contains("without a config only"));
+  MlpDescription twice = d;
+  twice.dtypes = {DType::bf16, DType::fp8_e4m3, DType::bf16};
+  CHECK_THAT(error_of([&] { Mlp{twice}; }), Contains("mlp.dtypes[2] is listed twice, got \"bf16\""));
+  std::string text = to_json(model);
+  const std::string listed = "\"dtypes\":[\"fp8_e4m3\",\"bf16\"]";
+  REQUIRE(text.find(listed) != std::string::npos);
+  std::string unknown = text;
+  unknown.replace(unknown.find(listed), listed.size(), "\"dtypes\":[\"bf16\",\"fp4\"]");
+  CHECK_THAT(error_of([&] { mlp_from_json(unknown); }), Contains("mlp.dtypes[1] must be a data type") && Contains("fp4"));
+  std::string not_array = text;
+  not_array.replace(not_array.find(listed), listed.size(), "\"dtypes\":\"bf16\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(not_array); }), Contains("mlp.dtypes must be an array"));
 }
 
 TEST_CASE("Mlp: for_configless_gemm is checked and survives a JSON round trip", "[predictor][mlp]") {

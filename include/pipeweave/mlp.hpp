@@ -52,6 +52,14 @@ struct MlpDescription {
   // Predictor that holds one beside a GEMM model uses it for such GEMMs (and no
   // configless_scale); it holds no configless_scale itself.
   bool for_configless_gemm = false;
+  // Models for GEMMs without a config only: the data types it answers for (empty: every type).
+  // The features carry no data type, and an fp8 GEMM reads much as a bf16 GEMM of half the
+  // tensor and operand cycles would, while it reaches a smaller share of its peak: one network
+  // for both was biased by type on its own training rows (bf16 +1.7%, fp8 -2.4%, median) and one
+  // per type came out about a point closer on model families it never saw (data/README.md,
+  // "GEMMs as served"). A Predictor answers a GEMM of a listed type with the model that lists it
+  // before one that lists none.
+  std::vector<DType> dtypes;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
   std::vector<std::pair<std::string, std::string>> provenance;
 
@@ -126,6 +134,12 @@ class Mlp {
     for (const auto& [upto_us, efficiency] : *rows)
       if (bound_us <= upto_us) return efficiency;
     return rows->back().second;
+  }
+
+  // Whether this model answers for GEMMs of this data type (MlpDescription::dtypes).
+  bool answers_for(DType dtype) const {
+    const std::vector<DType>& listed = description_.dtypes;
+    return listed.empty() || std::find(listed.begin(), listed.end(), dtype) != listed.end();
   }
 
   // The factor for a GEMM of this data type predicted without its config (1: none recorded).
@@ -266,6 +280,13 @@ class Mlp {
     if (d.for_configless_gemm && !d.configless_scale.empty())
       detail::fail_field("mlp.configless_scale", "(a model for GEMMs without a config)",
                          "must be empty: such a model answers for them itself");
+    if (!d.dtypes.empty() && !d.for_configless_gemm)
+      detail::fail_field("mlp.dtypes", "(a model for " + std::string(d.family == OpFamily::gemm ? "GEMMs with their config" : to_string(d.family)) + ")",
+                         "is for models for GEMMs without a config only");
+    for (std::size_t i = 0; i < d.dtypes.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (d.dtypes[j] == d.dtypes[i])
+          detail::fail_field("mlp.dtypes[" + std::to_string(i) + "]", "\"" + std::string(to_string(d.dtypes[i])) + "\"", "is listed twice");
     if (!d.configless_scale.empty() && d.family != OpFamily::gemm)
       detail::fail_field("mlp.configless_scale", "(a " + std::string(to_string(d.family)) + " model)",
                          "is for GEMM models only (a GEMM's config is what it replaces)");

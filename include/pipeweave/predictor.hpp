@@ -8,7 +8,7 @@
 // no trained model answers with the bound itself and says so (source = analytical_bound).
 // A GEMM that comes without its config runs the best predicted of the configs a GEMM library
 // would consider (gemm_candidates). Its latency: with a config-less GEMM model
-// (Mlp::for_configless_gemm, bundled), that model's answer for the chosen config; else the
+// (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config; else the
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
 // A Predictor is immutable after construction: every method is const and thread-safe (the
@@ -71,8 +71,9 @@ class Predictor {
  public:
   // The models bundled with the library (data/models/, compiled in at build time).
   Predictor();
-  // These models, at most one per op family and one for GEMMs without a config (a later one
-  // replaces an earlier one in its place).
+  // These models, at most one per op family and one for GEMMs without a config per data type (a
+  // later one replaces an earlier one in its place; for a data type, a config-less model that
+  // lists it (Mlp::answers_for) takes the place before one that lists no type, in any order).
   explicit Predictor(std::vector<Mlp> models) { place(std::move(models)); }
   // No models: every prediction is the analytical bound.
   static Predictor analytical() { return Predictor(std::vector<Mlp>{}); }
@@ -86,9 +87,9 @@ class Predictor {
   }
 
   const Mlp* model(OpFamily family) const { return models_[static_cast<std::size_t>(family)].get(); }
-  // The model for GEMMs given without their config (Mlp::for_configless_gemm), if any. It is
-  // used only beside a GEMM model, which picks the config whose demand it reads.
-  const Mlp* configless_gemm_model() const { return configless_gemm_.get(); }
+  // The model for GEMMs of this data type given without their config (Mlp::for_configless_gemm),
+  // if any. It is used only beside a GEMM model, which picks the config whose demand it reads.
+  const Mlp* configless_gemm_model(DType dtype) const { return configless_gemm_[dtype_index(dtype)].get(); }
 
   // Throws pipeweave::Error for an invalid GpuSpec, or a kernel this GPU cannot run
   // (a data type it has no tensor path for, a tile too large for its shared memory).
@@ -119,11 +120,15 @@ class Predictor {
       if (networks[i].first) rows[i] = features(demands[i], gpu);
     std::vector<std::size_t> members;
     std::vector<bool> outside(kernels.size(), false);
-    std::array<const Mlp*, kOpFamilyCount + 1> all_networks{};
+    std::array<const Mlp*, kOpFamilyCount + kAllDTypes.size()> all_networks{};
     for (std::size_t f = 0; f < kOpFamilyCount; ++f) all_networks[f] = models_[f].get();
-    all_networks.back() = configless_gemm_.get();
-    for (const Mlp* mlp : all_networks) {
-      if (!mlp) continue;
+    for (std::size_t t = 0; t < kAllDTypes.size(); ++t) all_networks[kOpFamilyCount + t] = configless_gemm_[t].get();
+    for (std::size_t n = 0; n < all_networks.size(); ++n) {
+      const Mlp* mlp = all_networks[n];
+      // A config-less model that answers for several data types holds several places: once.
+      if (!mlp || std::find(all_networks.begin(), all_networks.begin() + static_cast<std::ptrdiff_t>(n), mlp) !=
+                      all_networks.begin() + static_cast<std::ptrdiff_t>(n))
+        continue;
       members.clear();
       for (std::size_t i = 0; i < kernels.size(); ++i) {
         if (networks[i].first != mlp) continue;
@@ -231,20 +236,28 @@ class Predictor {
     const Mlp* mlp = model(kernel.family());
     const Gemm* gemm = kernel.get_if<Gemm>();
     if (!gemm || gemm->config || !mlp) return {mlp, 1.0};
-    if (configless_gemm_) return {configless_gemm_.get(), 1.0};
+    if (const Mlp* configless = configless_gemm_model(gemm->dtype)) return {configless, 1.0};
     return {mlp, mlp->configless_scale(gemm->dtype)};
   }
 
   void place(std::vector<Mlp> models) {
     for (Mlp& model : models) {
       auto shared = std::make_shared<const Mlp>(std::move(model));
-      if (shared->description().for_configless_gemm)
-        configless_gemm_ = std::move(shared);
-      else
+      if (shared->description().for_configless_gemm) {
+        const bool listing = !shared->description().dtypes.empty();
+        for (DType dtype : kAllDTypes) {
+          const std::size_t slot = dtype_index(dtype);
+          if (!shared->answers_for(dtype) || (!listing && configless_listing_[slot])) continue;
+          configless_gemm_[slot] = shared;
+          configless_listing_[slot] = listing;
+        }
+      } else
         models_[static_cast<std::size_t>(shared->family())] = std::move(shared);
     }
   }
 
+  static std::size_t dtype_index(DType dtype) { return static_cast<std::size_t>(dtype); }
+  static_assert(static_cast<std::size_t>(DType::int8) + 1 == kAllDTypes.size(), "DType values index kAllDTypes");
   static int compute_capability(const GpuSpec& gpu) { return gpu.compute_capability_major * 10 + gpu.compute_capability_minor; }
   // Whether a network's training covers this GPU's architecture and this kernel's inputs.
   static bool covered(const Mlp& mlp, const GpuSpec& gpu, const Features& row) {
@@ -284,7 +297,9 @@ class Predictor {
   }
 
   std::array<std::shared_ptr<const Mlp>, kOpFamilyCount> models_{};
-  std::shared_ptr<const Mlp> configless_gemm_;
+  // Per data type (index: DType): the config-less GEMM model, and whether it lists that type.
+  std::array<std::shared_ptr<const Mlp>, kAllDTypes.size()> configless_gemm_{};
+  std::array<bool, kAllDTypes.size()> configless_listing_{};
   // Shared by copies: they hold the same models, so the same choices.
   std::shared_ptr<detail::GemmConfigCache> gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
 };

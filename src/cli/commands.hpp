@@ -15,7 +15,7 @@ int shapes_command(int argc, char** argv, int first);
 // pipeweave collect --from-raw FILE --out FILE.csv
 int collect_command(int argc, char** argv, int first);
 
-// pipeweave eval --data FILE.csv [--data ...] [--model M [--held-out]] [--spec GPU=FILE]... [--specs DIR] [--default-configs|--ranking] [--json] [--report DIR]
+// pipeweave eval --data FILE.csv [--data ...] [--model M [--model ...] [--held-out]] [--spec GPU=FILE]... [--specs DIR] [--default-configs|--ranking] [--json] [--report DIR]
 int eval_command(int argc, char** argv, int first);
 
 // pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--holdout-gpu GPU] [--init MODEL.json] ...

@@ -26,6 +26,7 @@ struct EvalArguments {
   std::string specs_dir;
   std::string report_dir;
   std::string model;
+  std::vector<std::string> further_models;  // more config-less GEMM models: one per data type
   bool held_out = false;
   bool json = false;
   bool default_only = false;
@@ -46,7 +47,7 @@ EvalArguments parse(int argc, char** argv, int first) {
     else if (argument == "--specs") arguments.specs_dir = value();
     else if (argument == "--report") arguments.report_dir = value();
     else if (argument == "--json") arguments.json = true;
-    else if (argument == "--model") arguments.model = value();
+    else if (argument == "--model") (arguments.model.empty() ? arguments.model : arguments.further_models.emplace_back()) = value();
     else if (argument == "--held-out") arguments.held_out = true;
     else if (argument == "--default-configs") arguments.default_only = true;
     else if (argument == "--without-configs") arguments.without_configs = arguments.default_only = true;
@@ -181,6 +182,25 @@ int eval_command(int argc, char** argv, int first) {
     if (arguments.held_out && test_fraction <= 0)
       throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
   }
+  // Models for GEMMs without a config per data type answer together, each for its types, beside
+  // the chooser they were trained with; their split must be the same for --held-out to be one.
+  std::vector<Mlp> configless_models;
+  if (model && model->description().for_configless_gemm) configless_models.push_back(*model);
+  for (const std::string& path : arguments.further_models) {
+    Mlp further = load_mlp(path);
+    if (!model->description().for_configless_gemm || !further.description().for_configless_gemm)
+      throw Error("--model is given more than once only for models for GEMMs without a config (one per data type); " +
+                  (further.description().for_configless_gemm ? arguments.model : path) + " is not one");
+    const std::map<std::string, std::string> first(model->description().provenance.begin(), model->description().provenance.end());
+    const std::map<std::string, std::string> other(further.description().provenance.begin(), further.description().provenance.end());
+    for (const char* key : {"chooser", "split_seed", "test_fraction", "holdout_gpu"}) {
+      const std::string a = first.count(key) ? first.at(key) : "", b = other.count(key) ? other.at(key) : "";
+      if (a != b)
+        throw Error(fmt::format("{} was trained with {} \"{}\", {} with \"{}\": the models given together must share their chooser and split",
+                                arguments.model, key, a, path, b));
+    }
+    configless_models.push_back(std::move(further));
+  }
   // A model for GEMMs without a config is scored on the GEMMs as a caller without one asks them.
   if (model && model->description().for_configless_gemm && !arguments.without_configs) {
     if (arguments.ranking || arguments.default_only)
@@ -213,8 +233,10 @@ int eval_command(int argc, char** argv, int first) {
     std::string chooser;
     for (const auto& [key, value] : model->description().provenance)
       if (key == "chooser") chooser = value;
-    if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with({*model});
-    return Predictor(std::vector<Mlp>{load_mlp(chooser), *model});
+    if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with(configless_models);
+    std::vector<Mlp> models{load_mlp(chooser)};
+    models.insert(models.end(), configless_models.begin(), configless_models.end());
+    return Predictor(std::move(models));
   }();
   const Predictor baseline = Predictor::analytical();
   std::map<std::string, std::vector<std::size_t>> by_gpu;

@@ -29,12 +29,12 @@ constexpr const char* kUsage = R"(usage:
   pipeweave collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--rest R]
                     [--sms N]
   pipeweave collect --from-raw FILE [--from-raw FILE ...] --out FILE.csv   (several: runs of one list, pooled)
-  pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--held-out]] [--spec GPU=FILE]... [--specs DIR]
+  pipeweave eval --data FILE.csv [--data ...] [--model MODEL.json [--model ...] [--held-out]] [--spec GPU=FILE]... [--specs DIR]
                  [--default-configs | --without-configs | --ranking] [--json] [--report DIR]
   pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--spec GPU=FILE]...
                   [--holdout-gpu GPU] [--init MODEL.json] [--hidden 256,128,64] [--epochs N] [--patience N]
                   [--batch N] [--lr X] [--seed S] [--test-fraction F] [--validation-fraction F] [--no-batch-norm]
-                  [--rank-weight W] [--networks N] [--without-configs [--chooser GEMM_MODEL.json]]
+                  [--rank-weight W] [--networks N] [--without-configs [--chooser GEMM_MODEL.json] [--dtypes LIST]]
   pipeweave e2e --gpu NAME|spec.json --workload W.json [--engine sglang|vllm|none] [--engine-terms US,US]
                 [--overhead-us X] [--kernel-overhead-us X] [--sustained-slowdown F [--sustained-utilization U]]
                 [--kernel-model MODEL.json]... [--measured M.csv] [--json] [--report DIR]
@@ -97,7 +97,8 @@ eval predicts every measured row (with the GPU's spec from --spec, else DIR/<gpu
 from --specs, else the catalog) and prints MAPE, median and 90th-percentile error, the share
 within 10% and 20%, and Spearman's rank correlation, per GPU and overall, beside the roofline
 bound alone; --report writes eval.csv and a log-log scatter eval.svg. --model evaluates that model
-instead of the bundled ones; --held-out keeps only the shapes its training held out.
+instead of the bundled ones (given more than once: models for GEMMs without a config, one per
+data type, each answering for its types); --held-out keeps only the shapes its training held out.
 --ranking scores how each shape's measured candidates (GEMM configs) are ordered by the predicted
 latency, beside the library's own order: per-shape Spearman, how often the first choice measured
 fastest, and its slowdown against the fastest. --default-configs keeps each shape's first choice
@@ -116,7 +117,9 @@ below what cuBLAS's first choice measured on the training shapes (configless_sca
 --without-configs trains the network for GEMMs given without their config (bundled beside the
 GEMM model, it answers for them): one row per GPU and shape, cuBLAS's first choice, with the
 config the GEMM model (--chooser, default the bundled one) picks; without such a network,
-predict multiplies the pick's prediction by configless_scale.
+predict multiplies the pick's prediction by configless_scale. --dtypes bf16 trains it on the
+rows of the listed data types only, and it answers for those alone (one network per type: the
+features carry no data type).
 )";
 
 struct Arguments {

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "pipeweave/error.hpp"
+#include "tools.hpp"
 
 namespace pipeweave::cli {
 namespace {
@@ -202,19 +203,6 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
     if (seen.insert(row).second) rows.push_back(row);
   }
   return rows;
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) items.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return items;
 }
 
 int whole_number(const std::string& flag, const std::string& text, long long low, long long high) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeweave/gpu_spec.hpp"
 
@@ -31,6 +32,9 @@ void add_named_spec(const std::string& text, std::map<std::string, std::string>&
 // A flag's value as a number: the whole text parsed, finite; nothing otherwise (the caller
 // names the flag and what it must be).
 std::optional<double> parse_number(const std::string& text);
+
+// A comma-separated list's items, empty ones skipped ("a,,b" -> a, b).
+std::vector<std::string> split_list(const std::string& text);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);

@@ -3,6 +3,7 @@
 // writes the model file the Predictor loads.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -70,6 +71,7 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 int train_command(int argc, char** argv, int first) {
   std::string op, out, specs_dir, holdout_gpu, init_path, chooser_path;
   bool without_configs = false;
+  std::string dtypes_text;
   std::vector<std::string> data;
   std::map<std::string, std::string> specs;
   TrainingOptions options;
@@ -91,6 +93,7 @@ int train_command(int argc, char** argv, int first) {
     else if (argument == "--init") init_path = value();
     else if (argument == "--without-configs") without_configs = true;
     else if (argument == "--chooser") chooser_path = value();
+    else if (argument == "--dtypes") dtypes_text = value();
     else if (argument == "--rank-weight") {
       const std::string text = value();
       const std::optional<double> weight = parse_number(text);
@@ -143,6 +146,29 @@ int train_command(int argc, char** argv, int first) {
   if (init && init->description().for_configless_gemm != without_configs)
     throw Error(init_path + (without_configs ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
                                              : " is a model for GEMMs without a config: fine-tune it with --without-configs"));
+  // A network per data type (MlpDescription::dtypes): only the listed types' rows are trained on.
+  std::vector<DType> dtypes;
+  if (!dtypes_text.empty()) {
+    if (!without_configs) throw Error("--dtypes trains a model for GEMMs without a config of those data types; give --without-configs");
+    for (const std::string& name : split_list(dtypes_text)) {
+      const std::optional<DType> dtype = parse_dtype(name);
+      if (!dtype) detail::fail_field("--dtypes", "\"" + name + "\"", "must list data types (bf16, fp8_e4m3, ...)");
+      if (std::find(dtypes.begin(), dtypes.end(), *dtype) != dtypes.end())
+        detail::fail_field("--dtypes", "\"" + name + "\"", "is listed twice");
+      dtypes.push_back(*dtype);
+    }
+    if (dtypes.empty()) detail::fail_field("--dtypes", "\"" + dtypes_text + "\"", "must name at least one data type");
+  } else if (init) {
+    dtypes = init->description().dtypes;  // fine-tuned, it answers for what its start did
+  }
+  if (!dtypes.empty()) {
+    for (DType dtype : dtypes)
+      if (std::none_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) { return row.kernel.get_if<Gemm>()->dtype == dtype; }))
+        detail::fail_field("--dtypes", std::string(to_string(dtype)), "must be a data type --data holds GEMM rows of");
+    std::erase_if(rows, [&](const MeasuredKernel& row) {
+      return std::find(dtypes.begin(), dtypes.end(), row.kernel.get_if<Gemm>()->dtype) == dtypes.end();
+    });
+  }
   std::set<std::string> gpus;
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   if (!holdout_gpu.empty() && !gpus.count(holdout_gpu))
@@ -213,6 +239,7 @@ int train_command(int argc, char** argv, int first) {
   if (without_configs) {
     description.for_configless_gemm = true;
     description.configless_scale.clear();
+    description.dtypes = dtypes;
   } else if (*family == OpFamily::gemm) {
     // Fit on the shapes trained on (train and validation), never on the test shapes.
     std::vector<MeasuredKernel> fitted_rows = train_rows;
