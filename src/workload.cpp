@@ -546,8 +546,9 @@ std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_
   const std::string where(source);
   detail::for_each_csv_row(csv_text, where, {"num_prefill_tokens", "num_decode_tokens", "output_tokens"},
                            [&](const detail::CsvRow& row) {
-                             trace.push_back({row.integer("num_prefill_tokens", 1), row.integer("num_decode_tokens", 0),
-                                              row.integer("output_tokens", 0)});
+                             trace.push_back({row.integer("num_prefill_tokens", 1, kMaxRequestTokens),
+                                              row.integer("num_decode_tokens", 0, kMaxRequestTokens),
+                                              row.integer("output_tokens", 0, kMaxRequestTokens)});
                            });
   if (trace.empty()) throw Error(where + ": no request");
   return trace;
@@ -589,11 +590,33 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
   if (trace.empty()) throw Error("the trace has no request");
 
   std::vector<Live> requests;
-  for (const TraceRequest& r : trace) {
-    detail::require_positive("trace.num_prefill_tokens", r.prefill_tokens);
-    detail::require_non_negative("trace.num_decode_tokens", r.decode_tokens);
+  // Floors on the iterations, so that a trace past the cap is refused before any is built: every
+  // request takes its prompt's chunks and then one iteration per decode step; an iteration
+  // decodes at most one token per sequence it may hold and takes at most max_batched_tokens.
+  std::int64_t least_iterations = 0;
+  double all_prefill = 0, all_decode = 0;
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const TraceRequest& r = trace[i];
+    const std::string field = "trace[" + std::to_string(i) + "].";
+    if (r.prefill_tokens < 1 || r.prefill_tokens > kMaxRequestTokens)
+      detail::fail_field(field + "num_prefill_tokens", r.prefill_tokens, "must be from 1 to " + std::to_string(kMaxRequestTokens));
+    if (r.decode_tokens < 0 || r.decode_tokens > kMaxRequestTokens)
+      detail::fail_field(field + "num_decode_tokens", r.decode_tokens, "must be from 0 to " + std::to_string(kMaxRequestTokens));
+    // Without chunked prefill, a prompt past the budget still runs whole in an empty batch.
+    const std::int64_t prompt_iterations = policy.chunked_prefill ? 1 + (r.prefill_tokens - 1) / policy.max_batched_tokens : 1;
+    least_iterations = std::max(least_iterations, prompt_iterations + r.decode_tokens);
+    all_prefill += static_cast<double>(r.prefill_tokens), all_decode += static_cast<double>(r.decode_tokens);
     requests.push_back({r.prefill_tokens, 0, r.decode_tokens, 0});
   }
+  const double per_iteration = static_cast<double>(std::min(policy.max_sequences, policy.max_batched_tokens));
+  const double floor_all = std::max(std::ceil(all_decode / per_iteration),
+                                    policy.chunked_prefill ? std::ceil(all_prefill / static_cast<double>(policy.max_batched_tokens)) : 0.0);
+  least_iterations = std::max(least_iterations, static_cast<std::int64_t>(std::min(floor_all, 9e18)));
+  const auto too_many = [](std::int64_t iterations) {
+    return Error("the trace makes a workload of at least " + std::to_string(iterations) + " iterations, more than the " +
+                 std::to_string(kMaxWorkloadIterations) + " one workload holds: run it in parts");
+  };
+  if (least_iterations > kMaxWorkloadIterations) throw too_many(least_iterations);
   Workload w{std::move(model), params, tp, deployment.pp, deployment.dtype, {}};
   std::size_t next_waiting = 0;           // requests are admitted in trace order
   std::vector<std::size_t> running;       // admitted and not finished
@@ -642,6 +665,8 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     }
     std::erase_if(running, [&](std::size_t i) { return requests[i].finished(); });
     if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
+    if (static_cast<std::int64_t>(w.iterations.size()) >= kMaxWorkloadIterations)
+      throw too_many(static_cast<std::int64_t>(w.iterations.size()) + 1);
     const Phase phase = batch.prompt_tokens == 0 ? Phase::decode : (batch.decode_tokens == 0 ? Phase::prefill : Phase::mixed);
     WorkloadIteration iteration;
     iteration.iteration = static_cast<std::int64_t>(w.iterations.size());

@@ -508,6 +508,9 @@ pipeweave_cli_failure(e2e_utilization_needs_slowdown "--sustained-utilization sc
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-utilization 0.9)
 pipeweave_cli_failure(e2e_bad_sustained_utilization "--sustained-utilization must be a tensor utilisation in \\[0, 1\\], got \"2\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16 --sustained-utilization 2)
+# A request of a billion decode steps (a billion iterations) is refused as the trace is read.
+pipeweave_cli_failure(e2e_trace_request_too_long "trace_billion_decode\\.csv line 2 column num_decode_tokens must be an integer from 0 to 16777216, got \"1000000000\""
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_billion_decode.csv")
 pipeweave_cli_failure(e2e_missing_trace "cannot open trace file [^\n]*nothing\\.csv"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")
 # --measured: made-up times for the six iterations, to check the comparison's shape (not a measurement).

@@ -102,7 +102,30 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n7,-1,0\n", "t.csv"); }),
              Contains("t.csv line 3 column num_decode_tokens") && Contains("\"-1\""));
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n0,1,2\n"); }),
-             Contains("num_prefill_tokens") && Contains("positive"));
+             Contains("num_prefill_tokens") && Contains("must be an integer from 1 to 16777216"));
+  // A request of a billion decode steps would be a billion iterations: refused as read.
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1000000000,2\n"); }),
+             Contains("line 2 column num_decode_tokens must be an integer from 0 to 16777216, got \"1000000000\""));
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n16777217,1,2\n"); }),
+             Contains("num_prefill_tokens") && Contains("16777217"));
+}
+
+TEST_CASE("workload: a trace that would make more iterations than a workload holds is refused before any is built",
+          "[workload]") {
+  // Within the per-request bound, a request of 2^24 decode steps still makes 2^24 iterations.
+  const std::vector<TraceRequest> long_decode{{100, 5, 6}, {100, kMaxRequestTokens, 1}};
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), long_decode, Deployment{.tp = 1}, SchedulerPolicy{}); }),
+             Contains("the trace makes a workload of at least 16777217 iterations, more than the 1000000 one workload holds: run it in parts"));
+  // Given directly (not read from a CSV), a request's counts are checked by name too.
+  const std::vector<TraceRequest> negative{{100, 5, 6}, {100, -3, 1}};
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), negative, Deployment{.tp = 1}, SchedulerPolicy{}); }),
+             Contains("trace[1].num_decode_tokens must be from 0 to 16777216, got -3"));
+  // Many requests, each within the cap, whose decode steps together pass it one sequence at a time.
+  SchedulerPolicy one_at_a_time;
+  one_at_a_time.max_sequences = 1;
+  const std::vector<TraceRequest> many(3, TraceRequest{16, 400'000, 1});
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, one_at_a_time); }),
+             Contains("the trace makes a workload of at least 1200000 iterations"));
 }
 
 TEST_CASE("workload: chunked prefill decodes first, then fills the token budget with prompt chunks", "[workload]") {

@@ -186,8 +186,15 @@ struct TraceRequest {
   std::int64_t decode_tokens = 0;  // decode iterations this request takes part in
   std::int64_t output_tokens = 0;  // tokens it returns (the first comes from its prefill)
 };
+// The most tokens one request may have (prompt, decode steps, output): 2^24, past the longest
+// context of any public model (10M tokens); beyond, a count is a mistake, not a request.
+inline constexpr std::int64_t kMaxRequestTokens = std::int64_t{1} << 24;
+// The most iterations a trace may schedule into one workload: each holds its batch's lengths
+// and operators, so a workload of many millions would take gigabytes. A longer trace is run in
+// parts (a published day of traffic, 100k requests, makes about 50k).
+inline constexpr std::int64_t kMaxWorkloadIterations = 1'000'000;
 // CSV with a header naming num_prefill_tokens, num_decode_tokens and output_tokens (other
-// columns ignored). Errors name the line and column.
+// columns ignored), each at most kMaxRequestTokens. Errors name the line and column.
 std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source = "trace");
 std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path);
 
