@@ -5,14 +5,15 @@
 #    family: ten families (split_served.py's HELD_OUT) and a fifth of the random shapes held out.
 # 2. Scores the bundled models on the held-out rows from the shape alone (--without-configs: the
 #    library picks the config), and the bundled GEMM model given the config cuBLAS ran.
-# 3. Trains a network for GEMMs without a config on the other families' served rows (the bundled
-#    GEMM model choosing the configs, as train_all.sh trains the bundled one) and scores it on
-#    the held-out rows: data/models/served/gemm_configless_served.json, not bundled.
+# 3. Trains networks for GEMMs without a config on the other families' served rows, one per data
+#    type (--dtypes: the features carry none), the bundled GEMM model choosing the configs as
+#    train_all.sh trains the bundled one, and scores them together on the held-out rows:
+#    data/models/served/gemm_configless_served_{bf16,fp8}.json, not bundled.
 # 4. Trains a GEMM model given the config that ran on the same rows (with their config; the rows
 #    whose tile nothing says left out) and scores it on the held-out rows with cuBLAS's config, and
 #    from the shape alone as its own chooser (that model is not kept: the tree's size).
 # Writes data/models/report/served/: each eval's output, per-family tables (<name>.families.csv)
-# and the training logs. About 15 minutes on 2 cores.
+# and the training logs. About 30 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
@@ -33,9 +34,14 @@ score() {  # name, then eval's arguments: the eval's output and its per-family t
 }
 score bundled_without_configs --without-configs
 score bundled_with_cublas_config
-"$cli" train --op gemm --without-configs --chooser data/models/gemm.json --data "$split/train.csv" --specs data/gpus \
-  --epochs 80 --patience 80 --lr 3e-3 --batch 512 --out data/models/served/gemm_configless_served.json 2> "$out/train.log"
-score served_without_configs --model data/models/served/gemm_configless_served.json
+for dtype in bf16 fp8; do  # side by side, a core each
+  "$cli" train --op gemm --without-configs --dtypes "$dtype" --chooser data/models/gemm.json --data "$split/train.csv" \
+    --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
+    --out "data/models/served/gemm_configless_served_$dtype.json" 2> "$out/train_$dtype.log" &
+done
+wait
+score served_without_configs --model data/models/served/gemm_configless_served_bf16.json \
+  --model data/models/served/gemm_configless_served_fp8.json
 grep -v ",unknown," "$split/train.csv" > "$split/train_configs.csv"
 "$cli" train --op gemm --data "$split/train_configs.csv" --specs data/gpus --epochs 80 --patience 80 --lr 3e-3 --batch 512 \
   --out "$split/gemm_served.json" 2> "$out/gemm_served.train.log"
