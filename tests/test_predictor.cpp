@@ -713,6 +713,9 @@ TEST_CASE("Predictor: config-less GEMM models per data type, a listing model bef
   CHECK(efficiency_of(replaced, DType::bf16) == Approx(0.2).epsilon(1e-6));
   CHECK(efficiency_of(replaced, DType::fp16) == Approx(0.2).epsilon(1e-6));
   CHECK(efficiency_of(listed, DType::bf16) == Approx(0.4).epsilon(1e-6));
+  // with() a model for every type over per-type ones (a user's model over the bundled): it answers for all.
+  const Predictor overridden = Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), bf16, fp8}).with({every});
+  for (DType dtype : {DType::bf16, DType::fp8_e4m3, DType::fp16}) CHECK(efficiency_of(overridden, dtype) == Approx(0.5).epsilon(1e-6));
   // A batch of mixed types, each to its own network, as one at a time.
   const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), every, bf16, fp8});
   std::vector<Kernel> kernels;

@@ -96,13 +96,18 @@ done
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.configless_scale.json"
 "$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+# One network per data type (--dtypes; the features carry none), bf16 and fp8 side by side.
 configless_options=(--without-configs --epochs 300 --patience 300 --lr 3e-3 --batch 128)
-"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
-  "${configless_options[@]}" --chooser data/models/gemm.json --out data/models/gemm_configless.json \
-  2> "$report/gemm_configless.train.log"
-"$cli" eval --model data/models/gemm_configless.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
+for dtype in bf16 fp8; do
+  "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+    "${configless_options[@]}" --dtypes "$dtype" --chooser data/models/gemm.json --out "data/models/gemm_configless_$dtype.json" \
+    2> "$report/gemm_configless_$dtype.train.log" &
+done
+wait
+configless=(--model data/models/gemm_configless_bf16.json --model data/models/gemm_configless_fp8.json)
+"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless.eval.json"
-"$cli" eval --model data/models/gemm_configless.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
+"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 # The unseen GPU: GEMM trained without any H200 row, scored on the H200's held-out shapes.
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \

@@ -72,8 +72,10 @@ class Predictor {
   // The models bundled with the library (data/models/, compiled in at build time).
   Predictor();
   // These models, at most one per op family and one for GEMMs without a config per data type (a
-  // later one replaces an earlier one in its place; for a data type, a config-less model that
-  // lists it (Mlp::answers_for) takes the place before one that lists no type, in any order).
+  // later one replaces an earlier one in its place; among these, for a data type, a config-less
+  // model that lists it (Mlp::answers_for) takes the place before one that lists no type, in any
+  // order). with() puts its models over these: there a config-less model for every type replaces
+  // the ones for each.
   explicit Predictor(std::vector<Mlp> models) { place(std::move(models)); }
   // No models: every prediction is the analytical bound.
   static Predictor analytical() { return Predictor(std::vector<Mlp>{}); }
@@ -241,15 +243,16 @@ class Predictor {
   }
 
   void place(std::vector<Mlp> models) {
+    std::array<bool, kAllDTypes.size()> listed_here{};  // a data type a model of these lists by name
     for (Mlp& model : models) {
       auto shared = std::make_shared<const Mlp>(std::move(model));
       if (shared->description().for_configless_gemm) {
         const bool listing = !shared->description().dtypes.empty();
         for (DType dtype : kAllDTypes) {
           const std::size_t slot = dtype_index(dtype);
-          if (!shared->answers_for(dtype) || (!listing && configless_listing_[slot])) continue;
+          if (!shared->answers_for(dtype) || (!listing && listed_here[slot])) continue;
           configless_gemm_[slot] = shared;
-          configless_listing_[slot] = listing;
+          listed_here[slot] = listed_here[slot] || listing;
         }
       } else
         models_[static_cast<std::size_t>(shared->family())] = std::move(shared);
@@ -297,9 +300,8 @@ class Predictor {
   }
 
   std::array<std::shared_ptr<const Mlp>, kOpFamilyCount> models_{};
-  // Per data type (index: DType): the config-less GEMM model, and whether it lists that type.
+  // Per data type (index: DType): the config-less GEMM model.
   std::array<std::shared_ptr<const Mlp>, kAllDTypes.size()> configless_gemm_{};
-  std::array<bool, kAllDTypes.size()> configless_listing_{};
   // Shared by copies: they hold the same models, so the same choices.
   std::shared_ptr<detail::GemmConfigCache> gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
 };
