@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeweave/detail/dense.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/pipes.hpp"
 #include "pipeweave/types.hpp"
@@ -88,7 +89,10 @@ class Mlp {
   static constexpr int kMaxWidth = 1024;
 
   // Throws pipeweave::Error naming what does not match the code's features or the layer chain.
-  explicit Mlp(MlpDescription description) : description_(std::move(description)) { check(); }
+  explicit Mlp(MlpDescription description) : description_(std::move(description)) {
+    check();
+    pack();
+  }
 
   const MlpDescription& description() const { return description_; }
   OpFamily family() const { return description_.family; }
@@ -157,11 +161,10 @@ class Mlp {
     Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>> raw(features.data());
     Eigen::Map<Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>> standardized(input);
     standardized = (raw - description_.input_mean).cwiseQuotient(description_.input_scale);
-    const float first = logit(description_.layers, input, buffer_a, buffer_b);
+    const float first = logit(0, input, buffer_a, buffer_b);
     if (description_.further_networks.empty()) return sigmoid(first);
     double log_sum = log_sigmoid(first);
-    for (const std::vector<MlpLayer>& network : description_.further_networks)
-      log_sum += log_sigmoid(logit(network, input, buffer_a, buffer_b));
+    for (std::size_t n = 1; n < network_count(); ++n) log_sum += log_sigmoid(logit(n, input, buffer_a, buffer_b));
     return std::exp(log_sum / static_cast<double>(network_count()));
   }
 
@@ -177,24 +180,21 @@ class Mlp {
       const Eigen::Index width = std::min(kBlock, count - begin);
       input = (features.middleCols(begin, width).colwise() - description_.input_mean).array().colwise() /
               description_.input_scale.array();
-      const auto logits = [&](const std::vector<MlpLayer>& layers) -> Eigen::RowVectorXf {
-        const Eigen::MatrixXf* source = &input;
-        for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
-          next.noalias() = layers[i].weights * *source;
-          current = (next.colwise() + layers[i].bias).cwiseMax(0.0f);
-          source = &current;
-        }
-        return (layers.back().weights * *source).array() + layers.back().bias(0);
+      const auto logits_of = [&](std::size_t network) -> Eigen::RowVectorXf {
+        Eigen::RowVectorXf out(width);
+        current.resize(widest_, width), next.resize(widest_, width);
+        logits(network, input.data(), static_cast<int>(width), current.data(), next.data(), out.data());
+        return out;
       };
-      const Eigen::RowVectorXf first = logits(description_.layers);
+      const Eigen::RowVectorXf first = logits_of(0);
       if (description_.further_networks.empty()) {
         for (Eigen::Index i = 0; i < width; ++i) result(begin + i) = sigmoid(first(i));
         continue;
       }
       Eigen::VectorXd log_sum(width);
       for (Eigen::Index i = 0; i < width; ++i) log_sum(i) = log_sigmoid(first(i));
-      for (const std::vector<MlpLayer>& network : description_.further_networks) {
-        const Eigen::RowVectorXf more = logits(network);
+      for (std::size_t n = 1; n < network_count(); ++n) {
+        const Eigen::RowVectorXf more = logits_of(n);
         for (Eigen::Index i = 0; i < width; ++i) log_sum(i) += log_sigmoid(more(i));
       }
       result.segment(begin, width) = (log_sum / static_cast<double>(network_count())).array().exp();
@@ -210,22 +210,44 @@ class Mlp {
     return z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
   }
 
-  // One network's output logit for a standardised input; `a` and `b` hold the activations.
-  static float logit(const std::vector<MlpLayer>& layers, const float* input, float* a, float* b) {
+  const std::vector<MlpLayer>& network_layers(std::size_t network) const {
+    return network == 0 ? description_.layers : description_.further_networks[network - 1];
+  }
+
+  // Network `network`'s layers (0: `layers`, then `further_networks`) on `columns` inputs, each
+  // layer through the dense kernel the CPU runs best (detail::dense_layer); `a` and `b` hold a
+  // layer's outputs in turn (the widest layer x columns), `out` the logits.
+  void logits(std::size_t network, const float* input, int columns, float* a, float* b, float* out) const {
+    const detail::DenseLayerFn dense = detail::dense_layer();
+    const std::vector<MlpLayer>& layers = network_layers(network);
+    const std::vector<std::vector<float>>& packed = packed_[network];
     const float* current = input;
     float* next = a;
-    Eigen::Index width = static_cast<Eigen::Index>(kFeatureCount);
-    for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
-      const MlpLayer& layer = layers[i];
-      Eigen::Map<Eigen::VectorXf> out(next, layer.bias.size());
-      out.noalias() = layer.weights * Eigen::Map<const Eigen::VectorXf>(current, width);
-      out = (out + layer.bias).cwiseMax(0.0f);
-      width = layer.bias.size();
-      current = next;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const bool last = i + 1 == layers.size();
+      float* target = last ? out : next;
+      dense(packed[i].data(), layers[i].bias.data(), current, target, static_cast<int>(layers[i].weights.rows()),
+            static_cast<int>(layers[i].weights.cols()), columns, !last);
+      current = target;
       next = next == a ? b : a;
     }
-    const MlpLayer& last = layers.back();
-    return last.weights.row(0).dot(Eigen::Map<const Eigen::VectorXf>(current, width)) + last.bias(0);
+  }
+  // One network's output logit for a standardised input; `a` and `b` hold the activations.
+  float logit(std::size_t network, const float* input, float* a, float* b) const {
+    float out = 0;
+    logits(network, input, 1, a, b, &out);
+    return out;
+  }
+
+  // The weights in the layout the dense kernel reads (detail::pack_dense_weights), per network and layer.
+  void pack() {
+    packed_.resize(network_count());
+    for (std::size_t n = 0; n < network_count(); ++n)
+      for (const MlpLayer& layer : network_layers(n)) {
+        widest_ = std::max(widest_, layer.weights.rows());
+        packed_[n].push_back(detail::pack_dense_weights(layer.weights.data(), static_cast<int>(layer.weights.rows()),
+                                                        static_cast<int>(layer.weights.cols())));
+      }
   }
 
   void check() const {
@@ -322,6 +344,8 @@ class Mlp {
   }
 
   MlpDescription description_;
+  std::vector<std::vector<std::vector<float>>> packed_;
+  Eigen::Index widest_ = 1;  // the most outputs of any layer
 };
 
 }  // namespace pipeweave
