@@ -548,7 +548,7 @@ std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_
                            [&](const detail::CsvRow& row) {
                              trace.push_back({row.integer("num_prefill_tokens", 1, kMaxRequestTokens),
                                               row.integer("num_decode_tokens", 0, kMaxRequestTokens),
-                                              row.integer("output_tokens", 0, kMaxRequestTokens)});
+                                              row.integer("output_tokens", 0, kMaxRequestTokens + 1)});  // decode steps + the prefill's token
                            });
   if (trace.empty()) throw Error(where + ": no request");
   return trace;

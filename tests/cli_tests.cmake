@@ -371,7 +371,23 @@ pipeweave_cli_test(train_without_configs_fp8 "configs chosen for 8 \\(GPU, shape
 set_tests_properties(cli.train_without_configs_bf16 cli.train_without_configs_fp8 PROPERTIES FIXTURES_SETUP tiny_configless_dtypes)
 pipeweave_cli_test(eval_configless_per_dtype "\nH100-SXM +3 [^\n]*\noverall +3 "
                    eval --model "${tiny_configless_bf16}" --model "${tiny_configless_fp8}" --data "${ranking_csv}")
-set_tests_properties(cli.eval_configless_per_dtype PROPERTIES FIXTURES_REQUIRED tiny_configless_dtypes)
+# One model that lists its type is scored on that type's rows alone (2 of the 3 shapes are bf16).
+pipeweave_cli_test(eval_configless_one_dtype "\nH100-SXM +2 [^\n]*\noverall +2 "
+                   eval --model "${tiny_configless_bf16}" --data "${ranking_csv}")
+pipeweave_cli_failure(eval_configless_same_dtype_twice "--model [^ ]*tiny_gemm_configless_bf16\\.json answers for a data type an earlier --model answers for \\(give one model per type\\), got bf16"
+                      eval --model "${tiny_configless_bf16}" --model "${tiny_configless_bf16}" --data "${ranking_csv}")
+# A type with no rows beside one of its tensor path that has them (fp16 with bf16); alone, refused.
+pipeweave_cli_test(train_dtypes_by_tensor_path "gemm 2 rows: .*wrote [^\n]*tiny_gemm_configless_bf16_fp16\\.json"
+                   train --op gemm --without-configs --dtypes bf16,fp16 --data "${ranking_csv}"
+                   --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_bf16_fp16.json" --hidden 8 --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+pipeweave_cli_failure(train_dtypes_alone_without_rows "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got fp16"
+                      train --op gemm --without-configs --dtypes fp16 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_dtypes_init_other "answers for other data types than --dtypes lists"
+                      train --op gemm --without-configs --init "${tiny_configless_bf16}" --dtypes fp8 --data "${ranking_csv}"
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+set_tests_properties(cli.eval_configless_per_dtype cli.eval_configless_one_dtype cli.eval_configless_same_dtype_twice
+                     cli.train_dtypes_init_other PROPERTIES FIXTURES_REQUIRED tiny_configless_dtypes)
 pipeweave_cli_failure(eval_two_models_not_configless "--model is given more than once only for models for GEMMs without a config \\(one per data type\\); [^ ]*tiny_silu_mul\.json is not one"
                       eval --model "${tiny_configless_bf16}" --model "${tiny_model}" --data "${ranking_csv}")
 set_tests_properties(cli.eval_two_models_not_configless PROPERTIES FIXTURES_REQUIRED "tiny_configless_dtypes;tiny_model")
@@ -379,7 +395,7 @@ pipeweave_cli_failure(train_dtypes_needs_without_configs "--dtypes trains a mode
                       train --op gemm --dtypes bf16 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_unknown "--dtypes must list data types \\(bf16, fp8_e4m3, ...\\), got \"fp4\""
                       train --op gemm --without-configs --dtypes bf16,fp4 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, got int8"
+pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got int8"
                       train --op gemm --without-configs --dtypes int8 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_empty "--dtypes must name at least one data type, got \",\""
                       train --op gemm --without-configs --dtypes , --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

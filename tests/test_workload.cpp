@@ -106,6 +106,9 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
   // A request of a billion decode steps would be a billion iterations: refused as read.
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1000000000,2\n"); }),
              Contains("line 2 column num_decode_tokens must be an integer from 0 to 16777216, got \"1000000000\""));
+  // A request at the bound: its output is its decode steps and the prefill's token, one more.
+  CHECK(trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n16777216,16777216,16777217\n").front().output_tokens ==
+        kMaxRequestTokens + 1);
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n16777217,1,2\n"); }),
              Contains("num_prefill_tokens") && Contains("16777217"));
 }

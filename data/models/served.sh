@@ -34,12 +34,14 @@ score() {  # name, then eval's arguments: the eval's output and its per-family t
 }
 score bundled_without_configs --without-configs
 score bundled_with_cublas_config
+pids=()
 for dtype in bf16 fp8; do  # side by side, a core each
   "$cli" train --op gemm --without-configs --dtypes "$dtype" --chooser data/models/gemm.json --data "$split/train.csv" \
     --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
     --out "data/models/served/gemm_configless_served_$dtype.json" 2> "$out/train_$dtype.log" &
+  pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
 score served_without_configs --model data/models/served/gemm_configless_served_bf16.json \
   --model data/models/served/gemm_configless_served_fp8.json
 grep -v ",unknown," "$split/train.csv" > "$split/train_configs.csv"

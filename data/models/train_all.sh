@@ -96,14 +96,19 @@ done
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.configless_scale.json"
 "$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
-# One network per data type (--dtypes; the features carry none), bf16 and fp8 side by side.
+# One network per data type (--dtypes; the features carry none), bf16 and fp8 side by side;
+# each also answers for the type of its tensor path measured by neither (fp16, fp8_e5m2).
 configless_options=(--without-configs --epochs 300 --patience 300 --lr 3e-3 --batch 128)
-for dtype in bf16 fp8; do
+pids=()
+for types in bf16,fp16 fp8_e4m3,fp8_e5m2; do
+  name=${types%%,*}
+  name=${name%_e4m3}
   "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
-    "${configless_options[@]}" --dtypes "$dtype" --chooser data/models/gemm.json --out "data/models/gemm_configless_$dtype.json" \
-    2> "$report/gemm_configless_$dtype.train.log" &
+    "${configless_options[@]}" --dtypes "$types" --chooser data/models/gemm.json --out "data/models/gemm_configless_$name.json" \
+    2> "$report/gemm_configless_$name.train.log" &
+  pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
 configless=(--model data/models/gemm_configless_bf16.json --model data/models/gemm_configless_fp8.json)
 "$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless.eval.json"

@@ -194,7 +194,8 @@ inline constexpr std::int64_t kMaxRequestTokens = std::int64_t{1} << 24;
 // parts (a published day of traffic, 100k requests, makes about 50k).
 inline constexpr std::int64_t kMaxWorkloadIterations = 1'000'000;
 // CSV with a header naming num_prefill_tokens, num_decode_tokens and output_tokens (other
-// columns ignored), each at most kMaxRequestTokens. Errors name the line and column.
+// columns ignored), each at most kMaxRequestTokens (output_tokens one more: the prefill's token
+// and one per decode step). Errors name the line and column.
 std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source = "trace");
 std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path);
 

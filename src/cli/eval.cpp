@@ -2,6 +2,7 @@
 // the analytical roofline bound alone as the baseline.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -199,8 +200,17 @@ int eval_command(int argc, char** argv, int first) {
         throw Error(fmt::format("{} was trained with {} \"{}\", {} with \"{}\": the models given together must share their chooser and split",
                                 arguments.model, key, a, path, b));
     }
+    for (const Mlp& earlier : configless_models)
+      for (DType dtype : kAllDTypes)
+        if (earlier.answers_for(dtype) && further.answers_for(dtype))
+          detail::fail_field("--model " + path, std::string(to_string(dtype)),
+                             "answers for a data type an earlier --model answers for (give one model per type)");
     configless_models.push_back(std::move(further));
   }
+  // Models that list their data types are scored on GEMMs of those types only: a row of another
+  // type would be answered by some other model, and its error counted as theirs.
+  const bool listed_types = !configless_models.empty() && std::none_of(configless_models.begin(), configless_models.end(),
+                                                                        [](const Mlp& m) { return m.description().dtypes.empty(); });
   // A model for GEMMs without a config is scored on the GEMMs as a caller without one asks them.
   if (model && model->description().for_configless_gemm && !arguments.without_configs) {
     if (arguments.ranking || arguments.default_only)
@@ -215,6 +225,9 @@ int eval_command(int argc, char** argv, int first) {
     if (arguments.without_configs) read = first_choices_without_configs(read);
     for (MeasuredKernel& row : read) {
       if (arguments.default_only && !row.is_default) continue;
+      if (const Gemm* gemm = row.kernel.get_if<Gemm>(); listed_types && gemm &&
+          std::none_of(configless_models.begin(), configless_models.end(), [&](const Mlp& m) { return m.answers_for(gemm->dtype); }))
+        continue;
       if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
                                  (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
         continue;

@@ -98,7 +98,8 @@ from --specs, else the catalog) and prints MAPE, median and 90th-percentile erro
 within 10% and 20%, and Spearman's rank correlation, per GPU and overall, beside the roofline
 bound alone; --report writes eval.csv and a log-log scatter eval.svg. --model evaluates that model
 instead of the bundled ones (given more than once: models for GEMMs without a config, one per
-data type, each answering for its types); --held-out keeps only the shapes its training held out.
+data type, each answering for its types; models that list their types are scored on GEMMs of
+those types only); --held-out keeps only the shapes its training held out.
 --ranking scores how each shape's measured candidates (GEMM configs) are ordered by the predicted
 latency, beside the library's own order: per-shape Spearman, how often the first choice measured
 fastest, and its slowdown against the fastest. --default-configs keeps each shape's first choice
@@ -119,7 +120,8 @@ GEMM model, it answers for them): one row per GPU and shape, cuBLAS's first choi
 config the GEMM model (--chooser, default the bundled one) picks; without such a network,
 predict multiplies the pick's prediction by configless_scale. --dtypes bf16 trains it on the
 rows of the listed data types only, and it answers for those alone (one network per type: the
-features carry no data type).
+features carry no data type); a type with no rows may be listed beside one of its tensor path
+that has them (bf16,fp16; fp8_e4m3,fp8_e5m2).
 )";
 
 struct Arguments {

@@ -158,13 +158,27 @@ int train_command(int argc, char** argv, int first) {
       dtypes.push_back(*dtype);
     }
     if (dtypes.empty()) detail::fail_field("--dtypes", "\"" + dtypes_text + "\"", "must name at least one data type");
+    if (init && !init->description().dtypes.empty() && init->description().dtypes != dtypes)
+      throw Error(init_path + " answers for other data types than --dtypes lists: fine-tune it on its own (leave --dtypes out)");
   } else if (init) {
     dtypes = init->description().dtypes;  // fine-tuned, it answers for what its start did
   }
   if (!dtypes.empty()) {
+    // A type with no rows may be listed beside one of the same tensor path that has them (fp16
+    // with bf16, fp8_e5m2 with fp8_e4m3): the same MMA rate and operand bytes, the same kernels.
+    const auto tensor_path = [](DType dtype) {
+      return dtype == DType::fp16 ? DType::bf16 : dtype == DType::fp8_e5m2 ? DType::fp8_e4m3 : dtype;
+    };
+    const auto has_rows = [&](DType dtype) {
+      return std::any_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) { return row.kernel.get_if<Gemm>()->dtype == dtype; });
+    };
     for (DType dtype : dtypes)
-      if (std::none_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) { return row.kernel.get_if<Gemm>()->dtype == dtype; }))
-        detail::fail_field("--dtypes", std::string(to_string(dtype)), "must be a data type --data holds GEMM rows of");
+      if (!has_rows(dtype) && std::none_of(dtypes.begin(), dtypes.end(), [&](DType other) {
+            return other != dtype && tensor_path(other) == tensor_path(dtype) && has_rows(other);
+          }))
+        detail::fail_field("--dtypes", std::string(to_string(dtype)),
+                           "must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them "
+                           "(fp16 with bf16, fp8_e5m2 with fp8_e4m3)");
     std::erase_if(rows, [&](const MeasuredKernel& row) {
       return std::find(dtypes.begin(), dtypes.end(), row.kernel.get_if<Gemm>()->dtype) == dtypes.end();
     });

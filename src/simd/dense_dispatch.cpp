@@ -22,7 +22,10 @@ std::vector<float> pack_dense_weights(const float* weights, int rows, int inputs
 DenseLayerFn dense_layer_avx2_fma_unchecked();  // dense_avx2.cpp
 
 DenseLayerFn dense_layer_avx2_fma() {
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool supported = [] {
+    __builtin_cpu_init();  // clang needs it where the first call may come from a static constructor
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return supported ? dense_layer_avx2_fma_unchecked() : nullptr;
 }
 #else

@@ -20,7 +20,8 @@ using DenseLayerFn = void (*)(const float* packed, const float* bias, const floa
                               int columns, bool relu);
 
 // The widest kernel this CPU runs (AVX2 with FMA where it has both, else the baseline build's),
-// chosen on first use; PIPEWEAVE_SIMD=baseline in the environment keeps the baseline.
+// chosen on first use; PIPEWEAVE_SIMD=baseline in the environment keeps the baseline (any other
+// value, or none, lets the CPU decide).
 DenseLayerFn dense_layer();
 // Which kernel dense_layer() chose: "avx2_fma" or "baseline".
 std::string_view dense_layer_isa();
