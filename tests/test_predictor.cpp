@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <string>
@@ -877,4 +878,35 @@ TEST_CASE("Predictor: a model that answers no finite, positive efficiency is an 
   CHECK_THAT(error_of([&] { (void)broken.predict(kernel, gpu); }), Contains("the gemm model answered an efficiency of"));
   const std::vector<Kernel> batch{kernel, kernel};
   CHECK_THAT(error_of([&] { (void)broken.predict(batch, gpu); }), Contains("the gemm model answered an efficiency of"));
+}
+
+TEST_CASE("Predictor: best_gemm_config, scoring candidates in order of bound and stopping where none can win, picks "
+          "what scoring every candidate picks",
+          "[predictor][rank]") {
+  const Predictor predictor;
+  const Mlp& network = *predictor.model(OpFamily::gemm);
+  std::size_t shapes = 0;
+  for (const char* gpu_name : {"H100-SXM", "H200-SXM", "H20"})  // Hopper: the network picks (elsewhere the default config)
+    for (DType dtype : {DType::bf16, DType::fp8_e4m3})
+      for (std::int64_t m : {1, 16, 100, 1000, 4096, 30000})
+        for (const auto& [n, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{4096, 4096}, {14336, 4096}, {1024, 8192}}) {
+          const GpuSpec& gpu = find_gpu(gpu_name);
+          if (dtype == DType::fp8_e4m3 && !(gpu.tensor_flops_per_clk_per_sm.fp8 > 0)) continue;
+          Gemm gemm = make_gemm(m, n, k, dtype);
+          const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
+          if (candidates.empty()) continue;
+          std::size_t best = 0;
+          double best_latency = std::numeric_limits<double>::infinity();
+          for (std::size_t i = 0; i < candidates.size(); ++i) {
+            Gemm tuned = gemm;
+            tuned.config = candidates[i];
+            const Demand d = demand(tuned, gpu);
+            const double latency = d.bound_cycles() / network.efficiency(features(d, gpu));
+            if (latency < best_latency) best = i, best_latency = latency;
+          }
+          INFO(gpu_name << " " << to_string(dtype) << " m " << m << " n " << n << " k " << k);
+          CHECK(predictor.best_gemm_config(gemm, gpu) == candidates[best]);
+          ++shapes;
+        }
+  CHECK(shapes > 60);
 }

@@ -18,6 +18,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -189,23 +190,40 @@ class Predictor {
     // made a configless model of the published fp8 split (its rows read as shapes, as they were
     // then) 3.78% off where this gave 2.84% (data/README.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
     // first a config other than this one where the candidates lie off the network's ground.
-    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
-        static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(candidates.size()));
+    // The network's efficiency is at most 1, so a candidate's latency is at least its bound: in
+    // order of bound, the candidates whose bound is past the best latency found cannot win and
+    // are never scored. The same pick as scoring all of them (on a tie, the earlier candidate),
+    // for a fraction of the network passes.
+    std::vector<Features> rows(candidates.size());
     std::vector<double> bounds(candidates.size());
+    std::vector<std::size_t> order(candidates.size());
     Gemm tuned = gemm;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       tuned.config = candidates[i];
       const Demand demand = pipeweave::demand(tuned, gpu);
       bounds[i] = demand.bound_cycles();
-      const Features row = features(demand, gpu);
-      batch.col(static_cast<Eigen::Index>(i)) =
-          Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
+      rows[i] = features(demand, gpu);
+      order[i] = i;
     }
-    const Eigen::VectorXd efficiency = mlp->efficiency(batch);
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < candidates.size(); ++i)
-      if (bounds[i] / efficiency(static_cast<Eigen::Index>(i)) < bounds[best] / efficiency(static_cast<Eigen::Index>(best)))
-        best = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
+    constexpr std::size_t kChunk = 16;
+    std::size_t best = candidates.size();
+    double best_latency = std::numeric_limits<double>::infinity();
+    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch;
+    for (std::size_t start = 0; start < order.size() && !(bounds[order[start]] > best_latency); start += kChunk) {
+      const std::size_t end = std::min(order.size(), start + kChunk);
+      batch.resize(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(end - start));
+      for (std::size_t j = start; j < end; ++j)
+        batch.col(static_cast<Eigen::Index>(j - start)) =
+            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[order[j]].data());
+      const Eigen::VectorXd efficiency = mlp->efficiency(batch);
+      for (std::size_t j = start; j < end; ++j) {
+        const std::size_t i = order[j];
+        const double latency = bounds[i] / efficiency(static_cast<Eigen::Index>(j - start));
+        if (latency < best_latency || (latency == best_latency && i < best)) best = i, best_latency = latency;
+      }
+    }
+    if (best == candidates.size()) best = 0;  // no finite latency (a broken model): predict() names why
     gemm_configs_->insert(key, candidates[best]);
     return candidates[best];
   }
