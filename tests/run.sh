@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test twice, once optimised (with the packaging
-# and CLI tests) and once under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Warnings are errors in both. Build trees: build/ and build-sanitize/.
+# and CLI tests) and once under AddressSanitizer + UndefinedBehaviorSanitizer; then the
+# thread-safety tests ("[thread]") under ThreadSanitizer. Warnings are errors in all three.
+# Build trees: build/, build-sanitize/ and build-tsan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -15,3 +16,13 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DPIPEWEAVE_SANITIZERS=add
 cmake --build build-sanitize --parallel "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-sanitize --output-on-failure --parallel "$jobs"
+
+# ThreadSanitizer: the unit tests alone, the "[thread]" cases (threads filling the GEMM config
+# memo at once, batches, rank, copies). Run with address-space randomisation off: g++ 12's TSan
+# cannot place its shadow memory under the mmap randomisation of newer kernels.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEWEAVE_SANITIZERS=thread -DPIPEWEAVE_BUILD_CLI=OFF \
+  -DPIPEWEAVE_BUILD_BENCHMARKS=OFF -DPIPEWEAVE_BUILD_EXAMPLES=OFF -DPIPEWEAVE_BUILD_CUDA=OFF -DPIPEWEAVE_INSTALL=OFF
+cmake --build build-tsan --parallel "$jobs" --target pipeweave_tests
+norandom=()
+if setarch "$(uname -m)" -R true 2> /dev/null; then norandom=(setarch "$(uname -m)" -R); fi
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${norandom[@]}" build-tsan/tests/pipeweave_tests "[thread]"

@@ -234,7 +234,7 @@ TEST_CASE("Predictor: predict(span) equals one predict per kernel", "[predictor]
   CHECK(predictor.predict(std::span<const Kernel>{}, find_gpu("H100-SXM")).empty());
 }
 
-TEST_CASE("Predictor: concurrent predictions on one const Predictor equal serial ones", "[predictor]") {
+TEST_CASE("Predictor: concurrent predictions on one const Predictor equal serial ones", "[predictor][thread]") {
   std::vector<Mlp> models;
   models.push_back(varying_model(OpFamily::gemm));
   models.push_back(varying_model(OpFamily::attention));
@@ -909,4 +909,51 @@ TEST_CASE("Predictor: best_gemm_config, scoring candidates in order of bound and
           ++shapes;
         }
   CHECK(shapes > 60);
+}
+
+TEST_CASE("Predictor: eight threads filling the config memo at once (predict without a config, batches, rank, copies) "
+          "answer as one thread does",
+          "[predictor][thread]") {
+  // Run under ThreadSanitizer by tests/run.sh. Every thread starts on the same empty memo and
+  // asks for the same new shapes in a different order, so that threads race to fill each entry.
+  const Predictor reference = Predictor().with({});
+  const Predictor shared = Predictor().with({});
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  std::vector<Kernel> kernels;
+  for (std::int64_t m : {1, 7, 64, 333, 1024, 5000})
+    for (DType dtype : {DType::bf16, DType::fp8_e4m3, DType::fp16}) kernels.push_back(make_gemm(m, 4096, 1024 + 512 * (m % 3), dtype));
+  kernels.push_back(mixed_kernels().front());
+  std::vector<Prediction> expected;
+  for (const Kernel& kernel : kernels) expected.push_back(reference.predict(kernel, h100));
+  std::vector<Kernel> candidates;
+  for (const GemmConfig& config : gemm_candidates(make_gemm(512, 4096, 4096), h100)) {
+    Gemm gemm = make_gemm(512, 4096, 4096);
+    gemm.config = config;
+    candidates.push_back(gemm);
+    if (candidates.size() == 24) break;
+  }
+  const std::vector<RankedCandidate> expected_rank = reference.rank(candidates, h100);
+
+  constexpr int kThreads = 8;
+  std::vector<int> mismatches(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const Predictor copy = shared;  // copies share the memo
+      for (std::size_t n = 0; n < kernels.size(); ++n) {
+        const std::size_t i = (n * 5 + static_cast<std::size_t>(t)) % kernels.size();
+        if (!same((t % 2 ? copy : shared).predict(kernels[i], h100), expected[i])) ++mismatches[t];
+      }
+      const std::vector<Prediction> batch = shared.predict(kernels, h100);
+      for (std::size_t i = 0; i < kernels.size(); ++i)
+        if (!same(batch[i], expected[i])) ++mismatches[t];
+      const std::vector<RankedCandidate> ranked = copy.rank(candidates, h100);
+      for (std::size_t i = 0; i < ranked.size(); ++i)
+        if (ranked[i].index != expected_rank[i].index || !same(ranked[i].prediction, expected_rank[i].prediction)) ++mismatches[t];
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(mismatches[t] == 0);
+  }
 }
