@@ -5,9 +5,12 @@
 //   build/benchmarks/predict_benchmark --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "pipeweave/detail/dense.hpp"
 #include "pipeweave/pipeweave.hpp"
 
 namespace pw = pipeweave;
@@ -93,6 +96,35 @@ void set_ns_per_kernel(benchmark::State& state) {
                                                        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// This CPU's clock in MHz as Linux reports it (/proc/cpuinfo, the first core), 0 where unknown.
+double cpu_mhz() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos) return std::stod(line.substr(line.find(':') + 1));
+  return 0;
+}
+
+// The multiply-adds of one pass of a model's networks.
+double multiply_adds(const pw::Mlp& mlp) {
+  double total = 0;
+  for (const pw::MlpLayer& layer : mlp.description().layers) total += static_cast<double>(layer.weights.size());
+  return total * static_cast<double>(mlp.network_count());
+}
+
+// Beside the time, the floor this CPU puts under it: `passes` network passes of `mlp` per
+// iteration at two vector multiply-adds a cycle (two FMA pipes, or an add and a multiply pipe)
+// of the dense kernel's lanes (8 with AVX2, else 4), at the clock Linux reports. floor_ns is
+// that floor per iteration; at_floor its share of the time measured (1: at the floor).
+void set_floor(benchmark::State& state, const pw::Mlp& mlp, double passes) {
+  const double mhz = cpu_mhz();
+  if (!(mhz > 0)) return;
+  const double lanes = pw::detail::dense_layer_isa() == "avx2_fma" ? 8 : 4;
+  const double floor_ns = passes * multiply_adds(mlp) / (2 * lanes) / (mhz * 1e-3);
+  state.counters["floor_ns"] = floor_ns;
+  // A rate of (iterations x floor seconds) per elapsed second: floor / time per iteration.
+  state.counters["at_floor"] = benchmark::Counter(static_cast<double>(state.iterations()) * floor_ns * 1e-9, benchmark::Counter::kIsRate);
+}
+
 void BM_Demand(benchmark::State& state) {
   const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));
   const pw::GpuSpec& gpu = pw::default_gpu();
@@ -116,6 +148,7 @@ void BM_PredictTrained(benchmark::State& state) {
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
   set_label(state);
+  set_floor(state, *predictor.model(static_cast<pw::OpFamily>(state.range(0))), 1);
 }
 BENCHMARK(BM_PredictTrained)->Apply(family_args);
 
@@ -125,6 +158,7 @@ void BM_PredictTrainedGemmBatch(benchmark::State& state) {
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
   set_ns_per_kernel(state);
+  set_floor(state, *predictor.model(pw::OpFamily::gemm), static_cast<double>(state.range(0)));
 }
 BENCHMARK(BM_PredictTrainedGemmBatch)->Arg(16)->Arg(256)->Arg(4096);
 
@@ -134,6 +168,7 @@ void BM_PredictTrainedSmallGemm(benchmark::State& state) {
   const pw::Kernel kernel = sample(pw::OpFamily::gemm);
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+  set_floor(state, *predictor.model(pw::OpFamily::gemm), 1);
 }
 BENCHMARK(BM_PredictTrainedSmallGemm);
 
@@ -143,6 +178,7 @@ void BM_PredictTrainedSmallGemmBatch(benchmark::State& state) {
   const pw::GpuSpec& gpu = pw::default_gpu();
   for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
   set_ns_per_kernel(state);
+  set_floor(state, *predictor.model(pw::OpFamily::gemm), static_cast<double>(state.range(0)));
 }
 BENCHMARK(BM_PredictTrainedSmallGemmBatch)->Arg(256);
 
@@ -223,6 +259,7 @@ void BM_MlpSingle(benchmark::State& state) {
   const pw::Features features = pw::features(pw::compute_demand(sample(pw::OpFamily::gemm), pw::default_gpu()),
                                              pw::default_gpu());
   for (auto _ : state) benchmark::DoNotOptimize(mlp.efficiency(features));
+  set_floor(state, mlp, 1);
 }
 BENCHMARK(BM_MlpSingle);
 
