@@ -169,9 +169,9 @@ int train_command(int argc, char** argv, int first) {
     const auto tensor_path = [](DType dtype) {
       return dtype == DType::fp16 ? DType::bf16 : dtype == DType::fp8_e5m2 ? DType::fp8_e4m3 : dtype;
     };
-    const auto has_rows = [&](DType dtype) {
-      return std::any_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) { return row.kernel.get_if<Gemm>()->dtype == dtype; });
-    };
+    std::set<DType> in_data;
+    for (const MeasuredKernel& row : rows) in_data.insert(row.kernel.get_if<Gemm>()->dtype);
+    const auto has_rows = [&](DType dtype) { return in_data.count(dtype) > 0; };
     for (DType dtype : dtypes)
       if (!has_rows(dtype) && std::none_of(dtypes.begin(), dtypes.end(), [&](DType other) {
             return other != dtype && tensor_path(other) == tensor_path(dtype) && has_rows(other);
