@@ -194,6 +194,28 @@ void BM_PredictTrainedGemmNoConfig(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrainedGemmNoConfig);
 
+// The bundled models on the calls benchmarks/python_overhead.py makes from Python, so that the
+// two can be compared in one session: one GEMM with its config, and 4,096 GEMMs without configs
+// whose shapes were asked about before (m = 1 + 37 i, n = k = 4096).
+void BM_BundledGemmWithConfig(benchmark::State& state) {
+  const pw::Predictor predictor;
+  const pw::Kernel kernel = sample(pw::OpFamily::gemm);
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+}
+BENCHMARK(BM_BundledGemmWithConfig);
+
+void BM_BundledGemmBatchNoConfig(benchmark::State& state) {
+  const pw::Predictor predictor;
+  std::vector<pw::Kernel> kernels;
+  for (std::int64_t i = 0; i < state.range(0); ++i) kernels.push_back(pw::Gemm{.m = 1 + 37 * i, .n = 4096, .k = 4096});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  benchmark::DoNotOptimize(predictor.predict(kernels, gpu));  // the configs chosen once, as a scheduler's warm cache
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernels, gpu));
+  set_ns_per_kernel(state);
+}
+BENCHMARK(BM_BundledGemmBatchNoConfig)->Arg(4096);
+
 // A GEMM without a config, seen for the first time: enumerate gemm_candidates() and score
 // them all (every iteration a new m, so a new shape; the memo is emptied when full).
 void BM_BestGemmConfigFirstTime(benchmark::State& state) {

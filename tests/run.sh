@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: builds and runs every test twice, once optimised (with the packaging
 # and CLI tests) and once under AddressSanitizer + UndefinedBehaviorSanitizer; then the
-# thread-safety tests ("[thread]") under ThreadSanitizer. Warnings are errors in all three.
-# Build trees: build/, build-sanitize/ and build-tsan/.
+# thread-safety tests ("[thread]") under ThreadSanitizer; then the Python package, installed with
+# `pip install .` into a virtual environment and tested with pytest. Warnings are errors in all.
+# Build trees: build/, build-sanitize/, build-tsan/ and build-python/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -26,3 +27,9 @@ cmake --build build-tsan --parallel "$jobs" --target pipeweave_tests
 norandom=()
 if setarch "$(uname -m)" -R true 2> /dev/null; then norandom=(setarch "$(uname -m)" -R); fi
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${norandom[@]}" build-tsan/tests/pipeweave_tests "[thread]"
+
+# The Python package: a fresh `pip install .` (scikit-build-core and nanobind come from PyPI) into a
+# virtual environment in the build tree, nothing system-wide; its tests check it against the CLI.
+python3 -m venv build-python/venv
+build-python/venv/bin/python -m pip install --quiet ".[test]"
+PIPEWEAVE_CLI="$PWD/build/pipeweave" build-python/venv/bin/python -m pytest -q tests/python
