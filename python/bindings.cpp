@@ -143,7 +143,8 @@ nb::dict op_dict(const pw::FusedMoe& f) {
   nb::dict d = dict_of("family", "fused_moe", "tokens", f.tokens, "experts", f.experts, "top_k", f.top_k, "hidden", f.hidden,
              "intermediate", f.intermediate, "dtype", pw::to_string(f.dtype));
   d["config"] = f.config ? nb::object(dict_of("block_m", f.config->block_m, "block_n", f.config->block_n,
-                                               "block_k", f.config->block_k, "stages", f.config->stages))
+                                               "block_k", f.config->block_k, "stages", f.config->stages, "group_m",
+                                               f.config->group_m, "warps", f.config->warps))
                          : nb::none();
   return d;
 }
@@ -387,16 +388,25 @@ NB_MODULE(_core, m) {
 
   nb::class_<pw::FusedMoeConfig>(m, "FusedMoeConfig", "The fused-MoE kernel's block sizes and pipeline stages.")
       .def("__init__",
-           [](pw::FusedMoeConfig* self, int block_m, int block_n, int block_k, int stages) {
-             pw::FusedMoeConfig config{.block_m = block_m, .block_n = block_n, .block_k = block_k, .stages = stages};
+           [](pw::FusedMoeConfig* self, int block_m, int block_n, int block_k, int stages, int group_m, int warps) {
+             pw::FusedMoeConfig config{.block_m = block_m, .block_n = block_n, .block_k = block_k, .stages = stages,
+                                       .group_m = group_m, .warps = warps};
              config.validate();
              new (self) pw::FusedMoeConfig(config);
            },
-           "block_m"_a, "block_n"_a, "block_k"_a, "stages"_a)
+           "block_m"_a, "block_n"_a, "block_k"_a, "stages"_a = 3, "group_m"_a = 1, "warps"_a = 4)
       .def_ro("block_m", &pw::FusedMoeConfig::block_m)
       .def_ro("block_n", &pw::FusedMoeConfig::block_n)
       .def_ro("block_k", &pw::FusedMoeConfig::block_k)
-      .def_ro("stages", &pw::FusedMoeConfig::stages);
+      .def_ro("stages", &pw::FusedMoeConfig::stages)
+      .def_ro("group_m", &pw::FusedMoeConfig::group_m)
+      .def_ro("warps", &pw::FusedMoeConfig::warps)
+      .def("__eq__", [](const pw::FusedMoeConfig& a, const pw::FusedMoeConfig& b) { return a == b; })
+      .def("__repr__", [](const pw::FusedMoeConfig& c) {
+        return "FusedMoeConfig(block_m=" + std::to_string(c.block_m) + ", block_n=" + std::to_string(c.block_n) +
+               ", block_k=" + std::to_string(c.block_k) + ", stages=" + std::to_string(c.stages) +
+               ", group_m=" + std::to_string(c.group_m) + ", warps=" + std::to_string(c.warps) + ")";
+      });
 
   nb::class_<pw::FusedMoe> moe_cls(m, "FusedMoe", "A mixture-of-experts layer's grouped expert GEMMs (intermediate: per expert, after TP).");
   moe_cls.def("__init__",
@@ -462,6 +472,10 @@ NB_MODULE(_core, m) {
         "gpu"_a, "The analytical default config of a GEMM on a GPU (what a prediction without a GEMM model assumes).");
   m.def("gemm_candidates", [](const pw::Gemm& gemm, const pw::GpuSpec& gpu) { return pw::gemm_candidates(gemm, gpu); }, "gemm"_a,
         "gpu"_a, "The configs a GEMM library would consider for this GEMM on this GPU (what best_gemm_config ranks).");
+  m.def("fused_moe_candidates", [](const pw::FusedMoe& moe, const pw::GpuSpec& gpu) { return pw::fused_moe_candidates(moe, gpu); },
+        "moe"_a, "gpu"_a, "The configs vLLM's tuning script searches that fit this GPU's shared memory: what an autotuner ranks.");
+  m.def("default_fused_moe_config", [](const pw::FusedMoe& moe, const pw::GpuSpec& gpu) { return pw::default_config(moe, gpu); },
+        "moe"_a, "gpu"_a, "vLLM's default fused-MoE config when no tuned table exists (get_default_config).");
   m.def("parse_kernel", [](std::string_view text) { return op_object(pw::parse_kernel(text)); }, "text"_a,
         "An op from its kernel string, e.g. 'gemm:m=4096,n=4096,k=4096,dtype=bf16'.");
 

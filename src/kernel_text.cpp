@@ -201,7 +201,9 @@ Kernel parse_fused_moe(KeyValues& values) {
     config.block_m = values.small_integer("block_m");
     config.block_n = values.small_integer("block_n");
     config.block_k = values.small_integer("block_k");
-    config.stages = values.small_integer("stages", 4);
+    config.stages = values.small_integer("stages", 3);
+    config.group_m = values.small_integer("group_m", 1);
+    config.warps = values.small_integer("warps", 4);
     moe.config = config;
   }
   return moe;
@@ -305,7 +307,8 @@ std::string to_string(const Kernel& kernel) {
               << ",intermediate=" << op.intermediate << ",dtype=" << to_string(op.dtype);
           if (op.config)
             out << ",block_m=" << op.config->block_m << ",block_n=" << op.config->block_n
-                << ",block_k=" << op.config->block_k << ",stages=" << op.config->stages;
+                << ",block_k=" << op.config->block_k << ",stages=" << op.config->stages << ",group_m=" << op.config->group_m
+                << ",warps=" << op.config->warps;
         } else if constexpr (std::is_same_v<Op, Elementwise>) {
           out << "bytes=" << number_text(op.bytes) << ",flops=" << number_text(op.flops)
               << ",xu_ops=" << number_text(op.xu_ops);
@@ -335,7 +338,8 @@ std::string describe_config(const Kernel& kernel, const GpuSpec& gpu) {
     defaulted = !attention->config;
   } else if (const FusedMoe* moe = kernel.get_if<FusedMoe>()) {
     const FusedMoeConfig config = moe->config ? *moe->config : default_config(*moe, gpu);
-    out << "block " << config.block_m << 'x' << config.block_n << 'x' << config.block_k << " stages " << config.stages;
+    out << "block " << config.block_m << 'x' << config.block_n << 'x' << config.block_k << " stages " << config.stages
+        << " group_m " << config.group_m << " warps " << config.warps;
     defaulted = !moe->config;
   } else {
     out << "fixed by the op";

@@ -243,39 +243,40 @@ TEST_CASE("fused_moe demand: expected active experts and the two grouped GEMMs",
   const auto gpu = synthetic_gpu(4);
   // 4 tokens, 8 experts, top-2, hidden 256, intermediate 128, bf16.
   // Expected experts touched: 8*(1 - (1 - 2/8)^4) = 8*(1 - 0.31640625) = 5.46875.
-  // Routed rows 4*2 = 8: 8/5.46875 = 1.4629 rows an expert.
-  // tokens (4) <= experts (8): default blocks 16 x 32 x 64, 4 stages.
+  // Routed rows 4*2 = 8: 8/5.46875 = 1.4629 rows an expert, one row block each.
+  // tokens (4) <= experts (8): vLLM's default, blocks 16 x 32 x 64, 3 stages, GROUP_SIZE_M 1, 4 warps.
   const auto moe = make_moe(4, 8, 2, 256, 128);
   const auto config = pipeweave::default_config(moe, gpu);
-  CHECK(config.block_m == 16);
-  CHECK(config.block_n == 32);
-  CHECK(config.block_k == 64);
-  CHECK(config.stages == 4);
+  CHECK(config == pipeweave::FusedMoeConfig{.block_m = 16, .block_n = 32, .block_k = 64, .stages = 3, .group_m = 1, .warps = 4});
+  CHECK(pipeweave::default_config(make_moe(9, 8, 2, 256, 128), gpu) ==
+        pipeweave::FusedMoeConfig{.block_m = 64, .block_n = 64, .block_k = 32, .stages = 3, .group_m = 8, .warps = 4});
   const double active = 8 * (1 - std::pow(0.75, 4));
   REQUIRE(active == Approx(5.46875).epsilon(1e-12));
 
   const auto d = pipeweave::demand(moe, gpu);
   CHECK(d.config_defaulted);
-  // gate_up: [rows, 256] x [256, 256]: active * ceil(1.46/16) = 1 * ceil(256/32) = 8 -> 43.75 CTAs;
-  // down: [rows, 128] x [128, 256]: again 43.75 CTAs.
-  CHECK(d.ctas == Approx(2 * active * 8).epsilon(1e-9));
-  // Busiest SM: ceil(43.75/4) = 11 CTAs of each launch.
+  // The grid is sized for the most padded rows: 8 routed rows + 8 experts x 15 = 128, 8 row blocks,
+  // x ceil(256/32) = 8 column blocks in each launch (gate_up n = 256, down n = 256): 128 CTAs,
+  // of which active * 8 = 43.75 a launch hold rows.
+  CHECK(d.ctas == Approx(2 * 8 * 8).epsilon(1e-12));
+  // Busiest SM: ceil(43.75/4) = 11 working CTAs of each launch.
   CHECK(d.busiest_sm_ctas == 22);
   // Tensor per CTA: 2*16*32*256 (gate_up) and 2*16*32*128 (down).
   const double gate_up_cta = 2.0 * 16 * 32 * 256, down_cta = 2.0 * 16 * 32 * 128;
   CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(active * 8 * (gate_up_cta + down_cta) / (1024.0 * 4)).epsilon(1e-9));
   CHECK(at(d.sm_cycles, Pipe::tensor) == Approx(11 * (gate_up_cta + down_cta) / 1024.0).epsilon(1e-9));
-  // DRAM: each touched expert's weights once, gathered activations in and bf16 outputs out for 8 rows.
-  const double dram_gate_up = active * 256 * 256 * 2 + 8 * (256 * 2 + 256 * 2);
-  const double dram_down = active * 256 * 128 * 2 + 8 * (128 * 2 + 256 * 2);
+  // DRAM: each touched expert's weights once; gate_up reads the 4 tokens' activations, down the 8
+  // routed rows; each writes 8 bf16 rows.
+  const double dram_gate_up = active * 256 * 256 * 2 + 4 * 256 * 2 + 8 * 256 * 2;
+  const double dram_down = active * 256 * 128 * 2 + 8 * 128 * 2 + 8 * 256 * 2;
   CHECK(at(d.gpu_cycles, Pipe::dram) == Approx((dram_gate_up + dram_down) / 1024).epsilon(1e-9));
-  // Resident: 128 threads -> 16; smem 4*(16+32)*64*2 = 24576 B -> floor(233472/24576) = 9.
-  CHECK(d.resident_ctas_per_sm == 9);
+  // Resident: 128 threads -> 16; smem 3*(16+32)*64*2 = 18432 B -> 12; registers 16*32/128 + 64 = 68 a
+  // thread -> floor(65536 / (68*128)) = 7.
+  CHECK(d.resident_ctas_per_sm == 7);
 
   // The two launches add up pipe by pipe.
-  const double rows_per_expert = 8 / active;
-  auto sum = pipeweave::detail::moe_gemm(active, rows_per_expert, 256, 256, config, DType::bf16, gpu);
-  sum += pipeweave::detail::moe_gemm(active, rows_per_expert, 256, 128, config, DType::bf16, gpu);
+  auto sum = pipeweave::detail::moe_gemm(active, active, 8, 8, 4, 256, 256, config, DType::bf16, gpu);
+  sum += pipeweave::detail::moe_gemm(active, active, 8, 8, 8, 256, 128, config, DType::bf16, gpu);
   for (std::size_t i = 0; i < pipeweave::kPipeCount; ++i) {
     CHECK(d.gpu_cycles[i] == Approx(sum.gpu_cycles[i]).epsilon(1e-9));
     CHECK(d.sm_cycles[i] == Approx(sum.sm_cycles[i]).epsilon(1e-9));
@@ -285,11 +286,13 @@ TEST_CASE("fused_moe demand: expected active experts and the two grouped GEMMs",
 TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_moe]") {
   const auto gpu = synthetic_gpu(4);
   // top_k == experts: every expert is touched, (1 - 8/8)^T = 0. 1000 tokens > 8 experts:
-  // blocks 64 x 64 x 32. Rows an expert: 1000*8/8 = 1000 -> ceil(1000/64) = 16 row blocks.
+  // blocks 64 x 64 x 32. Rows an expert: 1000*8/8 = 1000 -> ceil(1000/64) = 16 row blocks, 128 in all;
+  // the grid: ceil((8000 + 8*63) / 64) = 133 row blocks, x 256/64 = 4 column blocks in each launch.
   const auto all = pipeweave::demand(make_moe(1000, 8, 8, 256, 128), gpu);
-  // gate_up n = 256: 8 * 16 * 4 = 512 CTAs; down n = 256: 512 CTAs.
-  CHECK(all.ctas == Approx(1024).epsilon(1e-12));
-  // One token, top-1 of 8: exactly one expert, 1 row: 8*(1 - 7/8) = 1.
+  CHECK(all.ctas == Approx(2 * 133 * 4).epsilon(1e-12));
+  CHECK(all.busiest_sm_ctas == 2 * 128);  // the 512 working CTAs of a launch over 4 SMs
+  // One token, top-1 of 8: exactly one expert, 1 row: 8*(1 - 7/8) = 1; fewer routed rows than
+  // experts, so the grid holds one row block per row: 1.
   const auto one = pipeweave::demand(make_moe(1, 8, 1, 256, 128), gpu);
   // 1 expert * 1 row block * ceil(256/32) = 8 CTAs in each launch.
   CHECK(one.ctas == Approx(16).epsilon(1e-12));
@@ -299,15 +302,40 @@ TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_mo
   const auto c = pipeweave::demand(configured, gpu);
   CHECK_FALSE(c.config_defaulted);
   CHECK(c.ctas == Approx(2 * 4).epsilon(1e-12));  // ceil(256/64) = 4 column blocks in each launch
+  // More warps: more threads and fewer registers a thread hold the same tile.
+  configured.config = pipeweave::FusedMoeConfig{.block_m = 128, .block_n = 128, .block_k = 64, .stages = 3, .warps = 8};
+  CHECK(pipeweave::demand(configured, gpu).resident_ctas_per_sm == 2);  // 256 threads x 128 regs; smem 3*256*64*2 = 96 KiB
   // Many experts, few routed rows: nearly every row touches its own expert. 512 tokens x top-2
   // over 65536 experts: 65536 (1 - (1 - 2/65536)^512) = 1016.1 experts (1 - 2/65536 kept its
-  // digits; written as a plain power it read as no expert touched, at 10^17 experts).
+  // digits; written as a plain power it read as no expert touched, at 10^17 experts); the grid
+  // holds one row block per routed row, 1024.
   const auto many = pipeweave::demand(make_moe(512, 65536, 2, 256, 128), gpu);
   const double active = 65536 * -std::expm1(512 * std::log1p(-2.0 / 65536));
   CHECK(active == Approx(1016.1).margin(0.1));
-  CHECK(many.ctas == Approx(2 * active * 8).epsilon(1e-9));  // one row block, 256/32 = 8 column blocks each
+  CHECK(many.ctas == Approx(2 * 1024 * 8).epsilon(1e-9));  // 256/32 = 8 column blocks each
+  CHECK(many.busiest_sm_ctas == 2 * std::ceil(active * 8 / 4));
   CHECK(many.bound_cycles() > 0);
   CHECK_THROWS_WITH(pipeweave::Kernel(make_moe(512, 100000, 2, 256, 128)), Catch::Contains("fused_moe.experts must be at most 65536"));
+}
+
+TEST_CASE("fused_moe configs: checked knobs and the tuning grid", "[demand][fused_moe]") {
+  const auto gpu = synthetic_gpu(4);
+  auto moe = make_moe(64, 8, 2, 4096, 1024);
+  moe.config = pipeweave::FusedMoeConfig{.block_m = 48, .block_n = 64, .block_k = 64};
+  CHECK_THROWS_WITH(pipeweave::Kernel(moe), Catch::Contains("fused_moe.block_m must be a power of two within [16, 256], got 48"));
+  moe.config = pipeweave::FusedMoeConfig{.block_m = 64, .block_n = 64, .block_k = 64, .warps = 3};
+  CHECK_THROWS_WITH(pipeweave::Kernel(moe), Catch::Contains("fused_moe.warps"));
+  moe.config = pipeweave::FusedMoeConfig{.block_m = 64, .block_n = 64, .block_k = 64, .group_m = 0};
+  CHECK_THROWS_WITH(pipeweave::Kernel(moe), Catch::Contains("fused_moe.group_m"));
+  // vLLM's grid: 5 x 4 x 3 x 4 x 2 x 4 = 1920, less what does not fit in 228 KiB - 8 KiB.
+  const auto candidates = pipeweave::fused_moe_candidates(moe, gpu);
+  CHECK(candidates.size() > 1000);
+  CHECK(candidates.size() < 1920 + 1);
+  for (const auto& config : candidates) CHECK(config.stages * (config.block_m + config.block_n) * config.block_k * 2 <= 228 * 1024 - 8192);
+  // vLLM's default (BLOCK_SIZE_K 32 and GROUP_SIZE_M 8 lie off the grid) is among them, last, so
+  // a ranking can only match or beat it as predicted.
+  CHECK(candidates.back() == pipeweave::default_config(moe, gpu));
+  CHECK(std::count(candidates.begin(), candidates.end(), pipeweave::default_config(moe, gpu)) == 1);
 }
 
 TEST_CASE("demand: bound_cycles is the largest hard limit and bottleneck names it", "[demand]") {

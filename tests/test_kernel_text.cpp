@@ -382,12 +382,14 @@ TEST_CASE("parse_kernel: rmsnorm, silu_mul, fused_moe, elementwise", "[kernel_te
   CHECK(parse_kernel("fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336") ==
         Kernel(make_moe(512, 8, 2, 4096, 14336)));
   FusedMoe configured = make_moe(512, 64, 6, 2048, 1408, DType::fp8_e4m3);
-  configured.config = make_moe_config(64, 128, 64, 4);  // stages defaults to 4
+  configured.config = make_moe_config(64, 128, 64, 3);  // stages defaults to Triton's 3, group_m to 1, warps to 4
   CHECK(parse_kernel("fused_moe:tokens=512,experts=64,top_k=6,hidden=2048,intermediate=1408,dtype=fp8,block_m=64,"
                      "block_n=128,block_k=64") == Kernel(configured));
-  configured.config = make_moe_config(16, 32, 64, 3);
+  configured.config = make_moe_config(16, 32, 64, 5);
+  configured.config->group_m = 16, configured.config->warps = 8;
   CHECK(parse_kernel("fused_moe:tokens=512,experts=64,top_k=6,hidden=2048,intermediate=1408,dtype=fp8,block_m=16,"
-                     "block_n=32,block_k=64,stages=3") == Kernel(configured));
+                     "block_n=32,block_k=64,stages=5,group_m=16,warps=8") == Kernel(configured));
+  CHECK(parse_kernel(to_string(Kernel(configured))) == Kernel(configured));
 
   CHECK(parse_kernel("elementwise:bytes=1e9,flops=2.5e8") == Kernel(make_elementwise(1e9, 2.5e8, 0)));
   CHECK(parse_kernel("elementwise:bytes=4096") == Kernel(make_elementwise(4096, 0, 0)));

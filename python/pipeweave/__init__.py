@@ -32,9 +32,11 @@ from ._core import (
     WorkloadPrediction,
     __version__,
     catalog,
+    default_fused_moe_config,
     default_gemm_config,
     default_gpu,
     dtypes,
+    fused_moe_candidates,
     gemm_candidates,
     parse_kernel,
 )
@@ -60,9 +62,11 @@ __all__ = [
     "WorkloadPrediction",
     "__version__",
     "catalog",
+    "default_fused_moe_config",
     "default_gemm_config",
     "default_gpu",
     "dtypes",
+    "fused_moe_candidates",
     "gemm_candidates",
     "parse_kernel",
 ]

@@ -1,14 +1,18 @@
 #pragma once
-// Fused MoE as vLLM's Triton fused_moe runs the expert GEMMs: tokens are sorted by the
-// expert they are routed to and each expert's rows padded to BLOCK_M; one launch computes
-// gate_up ([rows, hidden] x [hidden, 2*intermediate]) and a second the down projection
-// ([rows, intermediate] x [intermediate, hidden]). The SiLU between them and the top-k sum
-// after are separate kernels (silu_mul, elementwise). Routing is taken as uniform: each of
-// the experts a batch touches gets the same share of the tokens * top_k rows.
-
+// Fused MoE as vLLM's and SGLang's Triton fused_moe runs the expert GEMMs (the kernel measured:
+// cuda_kernels/fused_moe/): tokens are sorted by the expert they are routed to and each expert's
+// rows padded to BLOCK_SIZE_M; one launch computes gate-up ([rows, hidden] x [hidden,
+// 2*intermediate]) and a second the down projection ([rows, intermediate] x [intermediate,
+// hidden]). The SiLU between them and the top-k sum after are separate kernels (silu_mul,
+// elementwise). Routing is taken as uniform: each of the experts a batch touches gets the same
+// share of the tokens * top_k rows.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/pipes.hpp"
@@ -16,18 +20,31 @@
 
 namespace pipeweave {
 
+// The Triton kernel's config keys, as the engines' tuned tables name them: BLOCK_SIZE_M/N/K
+// (tl.arange needs powers of two), num_stages, GROUP_SIZE_M (how many M blocks share a column of N
+// blocks, for L2 reuse) and num_warps.
 struct FusedMoeConfig {
   int block_m = 0;
   int block_n = 0;
   int block_k = 0;
-  int stages = 0;
+  int stages = 3;
+  int group_m = 1;
+  int warps = 4;
   void validate() const {
-    detail::require_positive("fused_moe.block_m", block_m);
-    detail::require_positive("fused_moe.block_n", block_n);
-    detail::require_positive("fused_moe.block_k", block_k);
-    detail::require_positive("fused_moe.stages", stages);
+    require_power_of_two("fused_moe.block_m", block_m, 16, 256);
+    require_power_of_two("fused_moe.block_n", block_n, 16, 256);
+    require_power_of_two("fused_moe.block_k", block_k, 16, 256);
+    if (stages < 1 || stages > 8) detail::fail_field("fused_moe.stages", stages, "must be within [1, 8]");
+    if (group_m < 1 || group_m > 1024) detail::fail_field("fused_moe.group_m", group_m, "must be within [1, 1024]");
+    require_power_of_two("fused_moe.warps", warps, 1, 16);
   }
   bool operator==(const FusedMoeConfig&) const = default;
+
+ private:
+  static void require_power_of_two(std::string_view field, int value, int least, int most) {
+    if (value < least || value > most || (value & (value - 1)) != 0)
+      detail::fail_field(field, value, "must be a power of two within [" + std::to_string(least) + ", " + std::to_string(most) + "]");
+  }
 };
 
 struct FusedMoe {
@@ -53,46 +70,84 @@ struct FusedMoe {
   bool operator==(const FusedMoe&) const = default;
 };
 
-// vLLM's get_default_config: small blocks when tokens are few per expert, else 64x64x32.
+// vLLM's get_default_config for bf16 and per-tensor fp8 (v0.6-v0.8): small blocks when the
+// batch has at most as many tokens as experts, else 64x64x32 with GROUP_SIZE_M 8; num_warps and
+// num_stages left to Triton's defaults, 4 and 3. What an engine runs with no tuned table.
 inline FusedMoeConfig default_config(const FusedMoe& moe, const GpuSpec&) {
-  if (moe.tokens <= moe.experts) return FusedMoeConfig{16, 32, 64, 4};
-  return FusedMoeConfig{64, 64, 32, 4};
+  if (moe.tokens <= moe.experts) return FusedMoeConfig{.block_m = 16, .block_n = 32, .block_k = 64, .stages = 3, .group_m = 1, .warps = 4};
+  return FusedMoeConfig{.block_m = 64, .block_n = 64, .block_k = 32, .stages = 3, .group_m = 8, .warps = 4};
+}
+
+// The configs vLLM's tuning script searches (benchmark_moe.py's grid), less those whose
+// pipeline does not fit in the GPU's shared memory, and vLLM's default config (off the grid) last:
+// what an autotuner ranks for a fused-MoE layer.
+inline std::vector<FusedMoeConfig> fused_moe_candidates(const FusedMoe& moe, const GpuSpec& gpu) {
+  std::vector<FusedMoeConfig> candidates;
+  const double bytes = dtype_bytes(moe.dtype);
+  for (int block_m : {16, 32, 64, 128, 256})
+    for (int block_n : {32, 64, 128, 256})
+      for (int block_k : {64, 128, 256})
+        for (int group_m : {1, 16, 32, 64})
+          for (int warps : {4, 8})
+            for (int stages : {2, 3, 4, 5})
+              if (stages * (block_m + block_n) * block_k * bytes <= gpu.smem_bytes_per_sm - 8192)
+                candidates.push_back(FusedMoeConfig{.block_m = block_m, .block_n = block_n, .block_k = block_k,
+                                                    .stages = stages, .group_m = group_m, .warps = warps});
+  const FusedMoeConfig engine_default = default_config(moe, gpu);
+  if (std::find(candidates.begin(), candidates.end(), engine_default) == candidates.end()) candidates.push_back(engine_default);
+  return candidates;
 }
 
 namespace detail {
 
-// One grouped GEMM of the pair: `rows_per_expert` rows for each of `active_experts`.
-inline Demand moe_gemm(double active_experts, double rows_per_expert, double n, double k, const FusedMoeConfig& config,
-                       DType dtype, const GpuSpec& gpu) {
+// One grouped GEMM launch over the sorted rows: `blocks` row blocks of BLOCK_SIZE_M that hold rows
+// (each of one expert), `n` x `k` weights per expert, `a_rows` distinct rows of activations read.
+// The grid is launched for the most padded rows any routing could give (`grid_blocks`); blocks
+// past the real end return at once and are counted as CTAs without work.
+inline Demand moe_gemm(double active_experts, double blocks, double grid_blocks, double routed_rows, double a_rows,
+                       double n, double k, const FusedMoeConfig& config, DType dtype, const GpuSpec& gpu) {
   const double in_bytes = dtype_bytes(dtype), bm = config.block_m, bn = config.block_n;
   const double k_padded = round_up(k, config.block_k);
-  const double ctas = active_experts * ceil_div(rows_per_expert, bm) * ceil_div(n, bn);
+  const double n_blocks = ceil_div(n, bn);
+  const double ctas = blocks * n_blocks;
   PipeWork per_cta{};
   at(per_cta, Pipe::tensor) = 2 * bm * bn * k_padded;
   at(per_cta, Pipe::fma) = bm * bn;
   const double operand_bytes = (bm + bn) * k_padded * in_bytes;
   at(per_cta, Pipe::l2) = operand_bytes + bm * bn * 2;
   at(per_cta, Pipe::smem) = 2 * operand_bytes;
-  // DRAM: each touched expert's weights once, the gathered activations and the outputs once.
-  const double rows = active_experts * rows_per_expert;
-  const double dram = active_experts * n * k * in_bytes + rows * (k * in_bytes + n * 2);
+  // DRAM: each touched expert's weights once, the activations once and the outputs once.
+  const double dram = active_experts * n * k * in_bytes + a_rows * k * in_bytes + routed_rows * n * 2;
   at(per_cta, Pipe::dram) = dram / ctas;
+  const double threads = 32.0 * config.warps;
   const double smem = config.stages * (bm + bn) * config.block_k * in_bytes;
-  const double resident = resident_ctas(gpu, 128, smem, 0, "fused_moe CTA");
-  return uniform_grid(per_cta, ctas, resident, gpu, tensor_rate(gpu, dtype));
+  // The accumulator tile spread over the CTA's threads, plus operands and addressing (at most
+  // the 255 registers a thread can hold; beyond, Triton spills).
+  const double registers = std::min(255.0, bm * bn / threads + 64);
+  const double resident = resident_ctas(gpu, threads, smem, registers, "fused_moe CTA");
+  Demand demand = uniform_grid(per_cta, ctas, resident, gpu, tensor_rate(gpu, dtype));
+  demand.ctas = grid_blocks * n_blocks;  // the launch, early exits included
+  return demand;
 }
 
 }  // namespace detail
 
 inline Demand demand(const FusedMoe& moe, const GpuSpec& gpu) {
   const FusedMoeConfig config = moe.config ? *moe.config : default_config(moe, gpu);
-  const double experts = moe.experts, routed_rows = double(moe.tokens) * moe.top_k;
-  // Expected experts touched when each of the routed rows picks uniformly: 1 - (1 - p)^tokens,
+  const double experts = moe.experts, tokens = moe.tokens, routed_rows = tokens * moe.top_k;
+  // Expected experts touched when each token picks top_k of them uniformly: 1 - (1 - p)^tokens,
   // written so that a small p keeps its digits (1 - 2e-17 is 1 in a double: no expert touched).
-  const double active = experts * -std::expm1(double(moe.tokens) * std::log1p(-double(moe.top_k) / experts));
+  const double active = experts * -std::expm1(tokens * std::log1p(-double(moe.top_k) / experts));
   const double rows_per_expert = routed_rows / active;
-  Demand result = detail::moe_gemm(active, rows_per_expert, 2.0 * moe.intermediate, moe.hidden, config, moe.dtype, gpu);
-  result += detail::moe_gemm(active, rows_per_expert, moe.hidden, moe.intermediate, config, moe.dtype, gpu);
+  const double blocks = active * std::ceil(rows_per_expert / config.block_m);
+  // vLLM sizes the sorted id list, and so the grid, for every expert padded by a block less one
+  // row; a batch of fewer routed rows than experts, for each row its own block.
+  const double max_padded = routed_rows < experts ? routed_rows * config.block_m : routed_rows + experts * (config.block_m - 1);
+  const double grid_blocks = std::max(blocks, detail::ceil_div(max_padded, config.block_m));
+  Demand result = detail::moe_gemm(active, blocks, grid_blocks, routed_rows, tokens, 2.0 * moe.intermediate, moe.hidden,
+                                   config, moe.dtype, gpu);
+  result += detail::moe_gemm(active, blocks, grid_blocks, routed_rows, routed_rows, moe.hidden, moe.intermediate, config,
+                             moe.dtype, gpu);
   result.config_defaulted = !moe.config.has_value();
   return result;
 }
