@@ -167,6 +167,20 @@ MeasuredKernel silu_row(const Row& row) {
   return MeasuredKernel{row.text("gpu"), Kernel(silu), row.number("duration_us"), shape, true};
 }
 
+// A fused-MoE layer's two grouped GEMMs (gate-up, then down) with the Triton config that ran;
+// duration_us is the two kernels' sum. is_default (optional): the engines' default config.
+MeasuredKernel fused_moe_row(const Row& row) {
+  FusedMoe moe{.tokens = row.integer("tokens"), .experts = row.integer("experts"), .top_k = row.integer("top_k"),
+               .hidden = row.integer("hidden"), .intermediate = row.integer("intermediate"), .dtype = row.dtype()};
+  moe.config = FusedMoeConfig{.block_m = row.small_integer("block_m"), .block_n = row.small_integer("block_n"),
+                              .block_k = row.small_integer("block_k"), .stages = row.small_integer("stages"),
+                              .group_m = row.small_integer("group_m"), .warps = row.small_integer("warps")};
+  const std::string shape = "fused_moe:" + row.text("dtype") + "," + row.text("tokens") + "," + row.text("experts") + "," +
+                            row.text("top_k") + "," + row.text("hidden") + "," + row.text("intermediate");
+  return MeasuredKernel{row.text("gpu"), Kernel(moe), row.number("duration_us"), shape,
+                        !row.has("is_default") || row.text("is_default") == "1"};
+}
+
 MeasuredKernel attention_row(const Row& row) {
   Attention attention;
   attention.q_lens = row.lengths("q_lens");
@@ -303,9 +317,10 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
         throw Error(where + ": the header must name the columns gpu and duration_us (see data/README.md)");
       if (has("m") && has("n") && has("k")) parse = gemm_row;
       else if (has("q_lens")) parse = attention_row;
+      else if (has("experts")) parse = fused_moe_row;
       else if (has("hidden")) parse = rmsnorm_row;
       else if (has("dim")) parse = silu_row;
-      else throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens)");
+      else throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
       continue;
     }
     if (cells.size() != header_cells)

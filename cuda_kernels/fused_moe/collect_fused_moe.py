@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Measures the fused-MoE layer's two grouped GEMMs (fused_moe_triton.py) across configs, on the
+shapes of public MoE models, with uniform and skewed routing.
+
+    python3 cuda_kernels/fused_moe/collect_fused_moe.py --out moe.csv [--budget-s 420] [--seed 1]
+        [--workers 12] [--configs 60] [--per-shape 12]
+
+Shapes: the experts' layers of Mixtral-8x7B, Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B, DeepSeek-V2-Lite
+and OLMoE-1B-7B at tensor parallelism 1-8 (each expert's intermediate split over the TP ranks;
+shared experts are dense layers, not measured here), tokens 1 to 16,384, bf16 and fp8 e4m3.
+Routing: each token picks top_k distinct experts, uniformly ("uniform") or in proportion to a
+Zipf popularity of exponent 1.2 over the experts in a random order ("skewed"): a Gumbel top-k
+draw. Configs: --configs drawn from vLLM's tuning grid (BLOCK_SIZE_M 16-128, BLOCK_SIZE_N 32-256,
+BLOCK_SIZE_K 64-256, GROUP_SIZE_M 1/16/32, num_warps 4/8, num_stages 2-5) that fit in shared
+memory, plus vLLM's two default configs (fused_moe_triton.vllm_default_config). Every config is
+measured on the "full" shapes (uniform routing, tokens 1, 8, 64, 512, 4096), --per-shape drawn
+ones plus the defaults elsewhere.
+
+Protocol: as a serving engine runs the layer, back to back with no flush, the weights cold in L2
+(each launch on another copy of the experts' weights, the copies spanning at least twice the L2
+for the experts one token touches); time per kernel from CUPTI through the PyTorch profiler, the
+median of --reps after --warmup launches. Shapes are measured in a random order (full ones first)
+until --budget-s; what is measured in time is a random subset. Compiles first, in --workers
+processes (Triton's cache is shared on disk).
+
+Writes one row per (shape, routing, dtype, config): the shape, the routing's measured expert
+load (experts touched, the largest expert's rows, rows after padding), the config, and the two
+kernels' times gemm1_us (gate-up) and gemm2_us (down).
+"""
+import argparse
+import csv
+import itertools
+import math
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fused_moe_triton as fm  # noqa: E402
+
+# name: (experts, top_k, hidden, moe intermediate per expert, TP sizes); from each model's config.json
+MODELS = {
+    "Mixtral-8x7B": (8, 2, 4096, 14336, (1, 2, 4, 8)),
+    "Qwen1.5-MoE-A2.7B": (60, 4, 2048, 1408, (1, 2, 4)),
+    "Qwen3-30B-A3B": (128, 8, 2048, 768, (1, 2, 4)),
+    "DeepSeek-V2-Lite": (64, 6, 2048, 1408, (1, 2, 4)),
+    "OLMoE-1B-7B": (64, 8, 2048, 1024, (1, 2)),
+}
+TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+FULL_TOKENS = (1, 8, 64, 512, 4096)
+DTYPES = ("bf16", "fp8")
+GRID = {"BLOCK_SIZE_M": (16, 32, 64, 128), "BLOCK_SIZE_N": (32, 64, 128, 256), "BLOCK_SIZE_K": (64, 128, 256),
+        "GROUP_SIZE_M": (1, 16, 32), "num_warps": (4, 8), "num_stages": (2, 3, 4, 5)}
+SMEM_BYTES = 220 * 1024  # what one CTA may use on Hopper, less a margin
+L2_BYTES = 50 * 1024 * 1024
+CONFIG_KEYS = tuple(GRID)
+
+
+def key(config):
+    return tuple(config[k] for k in CONFIG_KEYS)
+
+
+def pick_configs(count, seed):
+    grid = [dict(zip(CONFIG_KEYS, values)) for values in itertools.product(*GRID.values())]
+    fits = [c for c in grid if c["num_stages"] * (c["BLOCK_SIZE_M"] + c["BLOCK_SIZE_N"]) * c["BLOCK_SIZE_K"] * 2 <= SMEM_BYTES]
+    picked = random.Random(seed).sample(fits, count)
+    for tokens, experts in ((1, 8), (1000, 8)):
+        default = fm.vllm_default_config(tokens, experts)
+        if key(default) not in {key(c) for c in picked}:
+            picked.append(default)
+    return picked
+
+
+def torch_dtype(dtype):
+    return torch.float8_e4m3fn if dtype == "fp8" else torch.bfloat16
+
+
+def compile_share(args):
+    """A worker: compiles its share of (config, dtype, gemm) on a tiny problem; returns the failures."""
+    share, = args
+    torch.cuda.set_device(0)
+    failed = []
+    experts, hidden, inter, tokens, top_k = 4, 256, 128, 16, 2
+    ids = torch.stack([torch.randperm(experts, device="cuda")[:top_k] for _ in range(tokens)])
+    weights = torch.rand(tokens, top_k, device="cuda")
+    for config, dtype in share:
+        dt = torch_dtype(dtype)
+        a = torch.randn(tokens, hidden, device="cuda").to(dt)
+        a2 = torch.randn(tokens * top_k, inter, device="cuda").to(dt)
+        w1 = torch.randn(experts, 2 * inter, hidden, device="cuda").to(dt)
+        w2 = torch.randn(experts, hidden, inter, device="cuda").to(dt)
+        c1 = torch.empty(tokens * top_k, 2 * inter, device="cuda", dtype=torch.bfloat16)
+        c2 = torch.empty(tokens * top_k, hidden, device="cuda", dtype=torch.bfloat16)
+        scale = torch.ones(experts, device="cuda")
+        sorted_ids, expert_ids, total = fm.moe_align_block_size(ids, config["BLOCK_SIZE_M"], experts)
+        try:
+            fm.invoke(a, w1, c1, scale, scale, weights, sorted_ids, expert_ids, total, top_k, False, config)
+            fm.invoke(a2, w2, c2, scale, scale, weights, sorted_ids, expert_ids, total, 1, True, config)
+            torch.cuda.synchronize()
+        except Exception as error:  # noqa: BLE001 - an out-of-resources config is skipped, and said so
+            failed.append((key(config), dtype, type(error).__name__))
+    return failed
+
+
+def route(tokens, experts, top_k, skewed, generator):
+    """Each token's top_k distinct experts (Gumbel top-k over log-popularity) and renormalised weights."""
+    if skewed:
+        order = torch.randperm(experts, generator=generator)
+        popularity = 1.0 / (torch.arange(experts, dtype=torch.float32) + 1) ** 1.2
+        log_p = torch.log(popularity[order.argsort()])
+    else:
+        log_p = torch.zeros(experts)
+    gumbel = -torch.log(-torch.log(torch.rand(tokens, experts, generator=generator).clamp_min(1e-20)))
+    scores = log_p + gumbel
+    weights, ids = torch.topk(torch.softmax(scores, dim=-1), top_k, dim=-1)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    return ids.to(torch.int32).cuda(), weights.cuda()
+
+
+def kernel_durations(profiler):
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        profiler.export_chrome_trace(path)
+        import json
+        with open(path) as f:
+            trace = json.load(f)
+    events = [e for e in trace.get("traceEvents", []) if e.get("cat") == "kernel" and e.get("ph") == "X"]
+    events.sort(key=lambda e: e["ts"])
+    return [e["dur"] for e in events if "fused_moe_kernel" in e["name"]]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--budget-s", type=float, default=420)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--configs", type=int, default=60)
+    parser.add_argument("--per-shape", type=int, default=12)
+    parser.add_argument("--reps", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--tokens", default=",".join(map(str, TOKENS)))
+    args = parser.parse_args()
+    start = time.time()
+    rng = random.Random(args.seed)
+    configs = pick_configs(args.configs, args.seed)
+
+    # A check of the kernel against PyTorch, bf16 and fp8, before anything is timed.
+    torch.manual_seed(args.seed)
+    for dtype in DTYPES:
+        e, t, h, i, k = 8, 33, 512, 256, 2
+        x = torch.randn(t, h, device="cuda") / 4
+        w1 = torch.randn(e, 2 * i, h, device="cuda") / 16
+        w2 = torch.randn(e, h, i, device="cuda") / 16
+        ids, wts = route(t, e, k, False, torch.Generator().manual_seed(1))
+        ref = torch.zeros(t, h, device="cuda")
+        for token in range(t):
+            for slot in range(k):
+                g, u = (x[token] @ w1[ids[token, slot]].T).chunk(2)
+                ref[token] += wts[token, slot] * (w2[ids[token, slot]] @ (torch.nn.functional.silu(g) * u))
+        one = torch.ones(e, device="cuda")
+        cast = (lambda v: v.to(torch.float8_e4m3fn)) if dtype == "fp8" else (lambda v: v.to(torch.bfloat16))
+        got = fm.fused_moe(cast(x), cast(w1), cast(w2), wts, ids, fm.vllm_default_config(t, e), one, one, one)
+        error = ((got.float() - ref).norm() / ref.norm()).item()
+        print(f"check {dtype}: relative error {error:.4f} against PyTorch", file=sys.stderr, flush=True)
+        if error > (0.1 if dtype == "fp8" else 0.02):
+            sys.exit(f"collect_fused_moe: error: the {dtype} kernel disagrees with PyTorch ({error:.3f})")
+
+    # Compile every (config, dtype) once, in parallel; Triton's disk cache serves the timing runs.
+    jobs = [(c, d) for c in configs for d in DTYPES]
+    shares = [jobs[w::args.workers] for w in range(args.workers)]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(args.workers) as pool:
+        failed = [f for part in pool.map(compile_share, [(s,) for s in shares]) for f in part]
+    bad = {(k, d) for k, d, _ in failed}
+    print(f"compiled {len(jobs) - len(bad)} of {len(jobs)} (config, dtype) in {time.time() - start:.0f} s; "
+          f"failed: {sorted(set(n for _, _, n in failed))}", file=sys.stderr, flush=True)
+
+    layers = [(name, tp) for name in args.models.split(",") for tp in MODELS[name][4]]
+    token_list = [int(t) for t in args.tokens.split(",")]
+    points = [(name, tp, tokens, routing, dtype) for name, tp in layers for tokens in token_list
+              for routing in ("uniform", "skewed") for dtype in DTYPES]
+    full = [p for p in points if p[3] == "uniform" and p[2] in FULL_TOKENS]
+    rest = [p for p in points if p not in full]
+    rng.shuffle(full)
+    rng.shuffle(rest)
+    # Grouped by layer and dtype so that one set of weight copies serves a group.
+    order = full + rest
+    written = 0
+    gen = torch.Generator().manual_seed(args.seed)
+    with open(args.out, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["model", "tp", "tokens", "experts", "top_k", "hidden", "intermediate", "dtype", "routing",
+                         "experts_touched", "max_expert_rows", "full", *CONFIG_KEYS, "padded_rows", "gemm1_us", "gemm2_us",
+                         "vllm_default"])
+        for index, (name, tp, tokens, routing, dtype) in enumerate(order):
+            if time.time() - start > args.budget_s:
+                print(f"budget reached after {index} of {len(order)} shapes", file=sys.stderr, flush=True)
+                break
+            experts, top_k, hidden, inter_full, _ = MODELS[name]
+            inter = inter_full // tp
+            dt = torch_dtype(dtype)
+            bytes_per = 1 if dtype == "fp8" else 2
+            expert_bytes = 3 * inter * hidden * bytes_per
+            total_bytes = experts * expert_bytes
+            copies = max(1, min(math.ceil(2 * L2_BYTES / (top_k * expert_bytes)), (6 << 30) // total_bytes))
+            w1s = [torch.randn(experts, 2 * inter, hidden, device="cuda").to(dt) for _ in range(copies)]
+            w2s = [torch.randn(experts, hidden, inter, device="cuda").to(dt) for _ in range(copies)]
+            x = torch.randn(tokens, hidden, device="cuda").to(dt)
+            x2 = torch.randn(tokens * top_k, inter, device="cuda").to(dt)
+            c1 = torch.empty(tokens * top_k, 2 * inter, device="cuda", dtype=torch.bfloat16)
+            c2 = torch.empty(tokens * top_k, hidden, device="cuda", dtype=torch.bfloat16)
+            scale = torch.ones(experts, device="cuda")
+            ids, wts = route(tokens, experts, top_k, routing == "skewed", gen)
+            counts = torch.bincount(ids.flatten().long(), minlength=experts)
+            is_full = (name, tp, tokens, routing, dtype) in full
+            default = fm.vllm_default_config(tokens, experts)
+            usable = [c for c in configs if (key(c), dtype) not in bad]
+            chosen = usable if is_full else rng.sample(usable, min(args.per_shape, len(usable)))
+            if key(default) not in {key(c) for c in chosen} and (key(default), dtype) not in bad:
+                chosen.append(default)
+            aligned = {}
+            for c in chosen:
+                if c["BLOCK_SIZE_M"] not in aligned:
+                    aligned[c["BLOCK_SIZE_M"]] = fm.moe_align_block_size(ids, c["BLOCK_SIZE_M"], experts)
+            launches = args.warmup + args.reps
+            torch.cuda.synchronize()
+            turn = 0
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
+                for c in chosen:
+                    sorted_ids, expert_ids, total = aligned[c["BLOCK_SIZE_M"]]
+                    for _ in range(launches):
+                        fm.invoke(x, w1s[turn % copies], c1, scale, scale, wts, sorted_ids, expert_ids, total, top_k, False, c)
+                        turn += 1
+                    for _ in range(launches):
+                        fm.invoke(x2, w2s[turn % copies], c2, scale, scale, wts, sorted_ids, expert_ids, total, 1, True, c)
+                        turn += 1
+                torch.cuda.synchronize()
+            durations = kernel_durations(profiler)
+            if len(durations) != 2 * launches * len(chosen):
+                sys.exit(f"collect_fused_moe: error: {len(durations)} kernels in the trace, expected {2 * launches * len(chosen)}")
+            for j, c in enumerate(chosen):
+                base = 2 * launches * j
+                gemm1 = statistics.median(durations[base + args.warmup:base + launches])
+                gemm2 = statistics.median(durations[base + launches + args.warmup:base + 2 * launches])
+                writer.writerow([name, tp, tokens, experts, top_k, hidden, inter, dtype, routing, int((counts > 0).sum()),
+                                 int(counts.max()), int(is_full), *key(c), int(aligned[c["BLOCK_SIZE_M"]][2].item()),
+                                 round(gemm1, 3), round(gemm2, 3), int(key(c) == key(default))])
+                written += 1
+            out.flush()
+            del w1s, w2s
+            torch.cuda.empty_cache()
+            if index % 20 == 0:
+                print(f"[{index + 1}/{len(order)}] {written} rows, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+    print(f"wrote {written} rows in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
