@@ -31,9 +31,12 @@ pipeweave_cli_test(rank_json "^\\{\n +\"candidates\": [0-9]+,\n +\"gpu\": \"H100
 pipeweave_cli_test(rank_given "^GPU H100-SXM: 2 candidates, fastest first\n[^\n]+\n +1 [^\n]+tile_m=(64|128)[^\n]+\n +2 [^\n]+tile_m=(64|128)[^\n]+\n(\\(no trained|$)"
                    rank --gpu H100-SXM gemm:m=4096,n=4096,k=4096,tile_m=128,tile_n=128,tile_k=64
                    gemm:m=4096,n=4096,k=4096,tile_m=64,tile_n=64,tile_k=64)
+# A fused_moe without a config: vLLM's tuning grid and its default config, ranked by the bundled model.
+pipeweave_cli_test(rank_fused_moe_candidates "^GPU H100-SXM: [0-9][0-9][0-9][0-9] candidates, fastest first\n[^\n]+\n +1 +[0-9.]+ +[0-9.]+ +[01]\\.[0-9]+ +[a-z0-9]+ +fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=7168,dtype=bf16,block_m=[0-9]+,block_n=[0-9]+,block_k=[0-9]+,stages=[2-5],group_m=[0-9]+,warps=[48]\n"
+                   rank --gpu H100-SXM fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=7168)
 pipeweave_cli_failure(rank_needs_gpu "rank needs --gpu" rank ${gemm_text})
 pipeweave_cli_failure(rank_needs_kernels "rank needs a GEMM" rank --gpu H100-SXM)
-pipeweave_cli_failure(rank_one_configured "one GEMM without a config .* or two or more KERNELs, got gemm:m=64"
+pipeweave_cli_failure(rank_one_configured "one GEMM or fused_moe without a config .* or two or more KERNELs, got gemm:m=64"
                       rank --gpu H100-SXM gemm:m=64,n=64,k=64,tile_m=64,tile_n=64,tile_k=64)
 pipeweave_cli_failure(rank_bad_top "--top must be a count of 0 or more, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
 pipeweave_cli_failure(rank_fp8_on_a100 "fp8" rank --gpu A100-SXM4-80GB gemm:m=64,n=4096,k=4096,dtype=fp8)

@@ -273,6 +273,14 @@ TEST_CASE("fused_moe demand: expected active experts and the two grouped GEMMs",
   // Resident: 128 threads -> 16; smem 3*(16+32)*64*2 = 18432 B -> 12; registers 16*32/128 + 64 = 68 a
   // thread -> floor(65536 / (68*128)) = 7.
   CHECK(d.resident_ctas_per_sm == 7);
+  // The kernel's shape: K steps of each launch (256/64 + 128/64), 3 stages, no warpgroup MMA for
+  // a 16-row block; the tile's real share: each launch computes active * 8 tiles of 16 x 32 x K for
+  // 8 real rows; the wave: 43.75 CTAs of a launch over 7 x 4 slots, in two waves.
+  CHECK(d.serial_steps == 4 + 2);
+  CHECK(d.pipeline_stages == 3);
+  CHECK(d.warpgroup_mma_m == 0);
+  CHECK(d.tile_fill == Approx(8.0 / (active * 16)).epsilon(1e-9));
+  CHECK(d.wave_fill == Approx(43.75 / 56).epsilon(1e-9));
 
   // The two launches add up pipe by pipe.
   auto sum = pipeweave::detail::moe_gemm(active, active, 8, 8, 4, 256, 256, config, DType::bf16, gpu);
@@ -481,9 +489,11 @@ TEST_CASE("features: log1p of the demand in kFeatureNames order", "[demand]") {
     CHECK(f[2 * kPipeCount + 9] == 0);
     CHECK(f[2 * kPipeCount + 10] == 1);
     CHECK(f[2 * kPipeCount + 11] == 0);
-    // Only the GEMM's tiles say how full they and their waves are: these report no waste.
-    CHECK(f[2 * kPipeCount + 13] == 1);
-    CHECK(f[2 * kPipeCount + 14] == 1);
+    // Only the GEMM's and the fused MoE's tiles say how full they and their waves are: the
+    // others report no waste.
+    CHECK(f[2 * kPipeCount + 13] == Approx(d.tile_fill).epsilon(1e-6));
+    CHECK(f[2 * kPipeCount + 14] == Approx(d.wave_fill).epsilon(1e-6));
+    if (!kernel.get_if<pipeweave::FusedMoe>()) CHECK((d.tile_fill == 1 && d.wave_fill == 1));
     CHECK(f[2 * kPipeCount + 15] == 0);
   }
 

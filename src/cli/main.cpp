@@ -18,7 +18,7 @@ namespace pw = pipeweave;
 constexpr const char* kUsage = R"(usage:
   pipeweave gpus [--json]
   pipeweave predict --gpu NAME|spec.json [--model MODEL.json]... [--json] [--kernels FILE] KERNEL...
-  pipeweave rank --gpu NAME|spec.json [--model MODEL.json]... [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | KERNEL KERNEL...
+  pipeweave rank --gpu NAME|spec.json [--model MODEL.json]... [--top N] [--json] gemm:m=...,n=...,k=...[,dtype=...] | fused_moe:... | KERNEL KERNEL...
   pipeweave calibrate [--quick] [--runs N] [--sms N] [--log-dir DIR] [--out spec.json] [--json] [--report DIR]
   pipeweave calibrate --from-log FILE [--from-log FILE ...] [--out spec.json] [--json] [--report DIR]
                       [--link allreduce.csv | --link-bandwidth GB_S] [--sustained ALONE.csv,BACK_TO_BACK.csv]
@@ -50,7 +50,7 @@ KERNEL is op:key=value,...; for example
   attention:q_lens=512/1/1,kv_lens=512/4096/900,heads=32,kv_heads=8,head_dim=128
   rmsnorm:tokens=8192,hidden=4096,dtype=bf16[,fused_residual=1]
   silu_mul:tokens=8192,dim=14336
-  fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336
+  fused_moe:tokens=512,experts=8,top_k=2,hidden=4096,intermediate=14336[,block_m=64,block_n=128,block_k=64,stages=3,group_m=16,warps=4]
   elementwise:bytes=1e9,flops=2.5e8
   all_reduce:bytes=16777216,ranks=8     (also all_gather, reduce_scatter, all_to_all; send_recv:bytes=...,ranks=2)
 --kernels FILE reads one KERNEL per line ('#' starts a comment).
@@ -58,7 +58,8 @@ KERNEL is op:key=value,...; for example
 rank orders candidates by predicted latency, fastest first: the configs a GEMM library would
 consider for one GEMM given without a config (predict uses the first of them; where they lie
 outside the model's training, marked extrapolated, predict keeps the network's order to pick one,
-and rank lists each candidate's own answer), or the KERNELs given. --top N prints the N fastest (default 10, 0 for all). predict and rank use the bundled
+and rank lists each candidate's own answer), the configs vLLM's tuning script searches for one
+fused_moe given without a config (and vLLM's default, which predict assumes), or the KERNELs given. --top N prints the N fastest (default 10, 0 for all). predict and rank use the bundled
 models, each --model in the place of its family's (e.g. the ranking ensemble,
 data/models/ranking/gemm_rank3.json).
 
@@ -262,12 +263,22 @@ int rank(const Arguments& arguments) {
   std::vector<std::string> texts = arguments.positional;
   if (!arguments.kernels_file.empty())
     for (std::string& line : read_kernel_lines(arguments.kernels_file)) texts.push_back(std::move(line));
-  if (texts.empty()) throw pw::Error("rank needs a GEMM (e.g. gemm:m=4096,n=4096,k=4096) or the candidate KERNELs");
+  if (texts.empty()) throw pw::Error("rank needs a GEMM (e.g. gemm:m=4096,n=4096,k=4096), a fused_moe, or the candidate KERNELs");
   std::vector<pw::Kernel> candidates;
   for (const std::string& text : texts) candidates.push_back(pw::parse_kernel(text));
   const pw::Gemm* gemm = candidates.size() == 1 ? candidates.front().get_if<pw::Gemm>() : nullptr;
-  if (candidates.size() == 1 && !(gemm && !gemm->config))
-    throw pw::Error("rank takes one GEMM without a config (its candidates are enumerated) or two or more KERNELs, got " + texts.front());
+  const pw::FusedMoe* moe = candidates.size() == 1 ? candidates.front().get_if<pw::FusedMoe>() : nullptr;
+  if (candidates.size() == 1 && !(gemm && !gemm->config) && !(moe && !moe->config))
+    throw pw::Error("rank takes one GEMM or fused_moe without a config (its candidates are enumerated) or two or more KERNELs, got " +
+                    texts.front());
+  if (moe) {
+    pw::FusedMoe shape = *moe;
+    candidates.clear();
+    for (const pw::FusedMoeConfig& config : pw::fused_moe_candidates(shape, gpu)) {
+      shape.config = config;
+      candidates.push_back(shape);
+    }
+  }
   if (gemm) {
     pw::Gemm shape = *gemm;
     candidates.clear();

@@ -107,3 +107,18 @@ def test_threads_share_one_predictor(h100):
         thread.join()
     assert not errors
     assert all(r == expected for r in results)
+
+
+def test_fused_moe_configs(predictor, h100):
+    shape = pw.FusedMoe(tokens=256, experts=8, top_k=2, hidden=4096, intermediate=7168)
+    configs = pw.fused_moe_candidates(shape, h100)
+    assert len(configs) > 1000 and configs[-1] == pw.default_fused_moe_config(shape, h100)
+    assert configs[-1] == pw.FusedMoeConfig(block_m=64, block_n=64, block_k=32, stages=3, group_m=8, warps=4)
+    kernels = [pw.FusedMoe(tokens=256, experts=8, top_k=2, hidden=4096, intermediate=7168, config=c) for c in configs[::40]]
+    ranked = predictor.rank(kernels, h100)
+    assert [r.prediction.latency_us for r in ranked] == sorted(r.prediction.latency_us for r in ranked)
+    # Without a config the prediction is vLLM's default config's.
+    assert predictor.predict(shape, h100).latency_us == predictor.predict(
+        pw.FusedMoe(tokens=256, experts=8, top_k=2, hidden=4096, intermediate=7168, config=configs[-1]), h100).latency_us
+    with pytest.raises(pw.Error, match="fused_moe.block_m must be a power of two"):
+        pw.FusedMoeConfig(block_m=48, block_n=64, block_k=64)

@@ -127,6 +127,22 @@ inline Demand moe_gemm(double active_experts, double blocks, double grid_blocks,
   const double resident = resident_ctas(gpu, threads, smem, registers, "fused_moe CTA");
   Demand demand = uniform_grid(per_cta, ctas, resident, gpu, tensor_rate(gpu, dtype));
   demand.ctas = grid_blocks * n_blocks;  // the launch, early exits included
+  // The implementation's shape (Demand's fields say why each matters): K steps and stages; on
+  // Hopper, Triton feeds tl.dot to warpgroup MMAs of 64 rows when BLOCK_SIZE_M reaches 64 (two
+  // warpgroups split M from 128 rows, else N), to mma.sync below; the share of the computed tile
+  // that is real rows (padding to BLOCK_SIZE_M, overhang of N and K); the last wave's fill; and
+  // GROUP_SIZE_M's raster, the share of a launch's row blocks walked together before the next N block.
+  demand.serial_steps = k_padded / config.block_k;
+  demand.pipeline_stages = config.stages;
+  if (config.block_m >= 64 && gpu.compute_capability_major >= 9) {
+    const bool split_m = config.warps >= 8 && config.block_m >= 128;
+    demand.warpgroup_mma_m = split_m ? bm / 2 : bm;
+    demand.warpgroup_mma_n = config.warps >= 8 && !split_m ? bn / 2 : bn;
+  }
+  demand.tile_fill = routed_rows * n * k / (ctas * bm * bn * k_padded);
+  const double full_wave = resident * gpu.sm_count;
+  demand.wave_fill = ctas / (std::ceil(ctas / full_wave) * full_wave);
+  demand.raster_along_m = (std::min<double>(config.group_m, grid_blocks) - 1) / std::max(1.0, grid_blocks - 1);
   return demand;
 }
 
