@@ -75,7 +75,7 @@ const FigureRule& rule_for(const std::string& benchmark, const std::string& wher
     if (rule.figure.benchmark == benchmark) return rule;
   std::string known;
   for (const FigureRule& rule : kRules) known += (known.empty() ? "" : ", ") + std::string(rule.figure.benchmark);
-  detail::fail_field(where, "\"" + benchmark + "\"", "must name a known benchmark (" + known + ")");
+  detail::fail_field(where, detail::quoted(benchmark), "must name a known benchmark (" + known + ")");
 }
 
 bool is_dram(const FigureRule& rule) { return rule.figure.benchmark.starts_with("dram_"); }
@@ -118,7 +118,7 @@ MeasuredDevice read_device(const json& object) {
     device.compute_capability_minor = std::stoi(cc.substr(dot + 1), &used_minor);
     if (used_major != dot || used_minor != cc.size() - dot - 1) throw std::invalid_argument(cc);
   } catch (const std::exception&) {
-    detail::fail_field("microbench.device.compute_capability", "\"" + cc + "\"", "must be MAJOR.MINOR, e.g. \"9.0\"");
+    detail::fail_field("microbench.device.compute_capability", detail::quoted(cc), "must be MAJOR.MINOR, e.g. \"9.0\"");
   }
   device.sm_count = fields.integer("sm_count");
   device.max_clock_mhz = fields.number("max_clock_mhz");
@@ -167,7 +167,7 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
   result.instruction = fields.text("instruction");
   result.unit = fields.text("unit");
   if (result.unit != rule.log_unit)
-    detail::fail_field(prefix + "unit", "\"" + result.unit + "\"", "must be \"" + std::string(rule.log_unit) + "\" for " + result.name);
+    detail::fail_field(prefix + "unit", detail::quoted(result.unit), "must be \"" + std::string(rule.log_unit) + "\" for " + result.name);
   result.work = fields.number("work");
   detail::require_positive(prefix + "work", result.work);
   const json& runs = fields.get("runs");
@@ -222,7 +222,7 @@ MicrobenchLog microbench_log_from_json(std::string_view json_text) {
     MicrobenchResult result = read_benchmark(benchmarks[i], "microbench.benchmarks[" + std::to_string(i) + "].");
     for (const MicrobenchResult& earlier : log.benchmarks)
       if (earlier.name == result.name)
-        detail::fail_field("microbench.benchmarks[" + std::to_string(i) + "].name", "\"" + result.name + "\"", "must not repeat");
+        detail::fail_field("microbench.benchmarks[" + std::to_string(i) + "].name", detail::quoted(result.name), "must not repeat");
     log.benchmarks.push_back(std::move(result));
   }
   return log;
@@ -244,7 +244,7 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     m.bytes = row.positive("bytes");
     m.mode = row.text("mode");
     if (m.mode != "graph" && m.mode != "eager" && m.mode != "stream")
-      detail::fail_field(row.where("mode"), "\"" + m.mode + "\"", "must be graph, eager or stream");
+      detail::fail_field(row.where("mode"), detail::quoted(m.mode), "must be graph, eager or stream");
     m.measured_us = row.positive("measured_us");
     rows.push_back(std::move(m));
   });

@@ -49,7 +49,7 @@ class CsvRow {
       used = 0;
     }
     if (used == 0 || used != cell.size() || parsed < minimum || parsed > maximum)
-      fail_field(where(column), "\"" + cell + "\"",
+      fail_field(where(column), detail::quoted(cell),
                  maximum < std::numeric_limits<std::int64_t>::max()
                      ? "must be an integer from " + std::to_string(minimum) + " to " + std::to_string(maximum)
                  : minimum == 1 ? "must be a positive integer"
@@ -66,7 +66,7 @@ class CsvRow {
       used = 0;
     }
     if (used == 0 || used != cell.size() || !(parsed > 0) || !std::isfinite(parsed))
-      fail_field(where(column), "\"" + cell + "\"", "must be a positive number");
+      fail_field(where(column), detail::quoted(cell), "must be a positive number");
     return parsed;
   }
 

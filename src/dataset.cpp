@@ -40,14 +40,14 @@ class Row {
     std::int64_t value = 0;
     const auto [end, status] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
     if (status != std::errc() || end != cell.data() + cell.size())
-      detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be an integer");
+      detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be an integer");
     return value;
   }
   // A config field held in an int: a value beyond it is refused, not wrapped.
   int small_integer(const std::string& column) const {
     const std::int64_t value = integer(column);
     if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      detail::fail_field(where_ + ": " + column, "\"" + text(column) + "\"", "is out of range");
+      detail::fail_field(where_ + ": " + column, detail::quoted(text(column)), "is out of range");
     return static_cast<int>(value);
   }
   // An optional column's cell: absent or empty when the data does not say it.
@@ -57,13 +57,13 @@ class Row {
     double value = 0;
     std::istringstream in(cell);
     in >> value;
-    if (!in || !in.eof() || !std::isfinite(value)) detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be a number");
+    if (!in || !in.eof() || !std::isfinite(value)) detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be a number");
     return value;
   }
   DType dtype() const {
     const std::string& cell = text("dtype");
     const auto parsed = parse_dtype(cell);
-    if (!parsed) detail::fail_field(where_ + ": dtype", "\"" + cell + "\"", "must be a dtype (bf16, fp16, fp8_e4m3, ...)");
+    if (!parsed) detail::fail_field(where_ + ": dtype", detail::quoted(cell), "must be a dtype (bf16, fp16, fp8_e4m3, ...)");
     return *parsed;
   }
   std::vector<std::int64_t> lengths(const std::string& column) const {
@@ -75,7 +75,7 @@ class Row {
       std::int64_t value = 0;
       const auto [end, status] = std::from_chars(cell.data() + start, cell.data() + slash, value);
       if (status != std::errc() || end != cell.data() + slash)
-        detail::fail_field(where_ + ": " + column, "\"" + cell + "\"", "must be integers joined by '/'");
+        detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be integers joined by '/'");
       values.push_back(value);
       start = slash + 1;
     }
@@ -132,20 +132,20 @@ MeasuredKernel gemm_row(const Row& row) {
   // does not say them: GemmConfig's defaults); when stated, every value must be a documented one.
   if (row.states("swap_ab")) {
     const std::string& cell = row.text("swap_ab");
-    if (cell != "0" && cell != "1") detail::fail_field(row.where() + ": swap_ab", "\"" + cell + "\"", "must be 0 or 1");
+    if (cell != "0" && cell != "1") detail::fail_field(row.where() + ": swap_ab", detail::quoted(cell), "must be 0 or 1");
     gemm.config->swap_ab = cell == "1";
   }
   if (row.states("schedule")) {
     const std::string& cell = row.text("schedule");
     const auto schedule = parse_gemm_schedule(cell);
     if (!schedule)
-      detail::fail_field(row.where() + ": schedule", "\"" + cell + "\"", "must be ping_pong, cooperative or cooperative_split_n");
+      detail::fail_field(row.where() + ": schedule", detail::quoted(cell), "must be ping_pong, cooperative or cooperative_split_n");
     gemm.config->schedule = *schedule;
   }
   if (row.states("raster")) {
     const std::string& cell = row.text("raster");
     const auto raster = parse_gemm_raster(cell);
-    if (!raster) detail::fail_field(row.where() + ": raster", "\"" + cell + "\"", "must be m or n");
+    if (!raster) detail::fail_field(row.where() + ": raster", detail::quoted(cell), "must be m or n");
     gemm.config->raster = *raster;
   }
   return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
@@ -192,7 +192,7 @@ MeasuredKernel attention_row(const Row& row) {
   attention.dtype = row.dtype();
   if (row.states("page_size")) attention.page_size = row.integer("page_size");  // optional: 0, a contiguous cache
   const std::string& impl = row.text("impl");
-  if (impl != "flash2" && impl != "flash3") detail::fail_field(row.where() + ": impl", "\"" + impl + "\"", "must be flash2 or flash3");
+  if (impl != "flash2" && impl != "flash3") detail::fail_field(row.where() + ": impl", detail::quoted(impl), "must be flash2 or flash3");
   attention.config = AttentionConfig{.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3,
                                      .tile_q = row.small_integer("tile_q"),
                                      .tile_kv = row.small_integer("tile_kv"),
@@ -277,7 +277,7 @@ std::vector<MeasuredKernel> first_choices_without_configs(std::span<const Measur
   std::vector<MeasuredKernel> out;
   for (const MeasuredKernel& row : rows) {
     if (row.back_to_back)
-      throw Error(row.gpu + " " + row.shape +
+      throw Error(detail::printable(row.gpu, 60) + " " + row.shape +
                   " was timed back to back with the tile that ran (the published fp8 split): without its config it "
                   "would be held against a config that never ran; use such rows with their config");
     if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;

@@ -1,6 +1,8 @@
 #include "pipeweave/gpu_spec.hpp"
 
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "pipeweave/error.hpp"
 
@@ -10,6 +12,10 @@ void GpuSpec::validate() const {
   using detail::require_non_negative;
   using detail::require_positive;
   if (name.empty()) throw Error("gpu.name must not be empty");
+  // Names go into messages and tables: a line's worth of text, no control characters.
+  for (const auto& [field, text] : {std::pair<const char*, const std::string&>{"gpu.name", name}, {"gpu.architecture", architecture}})
+    if (text.size() > 128 || detail::printable(text, text.size()) != text)
+      detail::fail_field(field, detail::quoted(text), "must be at most 128 bytes of text without control characters");
   if (architecture.empty()) detail::fail_field("gpu.architecture", "\"\"", "must name the architecture (" + name + ")");
   require_positive("gpu.compute_capability_major", compute_capability_major);
   require_non_negative("gpu.compute_capability_minor", compute_capability_minor);

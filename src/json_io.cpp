@@ -231,7 +231,7 @@ Mlp mlp_from_json(std::string_view json_text) {
     const Fields scales(listed, "mlp.configless_scale.");
     for (const auto& [name, value] : listed.items()) {
       const auto dtype = parse_dtype(name);
-      if (!dtype) detail::fail_field("mlp.configless_scale", "\"" + name + "\"", "must be keyed by data type (bf16, fp8_e4m3, ...)");
+      if (!dtype) detail::fail_field("mlp.configless_scale", detail::quoted(name), "must be keyed by data type (bf16, fp8_e4m3, ...)");
       description.configless_scale.emplace_back(*dtype, scales.number(name));
     }
   }

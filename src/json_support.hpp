@@ -31,17 +31,14 @@ inline json parse_json(std::string_view text, std::string_view what) {
       return true;
     });
   } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400
-    throw Error(std::string(what) + " is not valid JSON: " + error.what());
+    // nlohmann's message ends with the token it last read, raw: shown as printable() shows text.
+    throw Error(std::string(what) + " is not valid JSON: " + printable(error.what(), 300));
   }
 }
 
-// A JSON value as an error message quotes it: at most 80 characters of it.
-inline std::string excerpt(const json& value) {
-  constexpr std::size_t kMost = 80;
-  std::string text = value.dump();
-  if (text.size() > kMost) text = text.substr(0, kMost) + "... (" + std::to_string(text.size()) + " characters)";
-  return text;
-}
+// A JSON value as an error message quotes it: at most 80 bytes of it, as printable() shows text
+// (dump() leaves DEL and UTF-8 as they are, and a cut could fall inside a character).
+inline std::string excerpt(const json& value) { return printable(value.dump(), 80); }
 
 inline std::string read_file(const std::filesystem::path& path, std::string_view what) {
   // A directory opens as a stream of nothing on Linux: said as what it is, not as empty JSON
@@ -146,7 +143,7 @@ class Fields {
     for (const auto& [key, value] : object_.items()) {
       bool ok = false;
       for (std::string_view name : known) ok = ok || key == name;
-      if (!ok) throw Error(prefix_ + key + " is not a known field");
+      if (!ok) throw Error(prefix_ + printable(key, 60) + " is not a known field");
     }
   }
 

@@ -15,7 +15,8 @@ namespace {
 // The key=value pairs of one kernel text; every key must be consumed, so typos are errors.
 class KeyValues {
  public:
-  KeyValues(std::string op, std::string_view body) : op_(std::move(op)) {
+  // The op names every message's fields, as printable() shows it: it is the input's until checked.
+  KeyValues(std::string_view op, std::string_view body) : op_(detail::printable(op, 40)) {
     while (!body.empty()) {
       const std::size_t comma = body.find(',');
       const std::string_view item = body.substr(0, comma);
@@ -23,9 +24,9 @@ class KeyValues {
       if (item.empty()) continue;
       const std::size_t equals = item.find('=');
       if (equals == std::string_view::npos || equals == 0)
-        throw Error(op_ + ": \"" + std::string(item) + "\" is not key=value");
+        throw Error(op_ + ": " + detail::quoted(item) + " is not key=value");
       const std::string key(item.substr(0, equals));
-      if (values_.count(key)) throw Error(op_ + "." + key + " is given twice");
+      if (values_.count(key)) throw Error(op_ + "." + detail::printable(key, 40) + " is given twice");
       values_[key] = std::string(item.substr(equals + 1));
     }
   }
@@ -40,7 +41,7 @@ class KeyValues {
     const std::string text = values_.at(key);
     const std::int64_t value = integer(key);
     if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
-      detail::fail_field(op_ + "." + key, "\"" + text + "\"", "is out of range");
+      detail::fail_field(op_ + "." + key, detail::quoted(text), "is out of range");
     return static_cast<int>(value);
   }
   int small_integer(const std::string& key) {
@@ -53,7 +54,7 @@ class KeyValues {
     double value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
-      detail::fail_field(op_ + "." + key, "\"" + text + "\"", "must be a finite number");
+      detail::fail_field(op_ + "." + key, detail::quoted(text), "must be a finite number");
     return value;
   }
   double number(const std::string& key, double fallback) { return has(key) ? number(key) : fallback; }
@@ -63,14 +64,14 @@ class KeyValues {
     const std::string text = take(key);
     if (text == "1" || text == "true") return true;
     if (text == "0" || text == "false") return false;
-    detail::fail_field(op_ + "." + key, "\"" + text + "\"", "must be 0, 1, true or false");
+    detail::fail_field(op_ + "." + key, detail::quoted(text), "must be 0, 1, true or false");
   }
 
   DType dtype(DType fallback) {
     if (!has("dtype")) return fallback;
     const std::string text = take("dtype");
     const auto parsed = parse_dtype(text);
-    if (!parsed) detail::fail_field(op_ + ".dtype", "\"" + text + "\"", "must be one of fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8");
+    if (!parsed) detail::fail_field(op_ + ".dtype", detail::quoted(text), "must be one of fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8");
     return *parsed;
   }
 
@@ -91,7 +92,7 @@ class KeyValues {
   std::string text(const std::string& key, std::string fallback) { return has(key) ? take(key) : fallback; }
 
   void finish() const {
-    if (!values_.empty()) throw Error(op_ + ": unknown key \"" + values_.begin()->first + "\"");
+    if (!values_.empty()) throw Error(op_ + ": unknown key " + detail::quoted(values_.begin()->first, 40));
   }
 
  private:
@@ -106,7 +107,7 @@ class KeyValues {
     std::int64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size())
-      detail::fail_field(op_ + "." + key, "\"" + text + "\"", "must be an integer");
+      detail::fail_field(op_ + "." + key, detail::quoted(text), "must be an integer");
     return value;
   }
 
@@ -133,13 +134,13 @@ Kernel parse_gemm(KeyValues& values) {
     if (values.has("schedule")) {
       const std::string text = values.text("schedule", "");
       const auto schedule = parse_gemm_schedule(text);
-      if (!schedule) detail::fail_field("gemm.schedule", "\"" + text + "\"", "must be ping_pong, cooperative or cooperative_split_n");
+      if (!schedule) detail::fail_field("gemm.schedule", detail::quoted(text), "must be ping_pong, cooperative or cooperative_split_n");
       config.schedule = *schedule;
     }
     if (values.has("raster")) {
       const std::string text = values.text("raster", "");
       const auto raster = parse_gemm_raster(text);
-      if (!raster) detail::fail_field("gemm.raster", "\"" + text + "\"", "must be m or n");
+      if (!raster) detail::fail_field("gemm.raster", detail::quoted(text), "must be m or n");
       config.raster = *raster;
     }
     gemm.config = config;
@@ -174,7 +175,7 @@ Kernel parse_attention(KeyValues& values) {
   if (values.has("impl") || values.has("tile_q") || values.has("tile_kv") || values.has("num_splits")) {
     AttentionConfig config;
     const std::string impl = values.text("impl", "flash3");
-    if (impl != "flash2" && impl != "flash3") detail::fail_field("attention.impl", "\"" + impl + "\"", "must be flash2 or flash3");
+    if (impl != "flash2" && impl != "flash3") detail::fail_field("attention.impl", detail::quoted(impl), "must be flash2 or flash3");
     config.impl = impl == "flash2" ? AttentionImpl::flash2 : AttentionImpl::flash3;
     if (values.has("tile_q") || values.has("tile_kv")) {
       config.tile_q = values.small_integer("tile_q");
@@ -216,7 +217,7 @@ Kernel parse_collective(KeyValues& values, std::string kind) {
   for (CollectiveKind candidate : kCollectiveKinds)
     if (kind == to_string(candidate)) collective.kind = candidate, known = true;
   if (!known)
-    detail::fail_field("collective.kind", "\"" + kind + "\"", "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+    detail::fail_field("collective.kind", detail::quoted(kind), "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
   collective.bytes = values.number("bytes");
   collective.ranks = values.small_integer("ranks");
   collective.dtype = values.dtype(DType::bf16);
@@ -249,7 +250,7 @@ std::string number_text(double value) {
 Kernel parse_kernel(std::string_view text) {
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos)
-    throw Error("kernel \"" + std::string(text) + "\" must be op:key=value,... (e.g. gemm:m=4096,n=4096,k=4096,dtype=bf16)");
+    throw Error("kernel " + detail::quoted(text) + " must be op:key=value,... (e.g. gemm:m=4096,n=4096,k=4096,dtype=bf16)");
   const std::string op(text.substr(0, colon));
   KeyValues values(op, text.substr(colon + 1));
   auto finish = [&values](Kernel kernel) {
@@ -268,7 +269,7 @@ Kernel parse_kernel(std::string_view text) {
   if (op == "collective") return finish(parse_collective(values, ""));
   for (CollectiveKind kind : kCollectiveKinds)
     if (op == to_string(kind)) return finish(parse_collective(values, op));
-  throw Error("unknown op \"" + op + "\"; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
+  throw Error("unknown op " + detail::quoted(op, 40) + "; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
 }
 
 std::string to_string(const Kernel& kernel) {

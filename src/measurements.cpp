@@ -2,10 +2,11 @@
 #include "pipeweave/measurements.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <regex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -109,7 +110,12 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
   const std::string& prefix = record.prefix;
   const Timing timing = read_timing(record);
   const std::string kernel = main_kernel(timing.kernels);
-  const std::optional<CublasKernelName> parsed = parse_cublas_kernel_name(kernel);
+  std::optional<CublasKernelName> parsed;
+  try {
+    parsed = parse_cublas_kernel_name(kernel);
+  } catch (const Error& error) {
+    throw Error(prefix + "kernels: " + error.what());
+  }
   const int attr_tile_m = f.integer("tile_m"), attr_tile_n = f.integer("tile_n"), attr_tile_k = f.integer("tile_k");
   const int attr_cluster_m = f.integer("cluster_m"), attr_cluster_n = f.integer("cluster_n");
   // cuBLAS's M runs along the weights (our n), its N along the tokens (our m).
@@ -195,6 +201,35 @@ std::string join_lengths(const json& values, const std::string& field) {
 // FlashAttention-3's names do not: collect_attention.py records the tiles it chose by its rule
 // (tile_q, tile_kv) and the paged cache's page size; its split count is its own heuristic's,
 // per sequence (num_splits 0 in the CSV: the demand model works it out as FlashAttention-3 does).
+
+// The first four numbers of FlashAttention-2's Flash_fwd_kernel_traits<HEAD_DIM, BLOCK_M, BLOCK_N,
+// WARPS, ...> in a kernel name (spaces allowed after '<' and each ','), or nothing. Read by hand:
+// libstdc++'s std::regex recursed once per character and overflowed the stack on a long name.
+std::optional<std::array<std::string, 4>> flash_kernel_traits(std::string_view kernel) {
+  constexpr std::string_view kOpening = "Flash_fwd_kernel_traits<";
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; };
+  for (std::size_t at = kernel.find(kOpening); at != std::string_view::npos; at = kernel.find(kOpening, at + 1)) {
+    std::string_view rest = kernel.substr(at + kOpening.size());
+    std::array<std::string, 4> numbers;
+    bool whole = true;
+    for (std::size_t i = 0; i < numbers.size() && whole; ++i) {
+      if (i > 0) {
+        whole = rest.starts_with(',');
+        if (!whole) break;
+        rest.remove_prefix(1);
+      }
+      while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+      std::size_t digits = 0;
+      while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+      whole = digits > 0;
+      numbers[i] = std::string(rest.substr(0, digits));
+      rest.remove_prefix(digits);
+    }
+    if (whole) return numbers;
+  }
+  return std::nullopt;
+}
+
 std::string attention_row(const PooledRecord& record, const std::string& gpu) {
   const Fields& f = record.fields;
   const std::string& prefix = record.prefix;
@@ -216,11 +251,9 @@ std::string attention_row(const PooledRecord& record, const std::string& gpu) {
         break;
       }
   } else {
-    static const std::regex traits(R"(Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
-    std::smatch match;
-    if (!std::regex_search(kernel, match, traits))
-      detail::fail_field(prefix + "kernels[0]", kernel.substr(0, 80), "must be a FlashAttention kernel whose name carries its traits");
-    tile_q = match[2], tile_kv = match[3], warps = match[4];
+    const auto traits = flash_kernel_traits(kernel);
+    if (!traits) detail::fail_field(prefix + "kernels[0]", detail::quoted(kernel), "must be a FlashAttention kernel whose name carries its traits");
+    tile_q = (*traits)[1], tile_kv = (*traits)[2], warps = (*traits)[3];
     const json& grids = f.get("grids");
     for (std::size_t i = 0; i < timing.kernels.size() && grids.is_array() && i < grids.size(); ++i)
       if (timing.kernels[i].find("splitkv_kernel") != std::string::npos && grids[i].is_array() && grids[i].size() == 3 &&
@@ -241,20 +274,57 @@ std::string attention_row(const PooledRecord& record, const std::string& gpu) {
 }  // namespace
 
 std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name) {
-  // nvjet_sm90_<variant>_<tm>x<tn>_<tk>x<stages>_<cm>x<cn>_<raster>_...
-  static const std::regex pattern(R"(^nvjet_sm\d+[a-z]*_[a-z0-9]+_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_([vh])_(.*)$)");
-  std::cmatch match;
-  if (!std::regex_match(kernel_name.data(), kernel_name.data() + kernel_name.size(), match, pattern)) return std::nullopt;
-  auto integer = [&](int group) { return std::stoi(match[group].str()); };
-  CublasKernelName name{integer(1), integer(2), integer(3), integer(4), integer(5), integer(6), match[7].str()};
-  const std::string rest = "_" + match[8].str() + "_";
-  name.split_k = rest.find("_splitK_") != std::string::npos;
-  name.schedule = rest.find("_coopA_") != std::string::npos   ? GemmSchedule::cooperative
-                  : rest.find("_coopB_") != std::string::npos ? GemmSchedule::cooperative_split_n
-                                                              : GemmSchedule::ping_pong;
+  // nvjet_sm90_<variant>_<tm>x<tn>_<tk>x<stages>_<cm>x<cn>_<raster>_<tags>, read field by field:
+  // libstdc++'s std::regex recursed once per character, and a 100k-character name overflowed the stack.
+  std::string_view rest = kernel_name;
+  const auto next_field = [&rest]() -> std::optional<std::string_view> {  // up to the next '_', which it consumes
+    const std::size_t underscore = rest.find('_');
+    if (underscore == std::string_view::npos) return std::nullopt;
+    const std::string_view field = rest.substr(0, underscore);
+    rest.remove_prefix(underscore + 1);
+    return field;
+  };
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  const auto all = [](std::string_view text, auto predicate) { return std::all_of(text.begin(), text.end(), predicate); };
+  const auto head = next_field(), architecture = next_field(), variant = next_field();
+  if (!head || *head != "nvjet" || !architecture || !architecture->starts_with("sm") || !variant || variant->empty() ||
+      !all(*variant, [&](char c) { return is_digit(c) || is_lower(c); }))
+    return std::nullopt;
+  const std::string_view sm = architecture->substr(2);  // digits, then lower-case letters (sm90, sm100a)
+  const std::size_t sm_digits = static_cast<std::size_t>(std::find_if_not(sm.begin(), sm.end(), is_digit) - sm.begin());
+  if (sm_digits == 0 || !all(sm.substr(sm_digits), is_lower)) return std::nullopt;
+  std::string_view numbers[6];  // tile_m, tile_n, tile_k, stages, cluster_m, cluster_n: "AxB" three times
+  for (int pair = 0; pair < 3; ++pair) {
+    const auto field = next_field();
+    const std::size_t x = field ? field->find('x') : std::string_view::npos;
+    if (x == std::string_view::npos) return std::nullopt;
+    numbers[2 * pair] = field->substr(0, x), numbers[2 * pair + 1] = field->substr(x + 1);
+    for (int side = 0; side < 2; ++side)
+      if (numbers[2 * pair + side].empty() || !all(numbers[2 * pair + side], is_digit)) return std::nullopt;
+  }
+  const auto raster = next_field();
+  // The tags may hold anything but a line break (what the former expression's '.' matched).
+  if (!raster || (*raster != "v" && *raster != "h") || rest.find_first_of("\n\r") != std::string_view::npos) return std::nullopt;
+  // A number of the name's form that no int holds (a corrupted name) is an error, not a wrap.
+  auto integer = [&](int index) {
+    const std::string_view digits = numbers[index];
+    int value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (error != std::errc() || end != digits.data() + digits.size())
+      detail::fail_field("cuBLAS kernel name " + detail::quoted(kernel_name, 80) + " number", detail::printable(digits), "must fit an int");
+    return value;
+  };
+  CublasKernelName name{integer(0), integer(1), integer(2), integer(3), integer(4), integer(5), std::string(*raster)};
+  const std::string tags(rest);
+  const std::string wrapped = "_" + tags + "_";
+  name.split_k = wrapped.find("_splitK_") != std::string::npos;
+  name.schedule = wrapped.find("_coopA_") != std::string::npos   ? GemmSchedule::cooperative
+                  : wrapped.find("_coopB_") != std::string::npos ? GemmSchedule::cooperative_split_n
+                                                                 : GemmSchedule::ping_pong;
   // The last tag spells the layouts of A, B and the output: TNT or TNN for a TN GEMM.
-  const std::size_t layout = match[8].str().rfind('_');
-  const std::string layouts = match[8].str().substr(layout == std::string::npos ? 0 : layout + 1);
+  const std::size_t layout = tags.rfind('_');
+  const std::string layouts = tags.substr(layout == std::string::npos ? 0 : layout + 1);
   name.output_transposed = layouts.size() == 3 && layouts[2] == 'T';
   if (name.tile_m <= 0 || name.tile_n <= 0 || name.tile_k <= 0 || name.cluster_m <= 0 || name.cluster_n <= 0) return std::nullopt;
   return name;
@@ -290,7 +360,7 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     const Fields f(document, prefix);
     const std::string kind = f.text("op");
     if (!seen_device) {
-      if (kind != "device") detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be \"device\" on the first line");
+      if (kind != "device") detail::fail_field(prefix + "op", detail::quoted(kind), "must be \"device\" on the first line");
       const std::string device = f.text("name");
       try {
         run.gpu = find_gpu(device).name;
@@ -316,10 +386,10 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     }
     if (run.op.empty()) {
       if (kind != "gemm" && kind != "rmsnorm" && kind != "silu_mul" && kind != "attention")
-        detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be gemm, rmsnorm, silu_mul or attention");
+        detail::fail_field(prefix + "op", detail::quoted(kind), "must be gemm, rmsnorm, silu_mul or attention");
       run.op = kind;
     } else if (kind != run.op) {
-      detail::fail_field(prefix + "op", "\"" + kind + "\"", "must be the file's op (\"" + run.op + "\"): one op per file");
+      detail::fail_field(prefix + "op", detail::quoted(kind), "must be the file's op (\"" + run.op + "\"): one op per file");
     }
     run.records.emplace_back(std::move(document), line_number);
   }
@@ -355,9 +425,9 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
   std::vector<std::map<std::string, std::vector<std::size_t>>> unmatched(parsed.size());
   for (std::size_t r = 1; r < parsed.size(); ++r) {
     if (parsed[r].gpu != first.gpu)
-      detail::fail_field(run_prefix(r) + "device name", "\"" + parsed[r].gpu + "\"", "must be the first run's GPU (\"" + first.gpu + "\")");
+      detail::fail_field(run_prefix(r) + "device name", detail::quoted(parsed[r].gpu), "must be the first run's GPU (\"" + first.gpu + "\")");
     if (parsed[r].op != first.op)
-      detail::fail_field(run_prefix(r) + "op", "\"" + parsed[r].op + "\"", "must be the first run's op (\"" + first.op + "\")");
+      detail::fail_field(run_prefix(r) + "op", detail::quoted(parsed[r].op), "must be the first run's op (\"" + first.op + "\")");
     for (const auto& [field, value] : first.protocol.items())
       if (parsed[r].protocol[field] != value)
         detail::fail_field(run_prefix(r) + "device line " + field, detail::excerpt(parsed[r].protocol[field]),

@@ -39,13 +39,13 @@ constexpr const char* kSglangSource =
 Phase phase_from(const std::string& text, const std::string& field) {
   for (std::size_t i = 0; i < std::size(kPhaseNames); ++i)
     if (text == kPhaseNames[i]) return static_cast<Phase>(i);
-  detail::fail_field(field, "\"" + text + "\"", "must be prefill, decode or mixed");
+  detail::fail_field(field, detail::quoted(text), "must be prefill, decode or mixed");
 }
 
 CollectiveKind collective_kind(const std::string& name, const std::string& field) {
   for (CollectiveKind kind : kCollectiveKinds)
     if (name == to_string(kind)) return kind;
-  detail::fail_field(field, "\"" + name + "\"", "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
+  detail::fail_field(field, detail::quoted(name), "must be all_reduce, all_gather, reduce_scatter, all_to_all or send_recv");
 }
 
 // The published `type` of a transfer: send_recv is point to point, the rest collectives.
@@ -57,7 +57,7 @@ constexpr std::string_view kGemmTypes[] = {"ColumnParallelLinear", "RowParallelL
 DType dtype_from(const std::string& text, const std::string& field) {
   for (DType dtype : {DType::fp16, DType::bf16, DType::fp8_e4m3, DType::fp8_e5m2})
     if (text == to_string(dtype)) return dtype;
-  detail::fail_field(field, "\"" + text + "\"", "must be fp16, bf16, fp8_e4m3 or fp8_e5m2");
+  detail::fail_field(field, detail::quoted(text), "must be fp16, bf16, fp8_e4m3 or fp8_e5m2");
 }
 
 // A GPU count: a positive integer no larger than any machine has (int elsewhere).
@@ -114,7 +114,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix, 
       if (g.has("type")) {
         gemm.type = g.text("type");
         if (std::find(std::begin(kGemmTypes), std::end(kGemmTypes), gemm.type) == std::end(kGemmTypes))
-          detail::fail_field(at + "type", "\"" + gemm.type + "\"",
+          detail::fail_field(at + "type", detail::quoted(gemm.type),
                              "must be ColumnParallelLinear, RowParallelLinear, MergedColumnParallelLinear, "
                              "QKVParallelLinear, ReplicatedLinear or Linear");
       }
@@ -132,7 +132,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix, 
       const std::string impl = a.text("impl");
       if (impl == "flash2") attention.impl = AttentionImpl::flash2;
       else if (impl == "flash3") attention.impl = AttentionImpl::flash3;
-      else detail::fail_field(prefix + "attention.impl", "\"" + impl + "\"", "must be flash2 or flash3");
+      else detail::fail_field(prefix + "attention.impl", detail::quoted(impl), "must be flash2 or flash3");
     }
     if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
       detail::fail_field(prefix + "attention.bs", a.whole("bs"),
@@ -169,7 +169,7 @@ WorkloadOperators read_operators(const json& object, const std::string& prefix, 
       collective.name = c.text("name");
       const CollectiveKind kind = collective_kind(collective.name, at + "name");
       if (c.has("type") && c.text("type") != transfer_type(kind))
-        detail::fail_field(at + "type", "\"" + c.text("type") + "\"",
+        detail::fail_field(at + "type", detail::quoted(c.text("type")),
                            "must be \"" + std::string(transfer_type(kind)) + "\" for " + collective.name);
       if (c.has("volume_bytes") == c.has("bytes"))
         throw Error(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
@@ -288,7 +288,7 @@ AttentionType attention_type_from(std::string_view attention_type, const std::st
   if (attention_type == "fa3_paged") return {AttentionImpl::flash3, true};
   for (std::string_view phase : kPhaseNames)
     if (attention_type == phase) return {std::nullopt, false};
-  detail::fail_field(field, "\"" + std::string(attention_type).substr(0, 80) + "\"",
+  detail::fail_field(field, detail::quoted(attention_type),
                      "must be fa3_ragged, fa2_ragged, fa2_paged, fa3_paged, prefill, decode or mixed");
 }
 
@@ -505,7 +505,7 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
   const Fields f(document, "config.json: ");
   const std::string type = f.has("model_type") ? f.text("model_type") : "";
   if (f.has("kv_lora_rank"))
-    detail::fail_field("config.json: model_type", "\"" + type + "\"",
+    detail::fail_field("config.json: model_type", detail::quoted(type),
                        "uses multi-head latent attention (kv_lora_rank), which the library does not model");
   ModelParams p;
   p.hidden_size = f.whole("hidden_size");
@@ -743,7 +743,7 @@ EngineProfile EngineProfile::named(std::string_view name) {
   if (name == "sglang") return sglang();
   if (name == "vllm") return vllm();
   if (name == "none") return none();
-  detail::fail_field("engine", "\"" + std::string(name).substr(0, 40) + "\"", "must be sglang, vllm or none");
+  detail::fail_field("engine", detail::quoted(name), "must be sglang, vllm or none");
 }
 
 void EngineProfile::validate() const {

@@ -464,7 +464,7 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     document["sm_clock_mhz"] = std::string(1 << 20, 'x');
     const std::string message = spec_error(document);
     CHECK_THAT(message, Contains("gpu.sm_clock_mhz"));
-    CHECK_THAT(message, Contains("characters)"));
+    CHECK_THAT(message, Contains("... (1048578 bytes)"));  // the string's dump, quotes included
     CHECK(message.size() < 400);
   }
   SECTION("JSON nested past any format's depth is refused as it is read, not walked") {
@@ -534,6 +534,27 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json(""); }), Contains("not valid JSON"));
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json("{'name': 'x'}"); }), Contains("not valid JSON"));
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json("[]"); }), Contains("JSON object"));
+    // Found by tests/fuzz: the parser's message ends with the raw bytes it last read.
+    CHECK(error_of([] { (void)gpu_spec_from_json("\xef"); }) ==
+          "GPU spec is not valid JSON: [json.exception.parse_error.101] parse error at line 1, column 2: syntax error while "
+          "parsing value - invalid BOM; must be 0xEF 0xBB 0xBF if given; last read: '\\xef'");
+  }
+  SECTION("names are a line of text: at most 128 bytes, no control characters (found by tests/fuzz)") {
+    json document = valid_document();
+    document["name"] = std::string(100000, 'x');
+    CHECK(spec_error(document) == "gpu.name must be at most 128 bytes of text without control characters, got \"" +
+                                      std::string(120, 'x') + "... (100000 bytes)\"");
+    document = valid_document();
+    document["architecture"] = "Hopper\nH100";
+    CHECK(spec_error(document) == "gpu.architecture must be at most 128 bytes of text without control characters, got \"Hopper\\x0aH100\"");
+    document = valid_document();
+    document["architecture"] = json::array({"\x7f\xc3\xa9"});  // found by tests/fuzz: DEL and a cut inside a character
+    CHECK(spec_error(document) == "gpu.architecture must be a string, got [\"\\x7f\xc3\xa9\"]");
+    document["architecture"] = json::array({std::string(79, 'x') + "\xc3\xa9"});
+    CHECK(spec_error(document) == "gpu.architecture must be a string, got [\"" + std::string(78, 'x') + "... (85 bytes)");
+    document = valid_document();
+    document["name"] = "GeForce \u00e9t\u00e9";  // UTF-8 text is text
+    CHECK_NOTHROW(gpu_spec_from_json(document.dump()));
   }
   SECTION("a number no double holds is an Error too") {
     std::string text = to_json(custom_spec());

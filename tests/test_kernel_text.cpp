@@ -470,6 +470,24 @@ TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel
 // Bad input
 // ---------------------------------------------------------------------------------------
 
+// Found by the fuzz targets' check on messages (tests/fuzz/fuzz_support.hpp): bad input was quoted
+// whole and raw, so 100 KB of it made a message of 100 KB, and a line break or a byte that is not
+// UTF-8 went into the one-line message as it was.
+TEST_CASE("parse_kernel: bad input is quoted in one short line of valid text") {
+  const std::string big(100000, 'x');
+  for (const std::string& text : {big, big + ":m=1", "gemm:m=" + big + ",n=1,k=1", "gemm:m=1,n=1,k=1," + big + "=1",
+                                  "gemm:m=1,n=1,k=1," + big, "gemm:m=1," + big + "=1," + big + "=2"}) {
+    const std::string message = error_of([&] { (void)parse_kernel(text); });
+    CHECK(message.size() < 300);
+    CHECK_THAT(message, Contains("... (1000"));
+  }
+  CHECK(error_of([] { (void)parse_kernel("gemm:m=1\n2,n=1,k=1"); }) == "gemm.m must be an integer, got \"1\\x0a2\"");
+  CHECK(error_of([] { (void)parse_kernel("gemm:m=\xff,n=1,k=1"); }) == "gemm.m must be an integer, got \"\\xff\"");
+  CHECK(error_of([] { (void)parse_kernel("gemm:m=\xc3\xa9,n=1,k=1"); }) == "gemm.m must be an integer, got \"\xc3\xa9\"");
+  CHECK(error_of([] { (void)parse_kernel("g\x01mm:m=1"); }) ==
+        "unknown op \"g\\x01mm\"; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
+}
+
 TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
   SECTION("unknown op") {
     const std::string message = parse_error("conv2d:n=1,c=64");
@@ -576,8 +594,22 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
                              "attention:batch=1,q_len=100000000,heads=32,kv_heads=8,head_dim=128,tile_q=1,tile_kv=64"}) {
       INFO(text);
       CHECK_THAT(error_of([&] { (void)compute_demand(parse_kernel(text), find_gpu("H100-SXM")); }),
-                 Contains("must make at most 4,194,304 query tiles"));
+                 Contains("must make at most 254200 query tiles in all on 132 SMs"));
     }
+    // Found by tests/fuzz/fuzz_kernel: 1.06M query tiles, under the former cap of 2^22 tiles alone,
+    // took 1.8 s on 132 SMs (scheduling passes over every SM per tile) and minutes on 4,096: the cap
+    // is now on tiles times SMs.
+    CHECK_THAT(error_of([] {
+                 (void)compute_demand(parse_kernel("attention:batch=8,q_len=25429496,heads=8,head_dim=054,dtype=fp8"),
+                                      find_gpu("H100-SXM"));
+               }),
+               Contains("attention.q_lens must make at most 254200 query tiles in all on 132 SMs") &&
+                   Contains("got tiles of 192 query rows over 8 sequences"));
+    GpuSpec many_sms = find_gpu("H100-SXM");
+    many_sms.sm_count = 4096;
+    const Kernel prompts = parse_kernel("attention:batch=160,q_len=16384,heads=32,kv_heads=8,head_dim=128");  // 20,480 tiles of 128
+    CHECK(compute_demand(prompts, find_gpu("H100-SXM")).ctas > 0);
+    CHECK_THAT(error_of([&] { (void)compute_demand(prompts, many_sms); }), Contains("at most 8192 query tiles in all on 4096 SMs"));
   }
   SECTION("split_k, stages or cluster without tiles") {
     const std::string message = parse_error("gemm:m=1,n=2,k=3,split_k=4");

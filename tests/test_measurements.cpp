@@ -71,6 +71,17 @@ TEST_CASE("cuBLAS kernel names carry tile, K step, stages, cluster, raster, sche
   CHECK_FALSE(parse_cublas_kernel_name(""));
 }
 
+// Found by tests/fuzz/fuzz_raw_jsonl: std::stoi threw std::out_of_range (not a pipeweave::Error).
+TEST_CASE("a cuBLAS kernel name with a number no int holds is an error naming it") {
+  const std::string name = "nvjet_sm90_tst_64x32_64x88888888888888888888888888888888_2x4_h_bz_TNT";
+  CHECK_THROWS_MATCHES(parse_cublas_kernel_name(name), Error,
+                       Catch::Matchers::Message("cuBLAS kernel name \"" + name +
+                                                "\" number must fit an int, got 88888888888888888888888888888888"));
+  CHECK_THROWS_AS(parse_cublas_kernel_name("nvjet_sm90_tst_4294967360x32_64x8_2x4_h_bz_TNT"), Error);
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + gemm_record(name)); }),
+             Contains("line 2") && Contains("must fit an int"));
+}
+
 TEST_CASE("raw GEMM records become CSV rows in the library's orientation") {
   const std::string raw = kDevice + "\n" + gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT") + "\n" +
                           gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT", "[20.0, 21.0]", 1, "memset") + "\n";
@@ -291,6 +302,33 @@ TEST_CASE("raw attention records: FlashAttention-2's traits and split count from
   std::string unknown = split;
   unknown.replace(unknown.find("Flash_fwd_kernel_traits<128, 64"), 31, "some_other_kernel<1");
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(unknown); }), Contains("line 2: kernels[0]") && Contains("traits"));
+}
+
+// Found while fixing the fuzz finding above: both kernel-name readers were std::regex, which in
+// libstdc++ recurses once per character; a name of 100,000 characters overflowed the stack (SIGSEGV).
+TEST_CASE("kernel names of any length are read without running out of stack") {
+  const std::string long_tags(200000, 'a');
+  const auto cublas = parse_cublas_kernel_name("nvjet_sm90_tst_64x32_64x8_2x4_h_" + long_tags + "_coopA_TNT");
+  REQUIRE(cublas);
+  CHECK(*cublas == CublasKernelName{64, 32, 64, 8, 2, 4, "h", false, GemmSchedule::cooperative, true});
+  CHECK(parse_cublas_kernel_name("nvjet_sm100a_tst_64x32_64x8_2x4_v_"));
+  for (const char* wrong : {"nvjet_sm90_tst_64x32_64x8_2x4_h", "nvjet_sm_tst_64x32_64x8_2x4_h_TNT", "nvjet_sm90_TST_64x32_64x8_2x4_h_TNT",
+                            "nvjet_sm90_tst_64x32x1_64x8_2x4_h_TNT", "nvjet_sm90_tst_64x_64x8_2x4_h_TNT", "nvjet_sm90_tst_64x32_64x8_2x4_x_TNT",
+                            "nvjet_sm90_tst_64x32_64x8_2x4_h_bz\n_TNT", "nvjet_sm90a1_tst_64x32_64x8_2x4_h_TNT"}) {
+    INFO(wrong);
+    CHECK_FALSE(parse_cublas_kernel_name(wrong));
+  }
+  const std::string record =
+      R"x({"op": "attention", "dtype": "bf16", "q_lens": [1], "kv_lens": [4000], "heads": 32, "kv_heads": 8, "head_dim": 128, )x"
+      R"x("causal": 1, "implementation": "flash2", "l2": "cold", "grids": [[20, 2, 8]], "durations_us": [30.0, 31.0, 29.0], )x"
+      R"x("kernels": ["flash_fwd_kernel<Flash_fwd_kernel_traits<)x";
+  const std::string spaces(200000, ' ');
+  CHECK_THAT(lines(measurements_csv_from_raw(kDevice + "\n" + record + spaces + "128," + spaces + "64, 128, 4, false>\"]}"))[1],
+             Contains(",flash2,64,128,4,1,0,"));
+  const std::string no_traits = "flash_fwd_kernel<Flash_fwd_kernel_traits<" + spaces + "128";
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + record.substr(0, record.rfind('"') + 1) + no_traits + "\"]}"); }),
+             Contains("line 2: kernels[0] must be a FlashAttention kernel whose name carries its traits") &&
+                 Contains("... (" + std::to_string(no_traits.size()) + " bytes)"));
 }
 
 TEST_CASE("raw records confined to part of the SMs (--sms) name the GPU as its calibrated spec does") {

@@ -18,11 +18,63 @@ class Error : public std::invalid_argument {
 
 namespace detail {
 
+// Text from the input as a message shows it: at most `most` bytes of it (then how long it was),
+// each control character and byte that is not part of valid UTF-8 escaped (\x0a), so that one bad
+// value makes one short line of valid text however long or binary it was.
+inline std::string printable(std::string_view text, std::size_t most = 120) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size() && i < most) {
+    const auto byte = [&](std::size_t at) { return at < text.size() ? static_cast<unsigned char>(text[at]) : 0u; };
+    const unsigned lead = byte(i);
+    // The length of a well-formed UTF-8 sequence starting here (Unicode table 3-7), or 1.
+    std::size_t length = 1;
+    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF) length = 3;
+    else if (lead >= 0xF0 && lead <= 0xF4) length = 4;
+    bool valid = lead >= 0x20 && lead != 0x7F;
+    if (length > 1) {
+      const unsigned second = byte(i + 1);
+      const unsigned low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+      const unsigned high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+      valid = second >= low && second <= high;
+      for (std::size_t k = 2; k < length; ++k) valid = valid && byte(i + k) >= 0x80 && byte(i + k) <= 0xBF;
+    } else if (lead >= 0x80) {
+      valid = false;
+    }
+    if (valid) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += {'\\', 'x', kHex[lead >> 4], kHex[lead & 15]};
+      i += 1;
+    }
+  }
+  if (i < text.size()) {
+    out.append("... (");
+    out.append(std::to_string(text.size()));
+    out.append(" bytes)");
+  }
+  return out;
+}
+// The same in double quotes. Appended rather than concatenated: GCC 12 reads `"\"" + string` inlined
+// here as a possibly overlapping memcpy (a false -Werror=restrict).
+inline std::string quoted(std::string_view text, std::size_t most = 120) {
+  std::string out(1, '"');
+  out.append(printable(text, most));
+  out.push_back('"');
+  return out;
+}
+
+// "FIELD REQUIREMENT, got VALUE". Text from the input goes in as quoted() (or, from JSON, excerpt())
+// shows it; the field and value are still shown as printable() shows them, at most 300 and 600
+// bytes, so that no value, however it came, makes a message of more than a line.
 template <typename Value>
 [[noreturn]] void fail_field(std::string_view field, const Value& value, std::string_view requirement) {
-  std::ostringstream message;
-  message << field << " " << requirement << ", got " << value;
-  throw Error(message.str());
+  std::ostringstream shown;
+  shown << value;
+  throw Error(printable(field, 300) + " " + std::string(requirement) + ", got " + printable(shown.str(), 600));
 }
 
 // Positive and finite: the rule for every dimension, rate and bandwidth.

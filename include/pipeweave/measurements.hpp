@@ -27,7 +27,8 @@ struct CublasKernelName {
   bool operator==(const CublasKernelName&) const = default;
 };
 
-// The name's configuration, or nothing when the name is not of that form.
+// The name's configuration, or nothing when the name is not of that form. Throws pipeweave::Error
+// for a name of that form with a number past what an int holds.
 std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name);
 
 // Converts the raw output of pipeweave-collect (JSON lines: a "device" line, then one line per

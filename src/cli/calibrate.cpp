@@ -57,13 +57,13 @@ CalibrateArguments parse(int argc, char** argv, int first) {
     else if (argument == "--link-bandwidth") {
       const std::string text = value();
       const std::optional<double> gb_s = parse_number(text);
-      if (!gb_s || *gb_s <= 0) detail::fail_field("--link-bandwidth", "\"" + text + "\"", "must be a positive number of GB/s");
+      if (!gb_s || *gb_s <= 0) detail::fail_field("--link-bandwidth", detail::quoted(text), "must be a positive number of GB/s");
       arguments.link_bandwidth = *gb_s;
     } else if (argument == "--sustained") {
       const std::string text = value();
       const std::size_t comma = text.find(',');
       if (comma == std::string::npos || comma == 0 || comma + 1 == text.size())
-        detail::fail_field("--sustained", "\"" + text + "\"", "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
+        detail::fail_field("--sustained", detail::quoted(text), "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
       arguments.sustained_isolated = text.substr(0, comma);
       arguments.sustained_busy = text.substr(comma + 1);
     }

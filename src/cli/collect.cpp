@@ -61,7 +61,7 @@ int collect_command(int argc, char** argv, int first) {
       throw Error("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
                   "convert its output with pipeweave collect --from-raw FILE --out FILE.csv");
     if (op != "gemm" && op != "rmsnorm" && op != "silu_mul")
-      detail::fail_field("--op", "\"" + op + "\"", "must be gemm, rmsnorm or silu_mul");
+      detail::fail_field("--op", detail::quoted(op), "must be gemm, rmsnorm or silu_mul");
     if (shapes.empty()) throw Error("collect needs --shapes FILE (make one with pipeweave shapes)");
     if (!fs::exists(shapes)) throw Error("cannot open shape list " + shapes);
     const fs::path program = find_tool("pipeweave-collect", "PIPEWEAVE_COLLECT");

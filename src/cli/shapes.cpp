@@ -248,10 +248,10 @@ int shapes_command(int argc, char** argv, int first) {
                                                                  : DecodeList::none;
   const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention" || decode_list != DecodeList::none;
   if (!gemm && !norm && !attention && op != "silu_mul")
-    detail::fail_field("--op", "\"" + op + "\"",
+    detail::fail_field("--op", detail::quoted(op),
                        "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
-  if (dtypes.empty()) detail::fail_field("--dtypes", "\"" + dtype_text + "\"", "must name at least one data type");
+  if (dtypes.empty()) detail::fail_field("--dtypes", detail::quoted(dtype_text), "must name at least one data type");
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");

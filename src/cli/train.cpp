@@ -113,7 +113,7 @@ int train_command(int argc, char** argv, int first) {
     else throw Error("unknown argument " + argument + " for train");
   }
   const auto family = parse_op_family(op);
-  if (!family) detail::fail_field("--op", "\"" + op + "\"", "must be an op family (gemm, attention, rmsnorm, silu_mul, ...)");
+  if (!family) detail::fail_field("--op", detail::quoted(op), "must be an op family (gemm, attention, rmsnorm, silu_mul, ...)");
   if (data.empty()) throw Error("train needs --data FILE.csv (a measurement CSV; see data/README.md)");
   if (out.empty()) throw Error("train needs --out MODEL.json");
 
@@ -152,12 +152,12 @@ int train_command(int argc, char** argv, int first) {
     if (!without_configs) throw Error("--dtypes trains a model for GEMMs without a config of those data types; give --without-configs");
     for (const std::string& name : split_list(dtypes_text)) {
       const std::optional<DType> dtype = parse_dtype(name);
-      if (!dtype) detail::fail_field("--dtypes", "\"" + name + "\"", "must list data types (bf16, fp8_e4m3, ...)");
+      if (!dtype) detail::fail_field("--dtypes", detail::quoted(name), "must list data types (bf16, fp8_e4m3, ...)");
       if (std::find(dtypes.begin(), dtypes.end(), *dtype) != dtypes.end())
-        detail::fail_field("--dtypes", "\"" + name + "\"", "is listed twice");
+        detail::fail_field("--dtypes", detail::quoted(name), "is listed twice");
       dtypes.push_back(*dtype);
     }
-    if (dtypes.empty()) detail::fail_field("--dtypes", "\"" + dtypes_text + "\"", "must name at least one data type");
+    if (dtypes.empty()) detail::fail_field("--dtypes", detail::quoted(dtypes_text), "must name at least one data type");
     if (init && !init->description().dtypes.empty() && init->description().dtypes != dtypes)
       throw Error(init_path + " answers for other data types than --dtypes lists: fine-tune it on its own (leave --dtypes out)");
   } else if (init) {

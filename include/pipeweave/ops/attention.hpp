@@ -364,16 +364,20 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   const std::vector<int> sequence_splits = attention_splits_per_sequence(attention, config, gpu);
 
   // One class per (sequence, query tile); heads and splits are its identical copies. The walk is
-  // bounded: a batch whose query tiles number in the millions is no kernel any engine launches
-  // (128k-token prompts of tile 128 are 1,024 tiles each), and q_len = 10^12 would never end.
-  constexpr double kMostQueryTiles = 1 << 22;
+  // bounded: scheduling the classes takes a pass over the SMs for each, so the query tiles times
+  // the SMs may be at most 2^25 (0.2 s at most; 254,200 tiles on 132 SMs, 8,192 on 4,096).
+  // A batch of hundreds of thousands of query tiles is no kernel any engine launches (128k-token
+  // prompts of tile 128 are 1,024 tiles each), and q_len = 10^12 would never end.
+  constexpr double kMostTilePasses = 1 << 25;
+  const double most_query_tiles = std::floor(kMostTilePasses / gpu.sm_count);
   double query_tiles = 0;
-  for (std::size_t s = 0; s < attention.q_lens.size() && query_tiles <= kMostQueryTiles; ++s)
+  for (std::size_t s = 0; s < attention.q_lens.size() && query_tiles <= most_query_tiles; ++s)
     query_tiles += ceil_div(attention_rows(attention, s, config.impl, decode), tq);
-  if (query_tiles > kMostQueryTiles)
+  if (query_tiles > most_query_tiles)
     detail::fail_field("attention.q_lens", "tiles of " + std::to_string(config.tile_q) + " query rows over " +
                                                std::to_string(attention.q_lens.size()) + " sequences",
-                       "must make at most 4,194,304 query tiles in all (longer prompts or a larger tile_q)");
+                       "must make at most " + std::to_string(static_cast<std::int64_t>(most_query_tiles)) + " query tiles in all on " +
+                           std::to_string(gpu.sm_count) + " SMs (2^25 tile-SM passes; longer prompts or a larger tile_q)");
   std::vector<detail::CtaClass> classes;
   classes.reserve(static_cast<std::size_t>(query_tiles));
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
