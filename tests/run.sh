@@ -2,8 +2,9 @@
 # The test command: builds and runs every test twice, once optimised (with the packaging
 # and CLI tests) and once under AddressSanitizer + UndefinedBehaviorSanitizer; then the
 # thread-safety tests ("[thread]") under ThreadSanitizer; then the Python package, installed with
-# `pip install .` into a virtual environment and tested with pytest. Warnings are errors in all.
-# Build trees: build/, build-sanitize/, build-tsan/ and build-python/.
+# `pip install .` into a virtual environment and tested with pytest; then a minute of fuzzing for
+# each input surface (tests/fuzz/). Warnings are errors in all.
+# Build trees: build/, build-sanitize/, build-tsan/, build-python/ and build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -33,3 +34,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${norandom[@]}" build-tsan
 python3 -m venv build-python/venv
 build-python/venv/bin/python -m pip install --quiet ".[test]"
 PIPEWEAVE_CLI="$PWD/build/pipeweave" build-python/venv/bin/python -m pytest -q tests/python
+
+# Fuzzing (libFuzzer, clang): every input surface for 60 s a target, from seeds out of data/ and
+# tests/. The longer campaign, an hour a target: `bash tests/fuzz/run.sh 3600`.
+bash tests/fuzz/run.sh 60
