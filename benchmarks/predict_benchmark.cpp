@@ -276,6 +276,38 @@ void BM_RankGemmCandidatesEnsemble(benchmark::State& state) {
 }
 BENCHMARK(BM_RankGemmCandidatesEnsemble)->Arg(48);
 
+// A serving run: Llama-3.1-8B (its config.json's shape) on one H100 with the bundled models, 64
+// requests of 200-4,000 prompt tokens and 200-1,990 output tokens (seeded), scheduled as vLLM
+// does (chunked prefill, 8,192 tokens a batch): 1,936 iterations. range(0) 1: each run with a
+// fresh GEMM config memo, as the first run of a process (the shapes' configs chosen within the
+// time); 0: the memo already holds them, as a scheduler that has run for a while.
+void BM_PredictWorkload(benchmark::State& state) {
+  const pw::ModelParams llama = pw::model_params_from_hf_config(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 128256})");
+  std::mt19937 rng(1);
+  std::vector<pw::TraceRequest> trace;
+  for (int r = 0; r < 64; ++r) {
+    const std::int64_t output = std::uniform_int_distribution<std::int64_t>(200, 1990)(rng);
+    trace.push_back({std::uniform_int_distribution<std::int64_t>(200, 4000)(rng), output, output});
+  }
+  const pw::Workload workload = pw::generate_workload("Llama-3.1-8B", llama, trace, pw::Deployment{}, pw::SchedulerPolicy{});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  const bool cold = state.range(0) == 1;
+  pw::Predictor predictor;
+  if (!cold) benchmark::DoNotOptimize(pw::predict_workload(predictor, workload, gpu));
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      predictor = pw::Predictor().with({});  // the bundled models, an empty memo
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(pw::predict_workload(predictor, workload, gpu));
+  }
+  state.counters["iterations"] = static_cast<double>(workload.iterations.size());
+}
+BENCHMARK(BM_PredictWorkload)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 void BM_MlpSingle(benchmark::State& state) {
   const pw::Mlp mlp = random_mlp(pw::OpFamily::gemm, {256, 128, 64});
   const pw::Features features = pw::features(pw::compute_demand(sample(pw::OpFamily::gemm), pw::default_gpu()),

@@ -337,45 +337,64 @@ namespace {
 constexpr std::int64_t kMaxCount = 1'000'000, kMaxSize = std::int64_t{1} << 30, kMaxHeads = 1'000'000;
 using detail::require_at_most;
 
+// A value past `most` refused with its field's name, which `name()` builds only then: the check
+// runs on every workload predicted, and naming each field first cost more than predicting it.
+template <typename Name>
+void bounded(std::int64_t value, std::int64_t most, const Name& name) {
+  if (value > most) require_at_most(name(), value, most);
+}
+
 void check_sizes(const Workload& w) {
   for (std::size_t i = 0; i < w.iterations.size(); ++i) {
     const WorkloadIteration& it = w.iterations[i];
-    const std::string at = "iterations[" + std::to_string(i) + "].";
+    const auto at = [i](std::string_view rest) { return "iterations[" + std::to_string(i) + "]." + std::string(rest); };
+    const auto op = [&at](std::string_view rest) { return at("operators." + std::string(rest)); };
+    const auto indexed = [](std::string_view list, std::size_t index, std::string_view rest = {}) {
+      return std::string(list) + "[" + std::to_string(index) + "]" + std::string(rest);
+    };
     for (std::size_t r = 0; r < it.q_lengths.size(); ++r) {
-      require_at_most(at + "q_lengths[" + std::to_string(r) + "]", it.q_lengths[r], kMaxSize);
-      require_at_most(at + "kv_lengths[" + std::to_string(r) + "]", it.kv_lengths[r], kMaxSize);
+      bounded(it.q_lengths[r], kMaxSize, [&] { return at(indexed("q_lengths", r)); });
+      bounded(it.kv_lengths[r], kMaxSize, [&] { return at(indexed("kv_lengths", r)); });
     }
     const WorkloadOperators& ops = it.operators;
-    const std::string op = at + "operators.";
     for (std::size_t g = 0; g < ops.gemm.size(); ++g) {
-      const std::string f = op + "gemm[" + std::to_string(g) + "].";
-      require_at_most(f + "M", ops.gemm[g].m, kMaxSize), require_at_most(f + "N", ops.gemm[g].n, kMaxSize);
-      require_at_most(f + "K", ops.gemm[g].k, kMaxSize), require_at_most(f + "count", ops.gemm[g].count, kMaxCount);
+      const WorkloadGemm& gemm = ops.gemm[g];
+      bounded(gemm.m, kMaxSize, [&] { return op(indexed("gemm", g, ".M")); });
+      bounded(gemm.n, kMaxSize, [&] { return op(indexed("gemm", g, ".N")); });
+      bounded(gemm.k, kMaxSize, [&] { return op(indexed("gemm", g, ".K")); });
+      bounded(gemm.count, kMaxCount, [&] { return op(indexed("gemm", g, ".count")); });
     }
     if (ops.attention) {
       const WorkloadAttention& a = *ops.attention;
       for (std::size_t r = 0; r < a.q_lengths.size(); ++r) {
-        require_at_most(op + "attention.q_lengths[" + std::to_string(r) + "]", a.q_lengths[r], kMaxSize);
-        require_at_most(op + "attention.kv_lengths[" + std::to_string(r) + "]", a.kv_lengths[r], kMaxSize);
+        bounded(a.q_lengths[r], kMaxSize, [&] { return op(indexed("attention.q_lengths", r)); });
+        bounded(a.kv_lengths[r], kMaxSize, [&] { return op(indexed("attention.kv_lengths", r)); });
       }
-      require_at_most(op + "attention.nh", a.nh, kMaxHeads), require_at_most(op + "attention.nkv", a.nkv, kMaxHeads);
-      require_at_most(op + "attention.hd", a.hd, kMaxHeads), require_at_most(op + "attention.count", a.count, kMaxCount);
+      bounded(a.nh, kMaxHeads, [&] { return op("attention.nh"); });
+      bounded(a.nkv, kMaxHeads, [&] { return op("attention.nkv"); });
+      bounded(a.hd, kMaxHeads, [&] { return op("attention.hd"); });
+      bounded(a.count, kMaxCount, [&] { return op("attention.count"); });
     }
     for (const auto& [name, rows] : {std::pair{"rmsnorm", &ops.rmsnorm}, std::pair{"siluandmul", &ops.siluandmul}})
       if (*rows) {
-        require_at_most(op + name + ".seq", (*rows)->seq, kMaxSize), require_at_most(op + name + ".dim", (*rows)->dim, kMaxSize);
-        require_at_most(op + name + ".count", (*rows)->count, kMaxCount);
+        const std::string_view family = name;
+        bounded((*rows)->seq, kMaxSize, [&] { return op(std::string(family) + ".seq"); });
+        bounded((*rows)->dim, kMaxSize, [&] { return op(std::string(family) + ".dim"); });
+        bounded((*rows)->count, kMaxCount, [&] { return op(std::string(family) + ".count"); });
       }
     if (ops.moe) {
       const WorkloadMoe& m = *ops.moe;
-      require_at_most(op + "moe.tokens", m.tokens, kMaxSize), require_at_most(op + "moe.experts", m.experts, kMaxHeads);
-      require_at_most(op + "moe.top_k", m.top_k, kMaxHeads), require_at_most(op + "moe.hidden", m.hidden, kMaxSize);
-      require_at_most(op + "moe.intermediate", m.intermediate, kMaxSize), require_at_most(op + "moe.count", m.count, kMaxCount);
+      bounded(m.tokens, kMaxSize, [&] { return op("moe.tokens"); });
+      bounded(m.experts, kMaxHeads, [&] { return op("moe.experts"); });
+      bounded(m.top_k, kMaxHeads, [&] { return op("moe.top_k"); });
+      bounded(m.hidden, kMaxSize, [&] { return op("moe.hidden"); });
+      bounded(m.intermediate, kMaxSize, [&] { return op("moe.intermediate"); });
+      bounded(m.count, kMaxCount, [&] { return op("moe.count"); });
     }
     for (std::size_t c = 0; c < ops.communication.size(); ++c) {
-      const std::string f = op + "communication[" + std::to_string(c) + "].";
-      require_at_most(f + "count", ops.communication[c].count, kMaxCount);
-      if (!(ops.communication[c].bytes <= 1e15)) detail::fail_field(f + "volume_bytes", ops.communication[c].bytes, "must be at most 1e15");
+      bounded(ops.communication[c].count, kMaxCount, [&] { return op(indexed("communication", c, ".count")); });
+      if (!(ops.communication[c].bytes <= 1e15))
+        detail::fail_field(op(indexed("communication", c, ".volume_bytes")), ops.communication[c].bytes, "must be at most 1e15");
     }
   }
 }
@@ -907,7 +926,9 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   result.engine = engine, result.sustained = sustained;
   std::map<std::string, OperatorTime> by_name;
   std::vector<double> decode_times;
-  std::vector<Kernel> kernels;
+  std::vector<Kernel> kernels, previous;  // previous: the last iteration's kernels, in their places
+  std::vector<std::size_t> asked;        // the places of `kernels` in this iteration
+  std::vector<Prediction> predictions;   // this iteration's, in the places of its kernels
   RequestTracker tracker;
   for (const WorkloadIteration& iteration : workload.iterations) {
     std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
@@ -925,18 +946,33 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     }
     if (engine.engine_kernels)
       for (WorkloadKernel& k : engine_kernels(workload, iteration)) named.push_back(std::move(k));
+    // Consecutive iterations mostly run the same kernels (a decode batch keeps its size until a
+    // request joins or leaves; only attention's lengths move): a kernel equal to the one in its
+    // place the iteration before keeps that prediction, and only the others are predicted.
+    predictions.resize(named.size());
     kernels.clear();
-    for (const WorkloadKernel& k : named) kernels.push_back(k.kernel);
-    const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
+    asked.clear();
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      if (i < previous.size() && named[i].kernel == previous[i]) continue;
+      kernels.push_back(named[i].kernel);
+      asked.push_back(i);
+    }
+    const std::vector<Prediction> fresh = predictor.predict(kernels, gpu);
+    for (std::size_t j = 0; j < asked.size(); ++j) predictions[asked[j]] = fresh[j];
+    if (previous.size() == named.size()) {
+      for (std::size_t j = 0; j < asked.size(); ++j) previous[asked[j]] = std::move(kernels[j]);
+    } else {
+      previous.clear();
+      for (const WorkloadKernel& k : named) previous.push_back(k.kernel);
+    }
     IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
     // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies.
     double slowdown = 1;
     if (sustained.tensor_bound_slowdown != 1) {
       double tensor_us = 0, kernel_us = 0;
       for (std::size_t i = 0; i < named.size(); ++i) {
-        const Demand demand = compute_demand(predictor.configured(kernels[i], gpu), gpu);
         const double count = static_cast<double>(named[i].count);
-        tensor_us += at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6 * count;
+        tensor_us += predictions[i].tensor_us * count;
         kernel_us += predictions[i].latency_us * count;
       }
       slowdown = sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);

@@ -515,7 +515,9 @@ TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", 
       const Prediction p = predictor.predict(k.kernel, gpu);
       const double count = static_cast<double>(k.count);
       (p.bottleneck == Pipe::tensor ? tensor_bound_us : other_us) += p.latency_us * count;
-      tensor_work_us += at(compute_demand(k.kernel, gpu).gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6 * count;
+      const double tensor_us = at(compute_demand(k.kernel, gpu).gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
+      CHECK(p.tensor_us == tensor_us);  // what the prediction carries, which the workload sums
+      tensor_work_us += tensor_us * count;
     }
     const double u = tensor_work_us / (tensor_bound_us + other_us);
     const double factor = 1 + 0.25 * std::min(1.0, u / 0.8);

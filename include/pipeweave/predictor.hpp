@@ -53,6 +53,9 @@ struct Prediction {
   double latency_us = 0;
   double efficiency = 1;      // lower bound / latency
   double lower_bound_us = 0;  // the busiest pipe alone
+  // The tensor pipe's work over the whole GPU at the spec's rate (Demand::gpu_cycles), which sets
+  // how busy a serving iteration keeps the tensor cores (SustainedLoad).
+  double tensor_us = 0;
   Pipe bottleneck = Pipe::tensor;
   PredictionSource source = PredictionSource::analytical_bound;
   bool config_defaulted = false;  // the kernel came without its implementation config
@@ -294,6 +297,7 @@ class Predictor {
     const double us_per_cycle = 1e6 / gpu.clock_hz();
     prediction.lower_bound_us = demand.bound_cycles() * us_per_cycle;
     prediction.bottleneck = demand.bottleneck();
+    prediction.tensor_us = at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
     prediction.source = mlp ? PredictionSource::trained_model : PredictionSource::analytical_bound;
     if (outside) {
       prediction.extrapolated = true;
