@@ -431,3 +431,19 @@ TEST_CASE("attention demand: fp8 needs an fp8 tensor path", "[demand][attention]
   const auto d = pipeweave::demand(attention, synthetic_gpu(4));
   CHECK(at(d.gpu_cycles, Pipe::tensor) == Approx(2 * 4.0 * 192 * 64 * (320 + 320) / (2048.0 * 4)).epsilon(1e-9));
 }
+
+TEST_CASE("attention demand: a KV split count past the longest sequence's KV blocks is refused", "[demand][attention]") {
+  // The longest KV is 512 tokens, 8 blocks of 64: eight splits give each one block, nine would
+  // leave one empty (num_splits=1000000 was predicted as if it ran).
+  Attention attention = Attention::decode(2, 512, 8, 8, 128);
+  attention.kv_lens[1] = 100;
+  attention.config = make_config(AttentionImpl::flash2, 64, 64, 8);
+  const auto gpu = synthetic_gpu(4);
+  CHECK_NOTHROW(pipeweave::demand(attention, gpu));
+  for (const int splits : {9, 1000000}) {
+    attention.config->num_splits = splits;
+    CHECK_THROWS_WITH(pipeweave::demand(attention, gpu),
+                      Catch::Contains("attention.num_splits must be at most the KV blocks of the longest sequence, ceil(512 / 64) = 8") &&
+                          Catch::Contains("got " + std::to_string(splits)));
+  }
+}

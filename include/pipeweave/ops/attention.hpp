@@ -347,6 +347,14 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
                        "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
                            std::to_string(gpu.compute_capability_major) + "." + std::to_string(gpu.compute_capability_minor));
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
+  if (config.num_splits > 1 && !attention.kv_lens.empty()) {  // every split takes at least one KV block, or it is no split at all
+    const std::int64_t longest_kv = *std::max_element(attention.kv_lens.begin(), attention.kv_lens.end());
+    const double kv_blocks = ceil_div(static_cast<double>(longest_kv), tkv);
+    if (config.num_splits > kv_blocks)
+      detail::fail_field("attention.num_splits", config.num_splits,
+                         "must be at most the KV blocks of the longest sequence, ceil(" + std::to_string(longest_kv) + " / " +
+                             std::to_string(config.tile_kv) + ") = " + std::to_string(static_cast<std::int64_t>(kv_blocks)));
+  }
   const double bytes = dtype_bytes(attention.dtype);
   // FlashAttention-2 issues warp-level mma.sync, which on Hopper (and Blackwell's data-centre
   // part, whose native path is likewise another instruction) reaches 65.2% of the tensor peak per

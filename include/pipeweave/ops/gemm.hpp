@@ -85,6 +85,9 @@ struct GemmConfig {
     detail::require_positive("gemm.cluster_n", cluster_n);
     // What any GPU's CTA can hold: past these a config describes no kernel (and tile products
     // would overflow the arithmetic of the checks that follow).
+    // Nor below 8 a side: the smallest tensor-core MMA tile (cuBLAS's smallest is 8 x 8).
+    for (const auto& [field, side] : {std::pair{"gemm.tile_m", tile_m}, std::pair{"gemm.tile_n", tile_n}, std::pair{"gemm.tile_k", tile_k}})
+      if (side < 8) detail::fail_field(field, side, "must be at least 8 (no tensor-core kernel takes a smaller tile)");
     detail::require_at_most("gemm.tile_m", tile_m, 1024, "no GPU's CTA holds a larger tile");
     detail::require_at_most("gemm.tile_n", tile_n, 1024, "no GPU's CTA holds a larger tile");
     detail::require_at_most("gemm.tile_k", tile_k, 1024, "no GPU's CTA holds a larger K step");
