@@ -10,6 +10,7 @@
 // sorted runs are merged back, with no comparison sort per class.
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -34,8 +35,20 @@ inline double cta_cycles(const PipeWork& work, const PipeArray& rate) {
 inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec& gpu, double tensor_rate,
                             double resident_ctas_per_sm) {
   const PipeArray rate = per_sm_rates(gpu, tensor_rate);
-  const std::size_t sms = static_cast<std::size_t>(gpu.sm_count);
-  // (load, sm) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
+  const std::size_t sm_count = static_cast<std::size_t>(gpu.sm_count);
+  // SMs in groups of g, g the greatest common divisor of the SM count and every remainder:
+  // each remainder then takes whole groups (the SMs of a group keep equal loads and follow each
+  // other in the order), so one entry stands for each group, and the schedule is the same at
+  // 1/g of the work (an H100's 132 SMs under classes of 8 KV heads: 33 groups of 4).
+  std::size_t group = sm_count;
+  for (const CtaClass& cta_class : classes) {
+    if (!(cta_class.count > 0)) continue;
+    const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
+    group = std::gcd(group, static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)));
+    if (group == 1) break;
+  }
+  const std::size_t sms = sm_count / group;
+  // (load, group) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
   std::vector<std::pair<double, std::size_t>> by_load(sms), merged(sms);
   for (std::size_t i = 0; i < sms; ++i) by_load[i] = {0.0, i};
   // The work each SM was dealt beyond the whole rounds, kept per SM (memory by SM count, not by
@@ -49,8 +62,8 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
     const CtaClass& cta_class = classes[c];
     if (cta_class.count > 0) {
       const double cost = cta_cycles(cta_class.work, rate);
-      const double rounds = std::floor(cta_class.count / static_cast<double>(sms));
-      const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sms));
+      const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
+      const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)) / group;
       for (std::size_t i = 0; i < kPipeCount; ++i) {
         every_sm[i] += rounds * cta_class.work[i];
         total[i] += cta_class.count * cta_class.work[i];
