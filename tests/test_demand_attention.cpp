@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "demand_test_gpu.hpp"
@@ -445,5 +446,68 @@ TEST_CASE("attention demand: a KV split count past the longest sequence's KV blo
     CHECK_THROWS_WITH(pipeweave::demand(attention, gpu),
                       Catch::Contains("attention.num_splits must be at most the KV blocks of the longest sequence, ceil(512 / 64) = 8") &&
                           Catch::Contains("got " + std::to_string(splits)));
+  }
+}
+
+TEST_CASE("list schedule: SMs taken in groups schedule as the SMs one by one", "[demand][attention]") {
+  // The reference: every SM its own entry, the r least loaded (the longest waiting first among
+  // equal loads) take a class's remainder, one CTA each.
+  const auto reference = [](const std::vector<pipeweave::detail::CtaClass>& classes, const pipeweave::GpuSpec& gpu,
+                            double tensor_rate) {
+    const pipeweave::PipeArray rate = pipeweave::detail::per_sm_rates(gpu, tensor_rate);
+    const auto sms = static_cast<std::size_t>(gpu.sm_count);
+    std::vector<double> load(sms, 0.0), last(sms, 0.0), ctas(sms, 0.0);
+    std::vector<pipeweave::detail::PipeWork> work(sms, pipeweave::detail::PipeWork{});
+    double stamp = 0;
+    for (std::size_t i = 0; i < sms; ++i) last[i] = -static_cast<double>(sms) + static_cast<double>(i);
+    for (const auto& cta_class : classes) {
+      const double cost = pipeweave::detail::cta_cycles(cta_class.work, rate);
+      const auto count = static_cast<std::size_t>(cta_class.count);
+      for (std::size_t i = 0; i < sms; ++i) {  // whole rounds: every SM the same
+        for (std::size_t p = 0; p < pipeweave::kPipeCount; ++p) work[i][p] += static_cast<double>(count / sms) * cta_class.work[p];
+        ctas[i] += static_cast<double>(count / sms);
+      }
+      std::vector<std::size_t> order(sms);
+      for (std::size_t i = 0; i < sms; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return load[a] < load[b] || (load[a] == load[b] && last[a] < last[b]); });
+      for (std::size_t k = 0; k < count % sms; ++k) {
+        const std::size_t sm = order[k];
+        load[sm] += cost, last[sm] = stamp++, ctas[sm] += 1;
+        for (std::size_t p = 0; p < pipeweave::kPipeCount; ++p) work[sm][p] += cta_class.work[p];
+      }
+    }
+    std::size_t busiest = 0;
+    for (std::size_t i = 1; i < sms; ++i)
+      if (load[i] > load[busiest] || (load[i] == load[busiest] && last[i] > last[busiest])) busiest = i;
+    return std::pair{work[busiest], ctas[busiest]};
+  };
+  std::mt19937 rng(3);
+  for (const int sm_count : {132, 108, 12}) {
+    const pipeweave::GpuSpec gpu = synthetic_gpu(sm_count);
+    for (int trial = 0; trial < 200; ++trial) {
+      const int multiple = 1 << (trial % 4);  // remainders sharing a factor with the SM count, or not
+      std::vector<pipeweave::detail::CtaClass> classes(1 + rng() % 60);
+      for (auto& cta_class : classes) {
+        for (double& work : cta_class.work) work = rng() % 3 == 0 ? 0.0 : static_cast<double>(1 + rng() % (trial % 2 ? 4 : 100000));
+        cta_class.count = static_cast<double>(multiple * (rng() % 80));
+      }
+      const pipeweave::Demand grouped = pipeweave::detail::list_schedule(classes, gpu, 1000, 2);
+      const auto [busiest_work, busiest_ctas] = reference(classes, gpu, 1000);
+      pipeweave::Demand expected;
+      pipeweave::detail::PipeWork total{};
+      double ctas = 0;
+      for (const auto& cta_class : classes) {
+        for (std::size_t p = 0; p < pipeweave::kPipeCount; ++p) total[p] += cta_class.count * cta_class.work[p];
+        ctas += cta_class.count;
+      }
+      pipeweave::detail::fill_cycles(expected, total, busiest_work, gpu, 1000);
+      INFO(sm_count << " SMs, trial " << trial);
+      CHECK(grouped.ctas == ctas);
+      CHECK(grouped.busiest_sm_ctas == Approx(busiest_ctas));
+      for (const Pipe pipe : pipeweave::kAllPipes) {
+        CHECK(at(grouped.sm_cycles, pipe) == Approx(at(expected.sm_cycles, pipe)).epsilon(1e-12));
+        CHECK(at(grouped.gpu_cycles, pipe) == Approx(at(expected.gpu_cycles, pipe)).epsilon(1e-12));
+      }
+    }
   }
 }
