@@ -90,6 +90,7 @@ nb::dict gemm_config_dict(const pw::GemmConfig& c) {
 nb::dict prediction_dict(const pw::Prediction& p) {
   nb::dict d;
   d["latency_us"] = p.latency_us, d["efficiency"] = p.efficiency, d["lower_bound_us"] = p.lower_bound_us;
+  d["tensor_us"] = p.tensor_us;
   d["bottleneck"] = pw::to_string(p.bottleneck), d["source"] = pw::to_string(p.source);
   d["config_defaulted"] = p.config_defaulted, d["extrapolated"] = p.extrapolated;
   return d;
@@ -484,6 +485,7 @@ NB_MODULE(_core, m) {
       .def_ro("latency_us", &pw::Prediction::latency_us)
       .def_ro("efficiency", &pw::Prediction::efficiency)
       .def_ro("lower_bound_us", &pw::Prediction::lower_bound_us)
+      .def_ro("tensor_us", &pw::Prediction::tensor_us, "the tensor pipe's work over the GPU at the spec's rate")
       .def_prop_ro("bottleneck", [](const pw::Prediction& p) { return pw::to_string(p.bottleneck); })
       .def_prop_ro("source", [](const pw::Prediction& p) { return pw::to_string(p.source); })
       .def_ro("config_defaulted", &pw::Prediction::config_defaulted)

@@ -14,6 +14,7 @@ def test_a_prediction_is_its_bound_over_its_efficiency(predictor, h100):
     assert p.source == "trained_model" and p.bottleneck == "tensor" and p.config_defaulted
     assert 0 < p.efficiency <= 1 and p.latency_us == pytest.approx(p.lower_bound_us / p.efficiency)
     assert p.to_dict()["latency_us"] == p.latency_us
+    assert 0 < p.tensor_us <= p.lower_bound_us and p.to_dict()["tensor_us"] == p.tensor_us
     assert pw.Predictor.analytical().predict(pw.Gemm(m=4096, n=4096, k=4096), h100).source == "analytical_bound"
 
 
