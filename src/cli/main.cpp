@@ -271,21 +271,18 @@ int rank(const Arguments& arguments) {
   if (candidates.size() == 1 && !(gemm && !gemm->config) && !(moe && !moe->config))
     throw pw::Error("rank takes one GEMM or fused_moe without a config (its candidates are enumerated) or two or more KERNELs, got " +
                     texts.front());
-  if (moe) {
-    pw::FusedMoe shape = *moe;
+  // The one shape given, once with each of its configs (the shape is copied before the list it
+  // came from is cleared).
+  const auto with_each_config = [&candidates](auto shape, const auto& configs) {
     candidates.clear();
-    for (const pw::FusedMoeConfig& config : pw::fused_moe_candidates(shape, gpu)) {
+    for (const auto& config : configs) {
       shape.config = config;
       candidates.push_back(shape);
     }
-  }
+  };
+  if (moe) with_each_config(*moe, pw::fused_moe_candidates(*moe, gpu));
   if (gemm) {
-    pw::Gemm shape = *gemm;
-    candidates.clear();
-    for (const pw::GemmConfig& config : pw::gemm_candidates(shape, gpu)) {
-      shape.config = config;
-      candidates.push_back(shape);
-    }
+    with_each_config(*gemm, pw::gemm_candidates(*gemm, gpu));
     if (candidates.empty()) throw pw::Error("no GEMM config fits " + gpu.name + "'s shared memory for " + texts.front());
   }
   const pw::Predictor predictor = predictor_for(arguments);
