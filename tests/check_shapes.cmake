@@ -20,7 +20,7 @@ foreach(op gemm rmsnorm silu_mul attention attention_decode attention_decode_lon
     message(FATAL_ERROR "data/shapes/${op}.csv is not what pipeweave shapes --op ${op} --seed 1 prints")
   endif()
 endforeach()
-# The lists drawn with other flags, as data/README.md's commands draw them.
+# The lists drawn with other flags, as docs/experiments/attention.md's commands draw them.
 foreach(entry "attention_hd64|attention --head-dim 64 --seed 2 --count 800"
               "attention_decode_hd64|attention_decode --head-dim 64 --seed 2 --count 200"
               "attention_hd256|attention --head-dim 256 --seed 2 --count 800"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rewrites the Llama-3.1-8B stack comparisons of data/README.md ("End to end: a Llama-3.1-8B
+# Rewrites the Llama-3.1-8B stack comparisons of docs/experiments/e2e-llama8b-stack.md ("End to end: a Llama-3.1-8B
 # stack measured iteration by iteration") from the committed measurements:
 #   bash data/e2e/regenerate.sh [BUILD_DIR]
 # The stack replays only the workload's kernels, each iteration in a CUDA graph, with no serving
@@ -32,7 +32,7 @@ for gpu in H100-SXM H200-SXM; do
     run "$d/$name-full.txt" "$d/$report-full" "${args[@]}" --kernel-overhead-us "$launch"
   done
 done
-# The figures of data/README.md's tables: per phase the mean |error| and the mean signed error
+# The figures of docs/experiments/e2e-llama8b-stack.md's tables: per phase the mean |error| and the mean signed error
 # (negative: predicted too fast), and the iterations within 5%, from each report's iterations.csv.
 python3 - <<'PY'
 import csv, glob

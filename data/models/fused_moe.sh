@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fused-MoE model and its tuning result (data/README.md, "Fused MoE"):
+# The fused-MoE model and its tuning result (docs/experiments/fused-moe.md):
 #   bash data/models/fused_moe.sh [BUILD_DIR] [PYTHON]   (default: build, build-python/venv/bin/python)
 # 1. Held out by model family: an ensemble of four networks with a ranking term (--rank-weight 1)
 #    trained on the uniform-routing rows of

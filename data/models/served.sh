@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GEMMs as served, on model families held out (data/README.md, "GEMMs as served"):
+# GEMMs as served, on model families held out (docs/experiments/served-gemms.md):
 #   bash data/models/served.sh [BUILD_DIR]
 # 1. Splits the served H100 measurements (data/measurements/H100-SXM/gemm_served_*.csv.gz) by
 #    family: ten families (split_served.py's HELD_OUT) and a fifth of the random shapes held out.

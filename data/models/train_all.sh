@@ -38,7 +38,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   for gpu in H100-SXM H200-SXM; do
     files+=(--data "$data/$gpu/$op.csv")
     # RMSNorm and SiLU-mul also learn from the H100 confined to 16-72 of its SMs (other
-    # compute/memory balances: data/README.md, "Other balances"); GEMM below
+    # compute/memory balances: docs/experiments/other-balances.md); GEMM below
     if [[ $op == rmsnorm || $op == silu_mul ]]; then
       for n in 16 32 64 72; do [[ $gpu == H100-SXM ]] && files+=(--data "$data/H100-SXM-sm$n/$op.csv.gz"); done
     fi
@@ -72,7 +72,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   if [[ $op == gemm ]]; then
     # GEMM learns from the transfer set: the SM-limited H100s (cuBLASLt's candidates, bf16 and
     # fp8) and the published fp8 rows of the H20 and H800 (the archive's gemm_fp8_train.csv, read
-    # as published: data/README.md, "The published fp8 split")
+    # as published: docs/experiments/transfer.md)
     for f in "$data"/H100-SXM-sm{16,32,64,72}/gemm-seed*.csv; do files+=(--data "$f"); done
     tar xJf "$archive" -C "$published" ./gemm_fp8_train.csv
     files+=(--data "$published/gemm_fp8_train.csv")
@@ -142,7 +142,7 @@ mkdir -p data/models/ranking
 "$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
   --data "$data/H200-SXM/gemm.csv" --specs data/gpus
 # Does a held-out shape's error depend on what the GPU ran before it in the collection? (It did
-# before the GEMMs were measured with rest: data/README.md, "How reproducible".)
+# before the GEMMs were measured with rest: docs/experiments/reproducibility.md.)
 if command -v python3 > /dev/null; then
   rows=$(mktemp -d)
   "$cli" eval --model data/models/gemm.json --held-out --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" \

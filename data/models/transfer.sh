@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the models transfer to GPUs they were not trained on (data/README.md, "Transfer"):
+# How the models transfer to GPUs they were not trained on (docs/experiments/transfer.md):
 #   bash data/models/transfer.sh [BUILD_DIR [ARCHIVE]]
 # 1. The published fp8 training split (H20 and H800; ARCHIVE defaults to
 #    ../shared/public-data/pipeweave-published.tar.xz), read as published (the tile the published
