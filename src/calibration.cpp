@@ -310,82 +310,85 @@ LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSp
   return fit;
 }
 
-Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce) {
-  if (logs.empty()) throw Error("calibration needs at least one microbenchmark log");
-  Calibration out;
-  out.device = logs.front().device;
-  out.logs = static_cast<int>(logs.size());
+namespace {
+
+// Every log must be of one GPU (and one SM limit): calibrate one GPU at a time.
+void check_one_gpu(std::span<const MicrobenchLog> logs) {
+  const MeasuredDevice& first = logs.front().device;
   for (std::size_t i = 1; i < logs.size(); ++i)
-    if (logs[i].device.name != out.device.name || logs[i].device.sm_count != out.device.sm_count ||
-        logs[i].device.sm_limit != out.device.sm_limit) {
+    if (logs[i].device.name != first.name || logs[i].device.sm_count != first.sm_count ||
+        logs[i].device.sm_limit != first.sm_limit) {
       auto described = [](const MeasuredDevice& d) {
         return d.sm_limit > 0 ? d.name + "\" on " + std::to_string(d.sm_limit) + " SMs (--sms)" : d.name + "\"";
       };
       detail::fail_field("log " + std::to_string(i + 1) + " device", "\"" + described(logs[i].device),
-                         "must be the first log's GPU (\"" + described(out.device) + "): calibrate one GPU at a time");
+                         "must be the first log's GPU (\"" + described(first) + "): calibrate one GPU at a time");
     }
-  const MeasuredDevice& device = out.device;
-  const bool limited = device.sm_limit > 0;  // --sms: a GPU of sm_count SMs and this one's memory system
+}
 
-  try {  // the data sheet: what each figure is compared with, and what the logs do not measure
-    out.catalog = find_gpu_datasheet(device.name);
-  } catch (const Error&) {
-    out.catalog.reset();
-  }
-
-  // Pool the runs, per figure.
-  for (const FigureRule& rule : kRules) {
-    std::vector<double> rates, clocks, log_medians;
-    for (const MicrobenchLog& log : logs)
-      for (const MicrobenchResult& result : log.benchmarks) {
-        if (result.name != rule.figure.benchmark) continue;
-        std::vector<double> this_log;
-        for (const MicrobenchRun& run : result.runs) {
-          rates.push_back(result.work / run.seconds);
-          this_log.push_back(rates.back());
-          if (run.clock_mhz > 0) clocks.push_back(run.clock_mhz);
-        }
-        log_medians.push_back(median(this_log));
-      }
-    if (rates.empty()) continue;
-    CalibratedFigure figure;
-    figure.figure = rule.figure;
-    std::vector<double> shown;
-    for (double rate : rates) shown.push_back(displayed(rule, rate));
-    figure.measured = displayed(rule, median(rates));
-    figure.spread = relative_spread(shown);
-    figure.runs = static_cast<int>(rates.size());
-    figure.logs = static_cast<int>(log_medians.size());
-    if (log_medians.size() > 1) figure.run_to_run_spread = relative_spread(log_medians);
-    if (!clocks.empty()) figure.clock_mhz = median(clocks);
-    if (out.catalog) {
-      const GpuSpec& catalog = *out.catalog;
-      if (rule.per_clock) {  // the catalog's per-SM figure, over the SMs the benchmarks ran on
-        const double per_sm_clock = rule.per_clock(catalog) * (limited ? device.sm_count : catalog.sm_count);
-        figure.catalog = displayed(rule, per_sm_clock * catalog.clock_hz());
-        if (figure.clock_mhz > 0) figure.peak_at_clock = displayed(rule, per_sm_clock * figure.clock_mhz * 1e6);
-      } else if (is_dram(rule)) {
-        figure.catalog = figure.peak_at_clock = catalog.dram_bandwidth_gb_s;
-      } else if (rule.figure.benchmark == "l2_read") {
-        figure.catalog = catalog.l2_bandwidth_gb_s;  // an estimate, not a spec-sheet peak
-      }
+// What a figure is compared with: the data sheet's peak (at its clock and at the clock the runs
+// held), or without a data sheet the DRAM peak the memory clock and bus width give.
+void compare_with_peaks(CalibratedFigure& figure, const FigureRule& rule, const std::optional<GpuSpec>& catalog_entry,
+                        const MeasuredDevice& device) {
+  const bool limited = device.sm_limit > 0;
+  if (catalog_entry) {
+    const GpuSpec& catalog = *catalog_entry;
+    if (rule.per_clock) {  // the catalog's per-SM figure, over the SMs the benchmarks ran on
+      const double per_sm_clock = rule.per_clock(catalog) * (limited ? device.sm_count : catalog.sm_count);
+      figure.catalog = displayed(rule, per_sm_clock * catalog.clock_hz());
+      if (figure.clock_mhz > 0) figure.peak_at_clock = displayed(rule, per_sm_clock * figure.clock_mhz * 1e6);
     } else if (is_dram(rule)) {
-      figure.peak_at_clock = device.dram_peak_gb_s;  // from the memory clock and bus width
+      figure.catalog = figure.peak_at_clock = catalog.dram_bandwidth_gb_s;
+    } else if (rule.figure.benchmark == "l2_read") {
+      figure.catalog = catalog.l2_bandwidth_gb_s;  // an estimate, not a spec-sheet peak
     }
-    out.figures.push_back(figure);
+  } else if (is_dram(rule)) {
+    figure.peak_at_clock = device.dram_peak_gb_s;  // from the memory clock and bus width
   }
+}
 
-  auto find_figure = [&](std::string_view benchmark) -> const CalibratedFigure* {
-    for (const CalibratedFigure& figure : out.figures)
-      if (figure.figure.benchmark == benchmark) return &figure;
-    return nullptr;
-  };
+// One figure's runs pooled over the logs, or nothing where no log ran its benchmark.
+std::optional<CalibratedFigure> pooled_figure(const FigureRule& rule, std::span<const MicrobenchLog> logs,
+                                              const std::optional<GpuSpec>& catalog, const MeasuredDevice& device) {
+  std::vector<double> rates, clocks, log_medians;
+  for (const MicrobenchLog& log : logs)
+    for (const MicrobenchResult& result : log.benchmarks) {
+      if (result.name != rule.figure.benchmark) continue;
+      std::vector<double> this_log;
+      for (const MicrobenchRun& run : result.runs) {
+        rates.push_back(result.work / run.seconds);
+        this_log.push_back(rates.back());
+        if (run.clock_mhz > 0) clocks.push_back(run.clock_mhz);
+      }
+      log_medians.push_back(median(this_log));
+    }
+  if (rates.empty()) return std::nullopt;
+  CalibratedFigure figure;
+  figure.figure = rule.figure;
+  std::vector<double> shown;
+  for (double rate : rates) shown.push_back(displayed(rule, rate));
+  figure.measured = displayed(rule, median(rates));
+  figure.spread = relative_spread(shown);
+  figure.runs = static_cast<int>(rates.size());
+  figure.logs = static_cast<int>(log_medians.size());
+  if (log_medians.size() > 1) figure.run_to_run_spread = relative_spread(log_medians);
+  if (!clocks.empty()) figure.clock_mhz = median(clocks);
+  compare_with_peaks(figure, rule, catalog, device);
+  return figure;
+}
 
-  // The spec: the catalog entry (or a bare one), then everything measured.
-  GpuSpec& spec = out.spec;
-  std::string kept;  // figures the logs lack, kept from the catalog
-  if (out.catalog) {
-    spec = *out.catalog;
+const CalibratedFigure* find_figure(const std::vector<CalibratedFigure>& figures, std::string_view benchmark) {
+  for (const CalibratedFigure& figure : figures)
+    if (figure.figure.benchmark == benchmark) return &figure;
+  return nullptr;
+}
+
+// The spec before any rate is set: the catalog entry (or a bare one), with what the device
+// reports of itself.
+GpuSpec device_spec(const MeasuredDevice& device, const std::optional<GpuSpec>& catalog) {
+  GpuSpec spec;
+  if (catalog) {
+    spec = *catalog;
   } else {
     spec.name = device.name;
     spec.architecture = architecture_of(device.compute_capability_major, device.compute_capability_minor);
@@ -401,20 +404,27 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
   spec.registers_per_sm = device.registers_per_sm;
   spec.max_threads_per_sm = device.max_threads_per_sm;
   spec.max_ctas_per_sm = device.max_ctas_per_sm;
-  if (limited) {  // a GPU of its own: named for its SM count; CUDA's names belong to the whole GPU
+  if (device.sm_limit > 0) {  // a GPU of its own: named for its SM count; CUDA's names belong to the whole GPU
     spec.name = sm_limited_gpu_name(spec.name, device.sm_limit);
     spec.aliases.clear();
   }
-
   spec.max_clock_mhz = device.max_clock_mhz;
-  const CalibratedFigure* bf16 = find_figure("tensor_bf16");
+  return spec;
+}
+
+// Sets the SM clock and every rate the figures measure; returns the names of those the logs
+// lack and the catalog supplies (", " before each). Without a catalog entry a missing one is an error.
+std::string set_measured_rates(GpuSpec& spec, const Calibration& out) {
+  const MeasuredDevice& device = out.device;
+  std::string kept;
+  const CalibratedFigure* bf16 = find_figure(out.figures, "tensor_bf16");
   if (bf16 && bf16->clock_mhz > 0) spec.sm_clock_mhz = bf16->clock_mhz;
   else if (out.catalog) kept += ", SM clock";
   else throw Error("calibrating " + device.name + ", which is not in the catalog, needs the tensor_bf16 benchmark and its clock");
 
   for (const FigureRule& rule : kRules) {
     if (!rule.set) continue;
-    const CalibratedFigure* figure = find_figure(rule.figure.benchmark);
+    const CalibratedFigure* figure = find_figure(out.figures, rule.figure.benchmark);
     if (!figure || (rule.per_clock && figure->clock_mhz <= 0)) {
       // fp8 before Ada has no tensor path at all: nothing to keep or miss.
       const bool absent_on_this_architecture = rule.figure.benchmark == "tensor_fp8" && device.compute_capability_major * 10 + device.compute_capability_minor < 89;
@@ -430,22 +440,57 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
     if (rule.per_clock) rule.set(spec, units_per_second / (device.sm_count * figure->clock_mhz * 1e6));
     else rule.set(spec, figure->measured);  // GB/s
   }
+  return kept;
+}
+
+// Where the spec's figures came from, up to the link's.
+std::string calibration_source(std::span<const MicrobenchLog> logs, const MeasuredDevice& device, const std::string& kept) {
+  const bool limited = device.sm_limit > 0;
+  const MicrobenchLog& first = logs.front();
+  std::string source = "pipeweave calibrate: " + std::to_string(logs.size()) + " run(s) of pipeweave-microbench" +
+                       (first.quick ? " --quick" : "") + " on " + device.name +
+                       (limited ? " confined to " + std::to_string(device.sm_limit) + " of its " +
+                                      std::to_string(device.device_sm_count) + " SMs (--sms: a green context)"
+                                : "") +
+                       ", driver " + device.driver + ", CUDA runtime " +
+                       std::to_string(device.cuda_runtime / 1000) + "." + std::to_string(device.cuda_runtime % 1000 / 10) +
+                       "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load"
+                       "; sustained load estimated from that clock's loss";
+  if (!kept.empty()) source += "; not measured, kept from the catalog: " + kept.substr(2);
+  return source;
+}
+
+}  // namespace
+
+Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce) {
+  if (logs.empty()) throw Error("calibration needs at least one microbenchmark log");
+  check_one_gpu(logs);
+  Calibration out;
+  out.device = logs.front().device;
+  out.logs = static_cast<int>(logs.size());
+  const MeasuredDevice& device = out.device;
+
+  try {  // the data sheet: what each figure is compared with, and what the logs do not measure
+    out.catalog = find_gpu_datasheet(device.name);
+  } catch (const Error&) {
+    out.catalog.reset();
+  }
+
+  // Pool the runs, per figure.
+  for (const FigureRule& rule : kRules)
+    if (std::optional<CalibratedFigure> figure = pooled_figure(rule, logs, out.catalog, device))
+      out.figures.push_back(*figure);
+
+  // The spec: the catalog entry (or a bare one), then everything measured.
+  GpuSpec& spec = out.spec;
+  spec = device_spec(device, out.catalog);
+  const std::string kept = set_measured_rates(spec, out);  // figures the logs lack, kept from the catalog
 
   // Not measured by the microbenchmarks: estimated from their clock loss (pipeweave calibrate
   // --sustained measures it from GEMMs run alone and back to back).
   estimate_sustained_load(spec);
 
-  const MicrobenchLog& first = logs.front();
-  spec.source = "pipeweave calibrate: " + std::to_string(logs.size()) + " run(s) of pipeweave-microbench" +
-                (first.quick ? " --quick" : "") + " on " + device.name +
-                (limited ? " confined to " + std::to_string(device.sm_limit) + " of its " +
-                               std::to_string(device.device_sm_count) + " SMs (--sms: a green context)"
-                         : "") +
-                ", driver " + device.driver + ", CUDA runtime " +
-                std::to_string(device.cuda_runtime / 1000) + "." + std::to_string(device.cuda_runtime % 1000 / 10) +
-                "; per-clock figures at the clock measured under each load, sm_clock_mhz under the bf16 tensor load"
-                "; sustained load estimated from that clock's loss";
-  if (!kept.empty()) spec.source += "; not measured, kept from the catalog: " + kept.substr(2);
+  spec.source = calibration_source(logs, device, kept);
   if (!allreduce.empty()) {
     out.link = fit_link(allreduce, spec);
     spec.link_bandwidth_gb_s = out.link->link_bandwidth_gb_s;

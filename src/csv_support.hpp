@@ -1,8 +1,12 @@
 #pragma once
-// Reading the library's small CSV inputs (request traces, all-reduce timings): a header row
-// names the columns, and every cell read from a data row names its file, line and column
-// when it is missing or malformed.
+// Reading the library's CSV inputs. for_each_csv_line is the one reader: it splits a text into
+// lines and each line into cells (split_csv_line), the first line that is not blank being the
+// header. Over it, the small inputs (request traces, all-reduce timings, measured iterations)
+// read through for_each_csv_row, where every cell read from a data row names its file, line and
+// column when it is missing or malformed; measurement files (measurements_from_csv) keep their
+// own row type, whose cells parse into kernels.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -77,12 +81,19 @@ class CsvRow {
   std::vector<std::string> cells_;
 };
 
-// Calls on_row(const CsvRow&) for each data row of `text`, after checking that the header
-// holds every `required` column. Blank lines are skipped; no header is an error.
-template <class OnRow>
-void for_each_csv_row(std::string_view text, const std::string& source, const std::vector<std::string>& required,
-                      OnRow&& on_row) {
-  std::map<std::string, std::size_t> columns;
+// Which lines a reader takes as blank, and how it treats a line's end. The small inputs take one
+// trailing '\r' off and skip empty lines (a line of spaces is a row, whose cells fail to read);
+// measurement files split the line as it is (split_csv_line drops a '\r' outside quotes) and
+// skip lines of nothing but spaces and '\r's.
+enum class CsvLines : std::uint8_t { trim_cr_skip_empty, skip_spaces };
+
+// Calls on_header(std::vector<std::string>& cells, std::size_t line_number) for the first line
+// that is not blank and on_record(std::vector<std::string>&& cells, std::size_t line_number) for
+// every later one (line numbers count from 1, blank lines included). Returns whether there was a
+// header. Inlined into each caller: measurement files run to millions of lines.
+template <class OnHeader, class OnRecord>
+bool for_each_csv_line(std::string_view text, CsvLines rule, OnHeader&& on_header, OnRecord&& on_record) {
+  bool header_seen = false;
   std::size_t line_number = 0, start = 0;
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
@@ -90,18 +101,47 @@ void for_each_csv_row(std::string_view text, const std::string& source, const st
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    std::vector<std::string> cells = split_csv_line(line);
-    if (columns.empty()) {
-      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
-      for (const std::string& name : required)
-        if (!columns.contains(name)) throw Error(source + ": the header has no column " + name);
+    if (rule == CsvLines::trim_cr_skip_empty) {
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty()) continue;
+    } else if (line.find_first_not_of(" \r") == std::string_view::npos) {
       continue;
     }
-    on_row(CsvRow(source, line_number, columns, std::move(cells)));
+    std::vector<std::string> cells = split_csv_line(line);
+    if (!header_seen) {
+      header_seen = true;
+      on_header(cells, line_number);
+    } else {
+      on_record(std::move(cells), line_number);
+    }
   }
-  if (columns.empty()) throw Error(source + ": no header row");
+  return header_seen;
+}
+
+// A header's column names, each to its index (a name given twice: its last).
+inline std::map<std::string, std::size_t> csv_columns(const std::vector<std::string>& header) {
+  std::map<std::string, std::size_t> columns;
+  for (std::size_t i = 0; i < header.size(); ++i) columns[header[i]] = i;
+  return columns;
+}
+
+// Calls on_row(const CsvRow&) for each data row of `text`, after checking that the header
+// holds every `required` column. Blank lines are skipped; no header is an error.
+template <class OnRow>
+void for_each_csv_row(std::string_view text, const std::string& source, const std::vector<std::string>& required,
+                      OnRow&& on_row) {
+  std::map<std::string, std::size_t> columns;
+  const bool header_seen = for_each_csv_line(
+      text, CsvLines::trim_cr_skip_empty,
+      [&](const std::vector<std::string>& header, std::size_t) {
+        columns = csv_columns(header);
+        for (const std::string& name : required)
+          if (!columns.contains(name)) throw Error(source + ": the header has no column " + name);
+      },
+      [&](std::vector<std::string>&& cells, std::size_t line_number) {
+        on_row(CsvRow(source, line_number, columns, std::move(cells)));
+      });
+  if (!header_seen) throw Error(source + ": no header row");
 }
 
 }  // namespace pipeweave::detail

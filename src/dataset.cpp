@@ -17,6 +17,8 @@
 #include <sstream>
 #include <utility>
 
+#include "csv_support.hpp"
+#include "statistics.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/workload.hpp"
@@ -291,55 +293,63 @@ std::vector<MeasuredKernel> first_choices_without_configs(std::span<const Measur
   return out;
 }
 
+namespace {
+
+using RowParser = MeasuredKernel (*)(const Row&);
+
+// The op family a measurements header names, by its columns: the parser of its rows.
+RowParser row_parser_for(const std::map<std::string, std::size_t>& columns, const std::string& where) {
+  auto has = [&](const char* name) { return columns.count(name) > 0; };
+  if (has("M") && has("N") && has("K") && has("avg_duration") && has("hardware")) return published_gemm_row;
+  if (!has("gpu") || !has("duration_us"))
+    throw Error(where + ": the header must name the columns gpu and duration_us (see data/README.md)");
+  if (has("m") && has("n") && has("k")) return gemm_row;
+  if (has("q_lens")) return attention_row;
+  if (has("experts")) return fused_moe_row;
+  if (has("hidden")) return rmsnorm_row;
+  if (has("dim")) return silu_row;
+  throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
+}
+
+// One data row, its duration held to what a kernel can take; every error names the row.
+MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& where) {
+  try {
+    MeasuredKernel measured = parse(row);
+    const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
+    detail::require_positive(duration_field, measured.duration_us);
+    // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).
+    if (measured.duration_us < 1e-3 || measured.duration_us > 1e11)
+      detail::fail_field(duration_field, measured.duration_us, "must be within [0.001, 1e11] us");
+    return measured;
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    throw Error(message.starts_with(where) ? message : where + ": " + message);
+  }
+}
+
+}  // namespace
+
 std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std::string_view source) {
   std::vector<MeasuredKernel> rows;
   std::map<std::string, std::size_t> columns;
-  std::size_t line_number = 0, start = 0, header_cells = 0;
-  MeasuredKernel (*parse)(const Row&) = nullptr;
-  while (start < csv_text.size()) {
-    std::size_t end = csv_text.find('\n', start);
-    if (end == std::string_view::npos) end = csv_text.size();
-    const std::string_view line = csv_text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    const std::string where = std::string(source) + ":" + std::to_string(line_number);
-    if (line.find_first_not_of(" \r") == std::string_view::npos) continue;
-    std::vector<std::string> cells = split_csv_line(line);
-    if (!parse) {
-      for (std::size_t i = 0; i < cells.size(); ++i) columns[cells[i]] = i;
-      header_cells = cells.size();
-      auto has = [&](const char* name) { return columns.count(name) > 0; };
-      if (has("M") && has("N") && has("K") && has("avg_duration") && has("hardware")) {
-        parse = published_gemm_row;
-        continue;
-      }
-      if (!has("gpu") || !has("duration_us"))
-        throw Error(where + ": the header must name the columns gpu and duration_us (see data/README.md)");
-      if (has("m") && has("n") && has("k")) parse = gemm_row;
-      else if (has("q_lens")) parse = attention_row;
-      else if (has("experts")) parse = fused_moe_row;
-      else if (has("hidden")) parse = rmsnorm_row;
-      else if (has("dim")) parse = silu_row;
-      else throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
-      continue;
-    }
-    if (cells.size() != header_cells)
-      detail::fail_field(where + ": the row's cell count", cells.size(), "must equal the header's " + std::to_string(header_cells));
-    const Row row(columns, std::move(cells), where);
-    try {
-      MeasuredKernel measured = parse(row);
-      const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
-      detail::require_positive(duration_field, measured.duration_us);
-      // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).
-      if (measured.duration_us < 1e-3 || measured.duration_us > 1e11)
-        detail::fail_field(duration_field, measured.duration_us, "must be within [0.001, 1e11] us");
-      rows.push_back(std::move(measured));
-    } catch (const Error& error) {
-      const std::string message = error.what();
-      throw Error(message.starts_with(where) ? message : where + ": " + message);
-    }
-  }
-  if (!parse) throw Error(std::string(source) + ": no header row");
+  std::size_t header_cells = 0;
+  RowParser parse = nullptr;
+  const auto where_at = [&](std::size_t line_number) { return std::string(source) + ":" + std::to_string(line_number); };
+  const bool header_seen = detail::for_each_csv_line(
+      csv_text, detail::CsvLines::skip_spaces,
+      [&](const std::vector<std::string>& header, std::size_t line_number) {
+        columns = detail::csv_columns(header);
+        header_cells = header.size();
+        parse = row_parser_for(columns, where_at(line_number));
+      },
+      [&](std::vector<std::string>&& cells, std::size_t line_number) {
+        std::string where = where_at(line_number);
+        if (cells.size() != header_cells)
+          detail::fail_field(where + ": the row's cell count", cells.size(), "must equal the header's " + std::to_string(header_cells));
+        const Row row(columns, std::move(cells), std::move(where));
+        rows.push_back(measured_row(parse, row, row.where()));
+      });
+  if (!header_seen) throw Error(std::string(source) + ": no header row");
   return rows;
 }
 
@@ -383,7 +393,7 @@ Accuracy accuracy(std::span<const double> predicted, std::span<const double> mea
   std::vector<double> sorted = errors;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();
-  result.median_ape_pct = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  result.median_ape_pct = detail::median_of_sorted(sorted);
   // Nearest-rank percentile.
   result.p90_ape_pct = sorted[static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
   result.within_10_pct = 100.0 * static_cast<double>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 10; })) / n;

@@ -173,6 +173,110 @@ static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hi
   return out_layers;
 }
 
+namespace {
+
+// The "network" block: the activations this code runs, and the hidden widths the layers must have.
+const json& hidden_widths(const Fields& fields) {
+  const Fields network(fields.get("network"), "mlp.network.");
+  network.only({"hidden_layers", "activation", "output_activation", "batch_norm"});
+  if (network.text("activation") != "relu") detail::fail_field("mlp.network.activation", network.text("activation"), "must be \"relu\"");
+  if (network.text("output_activation") != "sigmoid")
+    detail::fail_field("mlp.network.output_activation", network.text("output_activation"), "must be \"sigmoid\"");
+  if (network.text("batch_norm") != "folded" && network.text("batch_norm") != "none")
+    detail::fail_field("mlp.network.batch_norm", network.text("batch_norm"), "must be \"folded\" or \"none\"");
+  const json& hidden = network.get("hidden_layers");
+  if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", detail::excerpt(hidden), "must be an array of widths");
+  return hidden;
+}
+
+std::vector<std::vector<MlpLayer>> further_networks_from_json(const json& networks, const json& hidden) {
+  if (!networks.is_array()) detail::fail_field("mlp.further_networks", detail::excerpt(networks), "must be an array of layer lists");
+  std::vector<std::vector<MlpLayer>> out;
+  for (std::size_t n = 0; n < networks.size(); ++n)
+    out.push_back(layers_from_json(networks[n], hidden, "mlp.further_networks[" + std::to_string(n) + "]"));
+  return out;
+}
+
+bool flag_from_json(const json& flag, const std::string& field) {
+  if (!flag.is_boolean()) detail::fail_field(field, detail::excerpt(flag), "must be true or false");
+  return flag.get<bool>();
+}
+
+std::vector<DType> dtypes_from_json(const json& listed) {
+  if (!listed.is_array()) detail::fail_field("mlp.dtypes", detail::excerpt(listed), "must be an array of data types");
+  std::vector<DType> dtypes;
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    const auto dtype = listed[i].is_string() ? parse_dtype(listed[i].get<std::string>()) : std::nullopt;
+    if (!dtype)
+      detail::fail_field("mlp.dtypes[" + std::to_string(i) + "]", detail::excerpt(listed[i]), "must be a data type (bf16, fp8_e4m3, ...)");
+    dtypes.push_back(*dtype);
+  }
+  return dtypes;
+}
+
+std::vector<std::pair<DType, double>> configless_scale_from_json(const json& listed) {
+  if (!listed.is_object()) detail::fail_field("mlp.configless_scale", detail::excerpt(listed), "must be an object keyed by data type");
+  const Fields scales(listed, "mlp.configless_scale.");
+  std::vector<std::pair<DType, double>> out;
+  for (const auto& [name, value] : listed.items()) {
+    const auto dtype = parse_dtype(name);
+    if (!dtype) detail::fail_field("mlp.configless_scale", detail::quoted(name), "must be keyed by data type (bf16, fp8_e4m3, ...)");
+    out.emplace_back(*dtype, scales.number(name));
+  }
+  return out;
+}
+
+// The "domain" block: the compute capabilities, feature ranges and balance the model was trained on.
+void read_domain(const json& object, MlpDescription& description) {
+  const Fields domain(object, "mlp.domain.");
+  domain.only({"compute_capabilities", "input_min", "input_max", "balance"});
+  const json& capabilities = domain.get("compute_capabilities");
+  if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(capabilities), "must be an array");
+  for (const json& cc : capabilities) {
+    if (!cc.is_number_integer() || cc.get<std::int64_t>() < 10 || cc.get<std::int64_t>() > 999)
+      detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(cc), "must hold compute capabilities as major x 10 + minor (90)");
+    description.trained_compute_capabilities.push_back(cc.get<int>());
+  }
+  description.input_min = to_vector(domain.floats("input_min"));
+  description.input_max = to_vector(domain.floats("input_max"));
+  if (domain.has("balance")) {
+    const std::vector<float> balance = domain.floats("balance");
+    if (balance.size() != 2) detail::fail_field("mlp.domain.balance", balance.size(), "must be [least, most] flops per byte");
+    description.balance_min = balance[0], description.balance_max = balance[1];
+  }
+}
+
+// The "pipe_efficiency" block: per pipe (and "all"), [bound_us, efficiency] rows.
+void read_pipe_efficiency(const json& object, MlpDescription& description) {
+  const Fields table(object, "mlp.pipe_efficiency.");
+  std::vector<std::string_view> names;
+  for (Pipe pipe : kAllPipes) names.push_back(to_string(pipe));
+  names.push_back("all");
+  table.only(names);
+  for (std::size_t p = 0; p < names.size(); ++p) {
+    const std::string name(names[p]);
+    if (!table.has(name)) continue;
+    const json& rows = table.get(name);
+    if (!rows.is_array()) detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(rows), "must be an array of [bound_us, efficiency]");
+    for (const json& row : rows) {
+      if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
+        detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(row), "must hold [bound_us, efficiency] pairs");
+      description.pipe_efficiency[p].emplace_back(row[0].get<double>(), row[1].get<double>());
+    }
+  }
+}
+
+// Free-form notes on how the model was made: strings as they are, anything else as its JSON.
+std::vector<std::pair<std::string, std::string>> provenance_from_json(const json& provenance) {
+  if (!provenance.is_object()) detail::fail_field("mlp.provenance", detail::excerpt(provenance), "must be an object");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, value] : provenance.items())
+    out.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
+}  // namespace
+
 Mlp mlp_from_json(std::string_view json_text) {
   const json document = parse_json(json_text, "model weights");
   const Fields fields(document, "mlp.");
@@ -192,91 +296,16 @@ Mlp mlp_from_json(std::string_view json_text) {
   description.input_mean = to_vector(fields.floats("input_mean"));
   description.input_scale = to_vector(fields.floats("input_scale"));
 
-  const Fields network(fields.get("network"), "mlp.network.");
-  network.only({"hidden_layers", "activation", "output_activation", "batch_norm"});
-  if (network.text("activation") != "relu") detail::fail_field("mlp.network.activation", network.text("activation"), "must be \"relu\"");
-  if (network.text("output_activation") != "sigmoid")
-    detail::fail_field("mlp.network.output_activation", network.text("output_activation"), "must be \"sigmoid\"");
-  if (network.text("batch_norm") != "folded" && network.text("batch_norm") != "none")
-    detail::fail_field("mlp.network.batch_norm", network.text("batch_norm"), "must be \"folded\" or \"none\"");
-  const json& hidden = network.get("hidden_layers");
-  if (!hidden.is_array()) detail::fail_field("mlp.network.hidden_layers", detail::excerpt(hidden), "must be an array of widths");
-
+  const json& hidden = hidden_widths(fields);
   description.layers = layers_from_json(fields.get("layers"), hidden, "mlp.layers");
-  if (fields.has("further_networks")) {
-    const json& networks = fields.get("further_networks");
-    if (!networks.is_array()) detail::fail_field("mlp.further_networks", detail::excerpt(networks), "must be an array of layer lists");
-    for (std::size_t n = 0; n < networks.size(); ++n)
-      description.further_networks.push_back(
-          layers_from_json(networks[n], hidden, "mlp.further_networks[" + std::to_string(n) + "]"));
-  }
-  if (fields.has("for_configless_gemm")) {
-    const json& flag = fields.get("for_configless_gemm");
-    if (!flag.is_boolean()) detail::fail_field("mlp.for_configless_gemm", detail::excerpt(flag), "must be true or false");
-    description.for_configless_gemm = flag.get<bool>();
-  }
-  if (fields.has("dtypes")) {
-    const json& listed = fields.get("dtypes");
-    if (!listed.is_array()) detail::fail_field("mlp.dtypes", detail::excerpt(listed), "must be an array of data types");
-    for (std::size_t i = 0; i < listed.size(); ++i) {
-      const auto dtype = listed[i].is_string() ? parse_dtype(listed[i].get<std::string>()) : std::nullopt;
-      if (!dtype)
-        detail::fail_field("mlp.dtypes[" + std::to_string(i) + "]", detail::excerpt(listed[i]), "must be a data type (bf16, fp8_e4m3, ...)");
-      description.dtypes.push_back(*dtype);
-    }
-  }
-  if (fields.has("configless_scale")) {
-    const json& listed = fields.get("configless_scale");
-    if (!listed.is_object()) detail::fail_field("mlp.configless_scale", detail::excerpt(listed), "must be an object keyed by data type");
-    const Fields scales(listed, "mlp.configless_scale.");
-    for (const auto& [name, value] : listed.items()) {
-      const auto dtype = parse_dtype(name);
-      if (!dtype) detail::fail_field("mlp.configless_scale", detail::quoted(name), "must be keyed by data type (bf16, fp8_e4m3, ...)");
-      description.configless_scale.emplace_back(*dtype, scales.number(name));
-    }
-  }
-  if (fields.has("domain")) {
-    const Fields domain(fields.get("domain"), "mlp.domain.");
-    domain.only({"compute_capabilities", "input_min", "input_max", "balance"});
-    const json& capabilities = domain.get("compute_capabilities");
-    if (!capabilities.is_array()) detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(capabilities), "must be an array");
-    for (const json& cc : capabilities) {
-      if (!cc.is_number_integer() || cc.get<std::int64_t>() < 10 || cc.get<std::int64_t>() > 999)
-        detail::fail_field("mlp.domain.compute_capabilities", detail::excerpt(cc), "must hold compute capabilities as major x 10 + minor (90)");
-      description.trained_compute_capabilities.push_back(cc.get<int>());
-    }
-    description.input_min = to_vector(domain.floats("input_min"));
-    description.input_max = to_vector(domain.floats("input_max"));
-    if (domain.has("balance")) {
-      const std::vector<float> balance = domain.floats("balance");
-      if (balance.size() != 2) detail::fail_field("mlp.domain.balance", balance.size(), "must be [least, most] flops per byte");
-      description.balance_min = balance[0], description.balance_max = balance[1];
-    }
-  }
-  if (fields.has("pipe_efficiency")) {
-    const Fields table(fields.get("pipe_efficiency"), "mlp.pipe_efficiency.");
-    std::vector<std::string_view> names;
-    for (Pipe pipe : kAllPipes) names.push_back(to_string(pipe));
-    names.push_back("all");
-    table.only(names);
-    for (std::size_t p = 0; p < names.size(); ++p) {
-      const std::string name(names[p]);
-      if (!table.has(name)) continue;
-      const json& rows = table.get(name);
-      if (!rows.is_array()) detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(rows), "must be an array of [bound_us, efficiency]");
-      for (const json& row : rows) {
-        if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
-          detail::fail_field("mlp.pipe_efficiency." + name, detail::excerpt(row), "must hold [bound_us, efficiency] pairs");
-        description.pipe_efficiency[p].emplace_back(row[0].get<double>(), row[1].get<double>());
-      }
-    }
-  }
-  if (document.contains("provenance")) {
-    const json& provenance = document["provenance"];
-    if (!provenance.is_object()) detail::fail_field("mlp.provenance", detail::excerpt(provenance), "must be an object");
-    for (const auto& [key, value] : provenance.items())
-      description.provenance.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
-  }
+  if (fields.has("further_networks")) description.further_networks = further_networks_from_json(fields.get("further_networks"), hidden);
+  if (fields.has("for_configless_gemm"))
+    description.for_configless_gemm = flag_from_json(fields.get("for_configless_gemm"), "mlp.for_configless_gemm");
+  if (fields.has("dtypes")) description.dtypes = dtypes_from_json(fields.get("dtypes"));
+  if (fields.has("configless_scale")) description.configless_scale = configless_scale_from_json(fields.get("configless_scale"));
+  if (fields.has("domain")) read_domain(fields.get("domain"), description);
+  if (fields.has("pipe_efficiency")) read_pipe_efficiency(fields.get("pipe_efficiency"), description);
+  if (document.contains("provenance")) description.provenance = provenance_from_json(document["provenance"]);
   return Mlp(std::move(description));
 }
 

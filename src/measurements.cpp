@@ -271,61 +271,93 @@ std::string attention_row(const PooledRecord& record, const std::string& gpu) {
   return row.str();
 }
 
-}  // namespace
+// The parts of an nvjet kernel name, read one '_'-separated field at a time (see
+// parse_cublas_kernel_name).
+class NvjetNameReader {
+ public:
+  explicit NvjetNameReader(std::string_view name) : rest_(name) {}
 
-std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name) {
-  // nvjet_sm90_<variant>_<tm>x<tn>_<tk>x<stages>_<cm>x<cn>_<raster>_<tags>, read field by field:
-  // libstdc++'s std::regex recursed once per character, and a 100k-character name overflowed the stack.
-  std::string_view rest = kernel_name;
-  const auto next_field = [&rest]() -> std::optional<std::string_view> {  // up to the next '_', which it consumes
-    const std::size_t underscore = rest.find('_');
+  // The next field, up to the next '_', which it consumes; nothing where no '_' is left.
+  std::optional<std::string_view> next_field() {
+    const std::size_t underscore = rest_.find('_');
     if (underscore == std::string_view::npos) return std::nullopt;
-    const std::string_view field = rest.substr(0, underscore);
-    rest.remove_prefix(underscore + 1);
+    const std::string_view field = rest_.substr(0, underscore);
+    rest_.remove_prefix(underscore + 1);
     return field;
-  };
-  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  const auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
-  const auto all = [](std::string_view text, auto predicate) { return std::all_of(text.begin(), text.end(), predicate); };
-  const auto head = next_field(), architecture = next_field(), variant = next_field();
-  if (!head || *head != "nvjet" || !architecture || !architecture->starts_with("sm") || !variant || variant->empty() ||
-      !all(*variant, [&](char c) { return is_digit(c) || is_lower(c); }))
-    return std::nullopt;
-  const std::string_view sm = architecture->substr(2);  // digits, then lower-case letters (sm90, sm100a)
-  const std::size_t sm_digits = static_cast<std::size_t>(std::find_if_not(sm.begin(), sm.end(), is_digit) - sm.begin());
-  if (sm_digits == 0 || !all(sm.substr(sm_digits), is_lower)) return std::nullopt;
-  std::string_view numbers[6];  // tile_m, tile_n, tile_k, stages, cluster_m, cluster_n: "AxB" three times
-  for (int pair = 0; pair < 3; ++pair) {
-    const auto field = next_field();
-    const std::size_t x = field ? field->find('x') : std::string_view::npos;
-    if (x == std::string_view::npos) return std::nullopt;
-    numbers[2 * pair] = field->substr(0, x), numbers[2 * pair + 1] = field->substr(x + 1);
-    for (int side = 0; side < 2; ++side)
-      if (numbers[2 * pair + side].empty() || !all(numbers[2 * pair + side], is_digit)) return std::nullopt;
   }
-  const auto raster = next_field();
-  // The tags may hold anything but a line break (what the former expression's '.' matched).
-  if (!raster || (*raster != "v" && *raster != "h") || rest.find_first_of("\n\r") != std::string_view::npos) return std::nullopt;
-  // A number of the name's form that no int holds (a corrupted name) is an error, not a wrap.
-  auto integer = [&](int index) {
-    const std::string_view digits = numbers[index];
-    int value = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (error != std::errc() || end != digits.data() + digits.size())
-      detail::fail_field("cuBLAS kernel name " + detail::quoted(kernel_name, 80) + " number", detail::printable(digits), "must fit an int");
-    return value;
-  };
-  CublasKernelName name{integer(0), integer(1), integer(2), integer(3), integer(4), integer(5), std::string(*raster)};
-  const std::string tags(rest);
+  std::string_view rest() const { return rest_; }
+
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+  static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+  template <class Predicate>
+  static bool all(std::string_view text, Predicate predicate) { return std::all_of(text.begin(), text.end(), predicate); }
+
+  // "nvjet", "sm" with digits then lower-case letters (sm90, sm100a), and a variant of digits and
+  // lower-case letters.
+  bool read_prefix() {
+    const auto head = next_field(), architecture = next_field(), variant = next_field();
+    if (!head || *head != "nvjet" || !architecture || !architecture->starts_with("sm") || !variant || variant->empty() ||
+        !all(*variant, [](char c) { return is_digit(c) || is_lower(c); }))
+      return false;
+    const std::string_view sm = architecture->substr(2);
+    const std::size_t sm_digits = static_cast<std::size_t>(std::find_if_not(sm.begin(), sm.end(), is_digit) - sm.begin());
+    return sm_digits > 0 && all(sm.substr(sm_digits), is_lower);
+  }
+
+  // tile_m, tile_n, tile_k, stages, cluster_m, cluster_n: "AxB" three times, each side digits.
+  bool read_number_pairs(std::array<std::string_view, 6>& numbers) {
+    for (std::size_t pair = 0; pair < 3; ++pair) {
+      const auto field = next_field();
+      const std::size_t x = field ? field->find('x') : std::string_view::npos;
+      if (x == std::string_view::npos) return false;
+      numbers[2 * pair] = field->substr(0, x), numbers[2 * pair + 1] = field->substr(x + 1);
+      for (std::size_t side = 0; side < 2; ++side)
+        if (numbers[2 * pair + side].empty() || !all(numbers[2 * pair + side], is_digit)) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+// A number of the name's form that no int holds (a corrupted name) is an error, not a wrap.
+int nvjet_name_number(std::string_view kernel_name, std::string_view digits) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error != std::errc() || end != digits.data() + digits.size())
+    detail::fail_field("cuBLAS kernel name " + detail::quoted(kernel_name, 80) + " number", detail::printable(digits), "must fit an int");
+  return value;
+}
+
+// What the tags after the raster say: split-K, the schedule (coopA, coopB), and in the last tag
+// the layouts of A, B and the output (TNT or TNN for a TN GEMM).
+void read_nvjet_tags(CublasKernelName& name, const std::string& tags) {
   const std::string wrapped = "_" + tags + "_";
   name.split_k = wrapped.find("_splitK_") != std::string::npos;
   name.schedule = wrapped.find("_coopA_") != std::string::npos   ? GemmSchedule::cooperative
                   : wrapped.find("_coopB_") != std::string::npos ? GemmSchedule::cooperative_split_n
                                                                  : GemmSchedule::ping_pong;
-  // The last tag spells the layouts of A, B and the output: TNT or TNN for a TN GEMM.
   const std::size_t layout = tags.rfind('_');
   const std::string layouts = tags.substr(layout == std::string::npos ? 0 : layout + 1);
   name.output_transposed = layouts.size() == 3 && layouts[2] == 'T';
+}
+
+}  // namespace
+
+std::optional<CublasKernelName> parse_cublas_kernel_name(std::string_view kernel_name) {
+  // nvjet_sm90_<variant>_<tm>x<tn>_<tk>x<stages>_<cm>x<cn>_<raster>_<tags>, read field by field:
+  // libstdc++'s std::regex recursed once per character, and a 100k-character name overflowed the stack.
+  NvjetNameReader reader(kernel_name);
+  std::array<std::string_view, 6> numbers;
+  if (!reader.read_prefix() || !reader.read_number_pairs(numbers)) return std::nullopt;
+  const auto raster = reader.next_field();
+  // The tags may hold anything but a line break (what the former expression's '.' matched).
+  if (!raster || (*raster != "v" && *raster != "h") || reader.rest().find_first_of("\n\r") != std::string_view::npos)
+    return std::nullopt;
+  const auto number = [&](std::size_t index) { return nvjet_name_number(kernel_name, numbers[index]); };
+  CublasKernelName name{number(0), number(1), number(2), number(3), number(4), number(5), std::string(*raster)};
+  read_nvjet_tags(name, std::string(reader.rest()));
   if (name.tile_m <= 0 || name.tile_n <= 0 || name.tile_k <= 0 || name.cluster_m <= 0 || name.cluster_n <= 0) return std::nullopt;
   return name;
 }

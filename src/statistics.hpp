@@ -18,5 +18,12 @@ inline double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return median_of_sorted(values);
 }
+// The value at the middle rank (the upper of the two middle ones for an even count, no mean),
+// selected in place, in linear time; `values` is left partly reordered. At least one value.
+inline double upper_middle(std::vector<double>& values) {
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
 
 }  // namespace pipeweave::detail

@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "statistics.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/predictor.hpp"
@@ -349,8 +350,7 @@ void record_training_domain(MlpDescription& description, std::span<const Trainin
     for (int bin = 0; bin < kBins; ++bin) {
       std::vector<double>& values = efficiencies[p][static_cast<std::size_t>(bin)];
       if (values.size() < 8) continue;
-      std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
-      description.pipe_efficiency[p].emplace_back(std::ldexp(1.0, bin), values[values.size() / 2]);
+      description.pipe_efficiency[p].emplace_back(std::ldexp(1.0, bin), detail::upper_middle(values));
     }
   }
 }
@@ -392,11 +392,7 @@ std::vector<std::pair<DType, double>> fit_configless_scale(
   }
   std::vector<std::pair<DType, double>> scales;
   for (auto& [dtype, values] : log_ratios) {
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    double median = *middle;
-    if (values.size() % 2 == 0) median = (median + *std::max_element(values.begin(), middle)) / 2;
-    scales.emplace_back(dtype, std::exp(median));
+    scales.emplace_back(dtype, std::exp(detail::median(std::move(values))));
   }
   return scales;
 }
@@ -446,8 +442,7 @@ TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const
   if (!start) {  // start at the median efficiency, so that early epochs fit the shape, not the level
     std::vector<double> efficiency;
     for (const TrainingRow& row : train) efficiency.push_back(std::clamp(row.bound_us / row.measured_us, 0.01, 0.99));
-    std::nth_element(efficiency.begin(), efficiency.begin() + static_cast<std::ptrdiff_t>(efficiency.size() / 2), efficiency.end());
-    const double middle = efficiency[efficiency.size() / 2];
+    const double middle = detail::upper_middle(efficiency);
     network.set_output_bias(static_cast<float>(std::log(middle / (1 - middle))));
   }
 
@@ -512,12 +507,7 @@ TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const
   return TrainedNetwork{std::move(best_layers), std::move(history), best_epoch, best};
 }
 
-}  // namespace
-
-TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
-                         const TrainingOptions& options, const Mlp* init) {
-  check_rows(train, "training");
-  check_rows(validation, "validation");
+void check_training_options(OpFamily family, const TrainingOptions& options, const Mlp* init) {
   if (options.epochs < 1) detail::fail_field("epochs", options.epochs, "must be at least 1");
   if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
   detail::require_positive("learning rate", options.learning_rate);
@@ -538,45 +528,46 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
       if (width < 1 || width > Mlp::kMaxWidth)
         detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));
   }
+}
 
-  // Standardisation: the training set's mean and spread per feature, summed in double so
-  // that a feature the set never varies (attention's pipeline stages in FA2-only data)
-  // comes out with no spread at all, not a rounding error's worth that would scale it up
-  // 10^4-fold at inference. Such a feature gets scale 1, and below, no weight.
+// The inputs' standardisation, and the features it found constant (which get no weight).
+struct Standardization {
   Eigen::VectorXf mean, scale;
-  std::vector<bool> constant(kFeatureCount, false);
-  if (init) {
-    mean = init->description().input_mean, scale = init->description().input_scale;
-  } else {
-    Eigen::VectorXd sum = Eigen::VectorXd::Zero(kFeatureCount), squares = Eigen::VectorXd::Zero(kFeatureCount);
-    for (const TrainingRow& row : train)
-      for (std::size_t f = 0; f < kFeatureCount; ++f) sum(static_cast<Eigen::Index>(f)) += row.features[f];
-    const Eigen::VectorXd average = sum / static_cast<double>(train.size());
-    for (const TrainingRow& row : train)
-      for (std::size_t f = 0; f < kFeatureCount; ++f) {
-        const double d = row.features[f] - average(static_cast<Eigen::Index>(f));
-        squares(static_cast<Eigen::Index>(f)) += d * d;
-      }
-    mean = average.cast<float>(), scale = Eigen::VectorXf::Ones(kFeatureCount);
-    for (Eigen::Index f = 0; f < scale.size(); ++f) {
-      const double spread = std::sqrt(squares(f) / static_cast<double>(train.size()));
-      // Features are log1p of counts and cycles: a spread of 0.1% of e is no information.
-      if (spread > 1e-3) scale(f) = static_cast<float>(spread);
-      else constant[static_cast<std::size_t>(f)] = true;
-    }
-  }
+  std::vector<bool> constant = std::vector<bool>(kFeatureCount, false);
+};
 
-  // An ensemble's networks: from seeds seed, seed + 1, ... (fine-tuning: from each of the
-  // start's networks), on the same rows and standardisation.
-  std::vector<const std::vector<MlpLayer>*> starts;
-  if (init) {
-    starts.push_back(&init->description().layers);
-    for (const std::vector<MlpLayer>& network : init->description().further_networks) starts.push_back(&network);
-  } else {
-    starts.assign(static_cast<std::size_t>(options.networks), nullptr);
+// The training set's mean and spread per feature, summed in double so that a feature the set
+// never varies (attention's pipeline stages in FA2-only data) comes out with no spread at all, not
+// a rounding error's worth that would scale it up 10^4-fold at inference. Such a feature gets
+// scale 1, and no weight.
+Standardization training_standardization(std::span<const TrainingRow> train) {
+  Standardization out;
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(kFeatureCount), squares = Eigen::VectorXd::Zero(kFeatureCount);
+  for (const TrainingRow& row : train)
+    for (std::size_t f = 0; f < kFeatureCount; ++f) sum(static_cast<Eigen::Index>(f)) += row.features[f];
+  const Eigen::VectorXd average = sum / static_cast<double>(train.size());
+  for (const TrainingRow& row : train)
+    for (std::size_t f = 0; f < kFeatureCount; ++f) {
+      const double d = row.features[f] - average(static_cast<Eigen::Index>(f));
+      squares(static_cast<Eigen::Index>(f)) += d * d;
+    }
+  out.mean = average.cast<float>(), out.scale = Eigen::VectorXf::Ones(kFeatureCount);
+  for (Eigen::Index f = 0; f < out.scale.size(); ++f) {
+    const double spread = std::sqrt(squares(f) / static_cast<double>(train.size()));
+    // Features are log1p of counts and cycles: a spread of 0.1% of e is no information.
+    if (spread > 1e-3) out.scale(f) = static_cast<float>(spread);
+    else out.constant[static_cast<std::size_t>(f)] = true;
   }
-  // The networks are independent, each deterministic in its seed: they train side by side, as
-  // many at a time as the machine has cores, and report their epochs one at a time.
+  return out;
+}
+
+// Trains one network per start (nullptr: from random weights), from seeds seed, seed + 1, ... The
+// networks are independent, each deterministic in its seed: they train side by side, as many at a
+// time as the machine has cores, and report their epochs one at a time.
+std::vector<TrainedNetwork> train_networks(std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                                           const TrainingOptions& options,
+                                           const std::vector<const std::vector<MlpLayer>*>& starts,
+                                           const Standardization& inputs) {
   TrainingOptions each = options;
   std::mutex progress_lock;
   if (options.progress)
@@ -587,8 +578,8 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
   std::atomic<bool> stop = false;  // set when a network fails, so that the others end early
   const auto train_one = [&](std::size_t n) {
     try {
-      return train_network(train, validation, each, options.seed + n, static_cast<int>(n), starts.size(), starts[n], mean,
-                           scale, constant, stop);
+      return train_network(train, validation, each, options.seed + n, static_cast<int>(n), starts.size(), starts[n],
+                           inputs.mean, inputs.scale, inputs.constant, stop);
     } catch (...) {
       stop = true;
       throw;
@@ -606,42 +597,77 @@ TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, st
       for (std::future<TrainedNetwork>& network : running) networks.push_back(network.get());
     }
   }
+  return networks;
+}
 
+// Fine-tuning: the start's ground stays covered, and its measured efficiencies, from more rows, stay.
+void keep_start_domain(MlpDescription& description, const MlpDescription& start) {
+  for (int cc : start.trained_compute_capabilities)
+    if (std::find(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end(), cc) ==
+        description.trained_compute_capabilities.end())
+      description.trained_compute_capabilities.push_back(cc);
+  std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
+  if (start.balance_max > 0) {
+    description.balance_min = description.balance_min > 0 ? std::min(description.balance_min, start.balance_min) : start.balance_min;
+    description.balance_max = std::max(description.balance_max, start.balance_max);
+  }
+  if (start.input_min.size() == description.input_min.size()) {
+    description.input_min = description.input_min.cwiseMin(start.input_min);
+    description.input_max = description.input_max.cwiseMax(start.input_max);
+  }
+  if (!start.pipe_efficiency.back().empty()) description.pipe_efficiency = start.pipe_efficiency;
+}
+
+// The model's description: the trained networks, the standardisation, and the ground it covers.
+MlpDescription trained_description(OpFamily family, std::span<const TrainingRow> train,
+                                   std::span<const TrainingRow> validation, std::vector<TrainedNetwork>& networks,
+                                   const Standardization& inputs, const Mlp* init) {
   MlpDescription description;
   description.family = family;
   for (std::string_view name : kFeatureNames) description.feature_names.emplace_back(name);
-  description.input_mean = mean;
-  description.input_scale = scale;
+  description.input_mean = inputs.mean;
+  description.input_scale = inputs.scale;
   description.layers = std::move(networks.front().layers);
   for (std::size_t n = 1; n < networks.size(); ++n) description.further_networks.push_back(std::move(networks[n].layers));
   // The ground it covers: the rows it learned from (fine-tuning: those and its start's).
   std::vector<TrainingRow> seen(train.begin(), train.end());
   seen.insert(seen.end(), validation.begin(), validation.end());
   record_training_domain(description, seen);
-  if (init) {  // the start's ground stays covered, and its measured efficiencies, from more rows, stay
-    const MlpDescription& start = init->description();
-    for (int cc : start.trained_compute_capabilities)
-      if (std::find(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end(), cc) ==
-          description.trained_compute_capabilities.end())
-        description.trained_compute_capabilities.push_back(cc);
-    std::sort(description.trained_compute_capabilities.begin(), description.trained_compute_capabilities.end());
-    if (start.balance_max > 0) {
-      description.balance_min = description.balance_min > 0 ? std::min(description.balance_min, start.balance_min) : start.balance_min;
-      description.balance_max = std::max(description.balance_max, start.balance_max);
-    }
-    if (start.input_min.size() == description.input_min.size()) {
-      description.input_min = description.input_min.cwiseMin(start.input_min);
-      description.input_max = description.input_max.cwiseMax(start.input_max);
-    }
-    if (!start.pipe_efficiency.back().empty()) description.pipe_efficiency = start.pipe_efficiency;
-  }
+  if (init) keep_start_domain(description, init->description());
   // A fine-tuned network keeps its start's config-less factor until fit_configless_scale refits it.
   if (init && init->family() == family) {
     description.configless_scale = init->description().configless_scale;
     description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
     description.dtypes = init->description().dtypes;
   }
-  Mlp model(std::move(description));
+  return description;
+}
+
+}  // namespace
+
+TrainingResult train_mlp(OpFamily family, std::span<const TrainingRow> train, std::span<const TrainingRow> validation,
+                         const TrainingOptions& options, const Mlp* init) {
+  check_rows(train, "training");
+  check_rows(validation, "validation");
+  check_training_options(family, options, init);
+
+  // Standardisation: the training set's (fine-tuning: the start's, which its weights expect).
+  Standardization inputs;
+  if (init) inputs.mean = init->description().input_mean, inputs.scale = init->description().input_scale;
+  else inputs = training_standardization(train);
+
+  // An ensemble's networks: from seeds seed, seed + 1, ... (fine-tuning: from each of the
+  // start's networks), on the same rows and standardisation.
+  std::vector<const std::vector<MlpLayer>*> starts;
+  if (init) {
+    starts.push_back(&init->description().layers);
+    for (const std::vector<MlpLayer>& network : init->description().further_networks) starts.push_back(&network);
+  } else {
+    starts.assign(static_cast<std::size_t>(options.networks), nullptr);
+  }
+  std::vector<TrainedNetwork> networks = train_networks(train, validation, options, starts, inputs);
+
+  Mlp model(trained_description(family, train, validation, networks, inputs, init));
   std::vector<EpochReport> history;
   for (const TrainedNetwork& network : networks) history.insert(history.end(), network.history.begin(), network.history.end());
   // One network: its best epoch's figure; an ensemble: its mean prediction's, measured.

@@ -99,91 +99,108 @@ ModelParams read_params(const json& object) {
   return p;
 }
 
+std::vector<WorkloadGemm> read_gemms(const json& list, const std::string& prefix) {
+  if (!list.is_array()) detail::fail_field(prefix + "gemm", detail::excerpt(list), "must be an array");
+  std::vector<WorkloadGemm> gemms;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = prefix + "gemm[" + std::to_string(i) + "].";
+    const Fields g(list[i], at);
+    g.only({"name", "type", "M", "N", "K", "count"});
+    WorkloadGemm gemm{g.text("name"), "", g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")};
+    if (g.has("type")) {
+      gemm.type = g.text("type");
+      if (std::find(std::begin(kGemmTypes), std::end(kGemmTypes), gemm.type) == std::end(kGemmTypes))
+        detail::fail_field(at + "type", detail::quoted(gemm.type),
+                           "must be ColumnParallelLinear, RowParallelLinear, MergedColumnParallelLinear, "
+                           "QKVParallelLinear, ReplicatedLinear or Linear");
+    }
+    gemms.push_back(std::move(gemm));
+  }
+  return gemms;
+}
+
+WorkloadAttention read_attention(const json& object, const std::string& prefix) {
+  const Fields a(object, prefix + "attention.");
+  a.only({"attention_type", "bs", "q_lengths", "kv_lengths", "nh", "nkv", "hd", "count", "impl"});
+  WorkloadAttention attention{a.text("attention_type"), a.wholes("q_lengths"), a.wholes("kv_lengths"),
+                              a.whole("nh"),           a.whole("nkv"),       a.whole("hd"),
+                              a.whole("count"),        std::nullopt};
+  (void)attention_type_from(attention.attention_type, prefix + "attention.attention_type");
+  if (a.has("impl")) {
+    const std::string impl = a.text("impl");
+    if (impl == "flash2") attention.impl = AttentionImpl::flash2;
+    else if (impl == "flash3") attention.impl = AttentionImpl::flash3;
+    else detail::fail_field(prefix + "attention.impl", detail::quoted(impl), "must be flash2 or flash3");
+  }
+  if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
+    detail::fail_field(prefix + "attention.bs", a.whole("bs"),
+                       "must equal the length of q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
+  if (attention.kv_lengths.size() != attention.q_lengths.size())
+    detail::fail_field(prefix + "attention.kv_lengths", attention.kv_lengths.size(),
+                       "must have as many entries as q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
+  return attention;
+}
+
+// The rows of an rmsnorm or siluandmul entry (`name`).
+WorkloadRows read_rows(const json& object, const std::string& prefix, std::string_view name) {
+  const Fields r(object, prefix + std::string(name) + ".");
+  r.only({"seq", "dim", "count"});
+  const WorkloadRows rows{r.whole("seq"), r.whole("dim"), r.whole("count")};
+  if (name == "siluandmul" && rows.dim % 2 != 0)
+    detail::fail_field(prefix + "siluandmul.dim", rows.dim, "must be even: the gate and up halves of the input, side by side");
+  return rows;
+}
+
+WorkloadMoe read_moe(const json& object, const std::string& prefix) {
+  const Fields m(object, prefix + "moe.");
+  m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count"});
+  return WorkloadMoe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
+                     m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
+}
+
+// One entry of "communication" (`at`: its field path, ending in '.').
+WorkloadCollective read_collective(const json& object, const std::string& at, int tp_size) {
+  const Fields c(object, at);
+  // "bytes" is the name this project's files used before they followed the published layout.
+  c.only({"name", "type", "volume_bytes", "bytes", "ranks", "count"});
+  WorkloadCollective collective;
+  collective.name = c.text("name");
+  const CollectiveKind kind = collective_kind(collective.name, at + "name");
+  if (c.has("type") && c.text("type") != transfer_type(kind))
+    detail::fail_field(at + "type", detail::quoted(c.text("type")),
+                       "must be \"" + std::string(transfer_type(kind)) + "\" for " + collective.name);
+  if (c.has("volume_bytes") == c.has("bytes"))
+    throw Error(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
+  collective.bytes = c.number(c.has("volume_bytes") ? "volume_bytes" : "bytes");
+  detail::require_positive(at + (c.has("volume_bytes") ? "volume_bytes" : "bytes"), collective.bytes);
+  const int default_ranks = kind == CollectiveKind::send_recv ? 2 : tp_size;
+  collective.ranks = c.has("ranks") ? gpu_count(c, "ranks", at + "ranks") : default_ranks;
+  if (collective.ranks < 2)
+    detail::fail_field(at + "ranks", collective.ranks,
+                       c.has("ranks") ? "must be >= 2" : "must be >= 2 (absent: the workload's tp_size)");
+  collective.count = c.whole("count");
+  return collective;
+}
+
+std::vector<WorkloadCollective> read_communication(const json& list, const std::string& prefix, int tp_size) {
+  if (!list.is_array()) detail::fail_field(prefix + "communication", detail::excerpt(list), "must be an array");
+  std::vector<WorkloadCollective> collectives;
+  for (std::size_t i = 0; i < list.size(); ++i)
+    collectives.push_back(read_collective(list[i], prefix + "communication[" + std::to_string(i) + "].", tp_size));
+  return collectives;
+}
+
+// An iteration's operators, each kind read by its own reader above, in the order the fields are checked.
 WorkloadOperators read_operators(const json& object, const std::string& prefix, int tp_size) {
   const Fields f(object, prefix);
   f.only({"gemm", "attention", "rmsnorm", "siluandmul", "moe", "communication"});
   WorkloadOperators ops;
-  if (f.has("gemm")) {
-    const json& list = f.get("gemm");
-    if (!list.is_array()) detail::fail_field(prefix + "gemm", detail::excerpt(list), "must be an array");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string at = prefix + "gemm[" + std::to_string(i) + "].";
-      const Fields g(list[i], at);
-      g.only({"name", "type", "M", "N", "K", "count"});
-      WorkloadGemm gemm{g.text("name"), "", g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")};
-      if (g.has("type")) {
-        gemm.type = g.text("type");
-        if (std::find(std::begin(kGemmTypes), std::end(kGemmTypes), gemm.type) == std::end(kGemmTypes))
-          detail::fail_field(at + "type", detail::quoted(gemm.type),
-                             "must be ColumnParallelLinear, RowParallelLinear, MergedColumnParallelLinear, "
-                             "QKVParallelLinear, ReplicatedLinear or Linear");
-      }
-      ops.gemm.push_back(std::move(gemm));
-    }
-  }
-  if (f.has("attention")) {
-    const Fields a(f.get("attention"), prefix + "attention.");
-    a.only({"attention_type", "bs", "q_lengths", "kv_lengths", "nh", "nkv", "hd", "count", "impl"});
-    WorkloadAttention attention{a.text("attention_type"), a.wholes("q_lengths"), a.wholes("kv_lengths"),
-                                a.whole("nh"),           a.whole("nkv"),       a.whole("hd"),
-                                a.whole("count"),        std::nullopt};
-    (void)attention_type_from(attention.attention_type, prefix + "attention.attention_type");
-    if (a.has("impl")) {
-      const std::string impl = a.text("impl");
-      if (impl == "flash2") attention.impl = AttentionImpl::flash2;
-      else if (impl == "flash3") attention.impl = AttentionImpl::flash3;
-      else detail::fail_field(prefix + "attention.impl", detail::quoted(impl), "must be flash2 or flash3");
-    }
-    if (a.whole("bs") != static_cast<std::int64_t>(attention.q_lengths.size()))
-      detail::fail_field(prefix + "attention.bs", a.whole("bs"),
-                         "must equal the length of q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
-    if (attention.kv_lengths.size() != attention.q_lengths.size())
-      detail::fail_field(prefix + "attention.kv_lengths", attention.kv_lengths.size(),
-                         "must have as many entries as q_lengths (" + std::to_string(attention.q_lengths.size()) + ")");
-    ops.attention = std::move(attention);
-  }
-  for (const char* name : {"rmsnorm", "siluandmul"}) {
-    if (!f.has(name)) continue;
-    const Fields r(f.get(name), prefix + name + ".");
-    r.only({"seq", "dim", "count"});
-    const WorkloadRows rows{r.whole("seq"), r.whole("dim"), r.whole("count")};
-    if (std::string_view(name) == "siluandmul" && rows.dim % 2 != 0)
-      detail::fail_field(prefix + "siluandmul.dim", rows.dim, "must be even: the gate and up halves of the input, side by side");
-    (std::string_view(name) == "rmsnorm" ? ops.rmsnorm : ops.siluandmul) = rows;
-  }
-  if (f.has("moe")) {
-    const Fields m(f.get("moe"), prefix + "moe.");
-    m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count"});
-    ops.moe = WorkloadMoe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
-                          m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
-  }
-  if (f.has("communication")) {
-    const json& list = f.get("communication");
-    if (!list.is_array()) detail::fail_field(prefix + "communication", detail::excerpt(list), "must be an array");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string at = prefix + "communication[" + std::to_string(i) + "].";
-      const Fields c(list[i], at);
-      // "bytes" is the name this project's files used before they followed the published layout.
-      c.only({"name", "type", "volume_bytes", "bytes", "ranks", "count"});
-      WorkloadCollective collective;
-      collective.name = c.text("name");
-      const CollectiveKind kind = collective_kind(collective.name, at + "name");
-      if (c.has("type") && c.text("type") != transfer_type(kind))
-        detail::fail_field(at + "type", detail::quoted(c.text("type")),
-                           "must be \"" + std::string(transfer_type(kind)) + "\" for " + collective.name);
-      if (c.has("volume_bytes") == c.has("bytes"))
-        throw Error(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
-      collective.bytes = c.number(c.has("volume_bytes") ? "volume_bytes" : "bytes");
-      detail::require_positive(at + (c.has("volume_bytes") ? "volume_bytes" : "bytes"), collective.bytes);
-      const int default_ranks = kind == CollectiveKind::send_recv ? 2 : tp_size;
-      collective.ranks = c.has("ranks") ? gpu_count(c, "ranks", at + "ranks") : default_ranks;
-      if (collective.ranks < 2)
-        detail::fail_field(at + "ranks", collective.ranks,
-                           c.has("ranks") ? "must be >= 2" : "must be >= 2 (absent: the workload's tp_size)");
-      collective.count = c.whole("count");
-      ops.communication.push_back(std::move(collective));
-    }
-  }
+  if (f.has("gemm")) ops.gemm = read_gemms(f.get("gemm"), prefix);
+  if (f.has("attention")) ops.attention = read_attention(f.get("attention"), prefix);
+  if (f.has("rmsnorm")) ops.rmsnorm = read_rows(f.get("rmsnorm"), prefix, "rmsnorm");
+  if (f.has("siluandmul")) ops.siluandmul = read_rows(f.get("siluandmul"), prefix, "siluandmul");
+  if (f.has("moe")) ops.moe = read_moe(f.get("moe"), prefix);
+  if (f.has("communication")) ops.communication = read_communication(f.get("communication"), prefix, tp_size);
   return ops;
 }
 
@@ -591,11 +608,11 @@ void Deployment::validate() const {
   if (pp < 1 || pp > 65536) detail::fail_field("pp", pp, "must be from 1 to 65536");
 }
 
-Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
-                           const Deployment& deployment, const SchedulerPolicy& policy) {
-  params.validate();
-  policy.validate();
-  deployment.validate();
+namespace {
+
+// What tensor and pipeline parallelism must be able to split: whole layers per stage, and the
+// heads and the MLP width evenly over the tensor-parallel ranks.
+void check_parallel_split(const ModelParams& params, const Deployment& deployment) {
   const int tp = deployment.tp;
   if (deployment.pp > params.num_hidden_layers)
     detail::fail_field("pp", deployment.pp,
@@ -606,12 +623,19 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
     detail::fail_field("tp", tp, "must divide num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
   const std::int64_t mlp = params.num_experts > 0 ? params.moe_intermediate_size : params.intermediate_size;
   if (mlp % tp != 0) detail::fail_field("tp", tp, "must divide the MLP width (" + std::to_string(mlp) + ")");
-  if (trace.empty()) throw Error("the trace has no request");
+}
 
+Error too_many_iterations(std::int64_t iterations) {
+  return Error("the trace makes a workload of at least " + std::to_string(iterations) + " iterations, more than the " +
+               std::to_string(kMaxWorkloadIterations) + " one workload holds: run it in parts");
+}
+
+// The trace's requests, checked, none started yet. Floors on the iterations, so that a trace past
+// the cap is refused before any is built: every request takes its prompt's chunks and then one
+// iteration per decode step; an iteration decodes at most one token per sequence it may hold and
+// takes at most max_batched_tokens.
+std::vector<Live> trace_requests(std::span<const TraceRequest> trace, const SchedulerPolicy& policy) {
   std::vector<Live> requests;
-  // Floors on the iterations, so that a trace past the cap is refused before any is built: every
-  // request takes its prompt's chunks and then one iteration per decode step; an iteration
-  // decodes at most one token per sequence it may hold and takes at most max_batched_tokens.
   std::int64_t least_iterations = 0;
   double all_prefill = 0, all_decode = 0;
   for (std::size_t i = 0; i < trace.size(); ++i) {
@@ -631,70 +655,115 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
   const double floor_all = std::max(std::ceil(all_decode / per_iteration),
                                     policy.chunked_prefill ? std::ceil(all_prefill / static_cast<double>(policy.max_batched_tokens)) : 0.0);
   least_iterations = std::max(least_iterations, static_cast<std::int64_t>(std::min(floor_all, 9e18)));
-  const auto too_many = [](std::int64_t iterations) {
-    return Error("the trace makes a workload of at least " + std::to_string(iterations) + " iterations, more than the " +
-                 std::to_string(kMaxWorkloadIterations) + " one workload holds: run it in parts");
-  };
-  if (least_iterations > kMaxWorkloadIterations) throw too_many(least_iterations);
-  Workload w{std::move(model), params, tp, deployment.pp, deployment.dtype, {}};
-  std::size_t next_waiting = 0;           // requests are admitted in trace order
-  std::vector<std::size_t> running;       // admitted and not finished
-  while (next_waiting < requests.size() || !running.empty()) {
-    Batch batch;
-    std::int64_t budget = policy.max_batched_tokens;
-    auto add_prefill = [&](Live& r, std::int64_t chunk) {
-      r.prefilled += chunk;
-      batch.q.push_back(chunk), batch.kv.push_back(r.prefilled), batch.ids.push_back(&r - requests.data());
-      batch.prompt_tokens += chunk;
-      budget -= chunk;
-      if (r.prefill_done()) ++batch.logits;  // the first output token
-    };
-    auto add_decode = [&](Live& r) {
-      ++r.decoded;
-      batch.q.push_back(1), batch.kv.push_back(r.prompt + r.decoded), batch.ids.push_back(&r - requests.data());
-      ++batch.decode_tokens, ++batch.logits;
-      --budget;
-    };
-    auto admit = [&] { running.push_back(next_waiting++); };
-    const auto can_admit = [&] {
-      return next_waiting < requests.size() && static_cast<std::int64_t>(running.size()) < policy.max_sequences;
-    };
-    if (policy.chunked_prefill) {
-      for (std::size_t i : running)
-        if (budget > 0 && requests[i].prefill_done() && requests[i].decoded < requests[i].decodes) add_decode(requests[i]);
-      for (std::size_t i : running)
-        if (budget > 0 && !requests[i].prefill_done())
-          add_prefill(requests[i], std::min(budget, requests[i].prompt - requests[i].prefilled));
-      while (budget > 0 && can_admit()) {
-        admit();
-        Live& r = requests[running.back()];
-        add_prefill(r, std::min(budget, r.prompt));
-      }
-    } else {
-      const bool prefill_turn = can_admit() && (requests[next_waiting].prompt <= budget || running.empty());
-      if (prefill_turn) {
-        do {
-          admit();
-          add_prefill(requests[running.back()], requests[running.back()].prompt);
-        } while (can_admit() && requests[next_waiting].prompt <= budget);
-      } else {
-        for (std::size_t i : running)
-          if (budget > 0 && requests[i].decoded < requests[i].decodes) add_decode(requests[i]);
-      }
+  if (least_iterations > kMaxWorkloadIterations) throw too_many_iterations(least_iterations);
+  return requests;
+}
+
+// Continuous batching: requests are admitted in trace order while the batch has room (a token
+// budget and a cap on the sequences held), and each iteration's batch is built from the running ones.
+class BatchScheduler {
+ public:
+  BatchScheduler(std::vector<Live> requests, const SchedulerPolicy& policy)
+      : requests_(std::move(requests)), policy_(policy) {}
+
+  bool done() const { return next_waiting_ >= requests_.size() && running_.empty(); }
+
+  // The next iteration's batch; requests it finishes leave the running set.
+  Batch next() {
+    batch_ = Batch{};
+    budget_ = policy_.max_batched_tokens;
+    if (policy_.chunked_prefill) fill_chunked();
+    else fill_prompt_or_decode();
+    std::erase_if(running_, [&](std::size_t i) { return requests_[i].finished(); });
+    return std::move(batch_);
+  }
+
+ private:
+  void add_prefill(Live& r, std::int64_t chunk) {
+    r.prefilled += chunk;
+    batch_.q.push_back(chunk), batch_.kv.push_back(r.prefilled), batch_.ids.push_back(&r - requests_.data());
+    batch_.prompt_tokens += chunk;
+    budget_ -= chunk;
+    if (r.prefill_done()) ++batch_.logits;  // the first output token
+  }
+  void add_decode(Live& r) {
+    ++r.decoded;
+    batch_.q.push_back(1), batch_.kv.push_back(r.prompt + r.decoded), batch_.ids.push_back(&r - requests_.data());
+    ++batch_.decode_tokens, ++batch_.logits;
+    --budget_;
+  }
+  void admit() { running_.push_back(next_waiting_++); }
+  bool can_admit() const {
+    return next_waiting_ < requests_.size() && static_cast<std::int64_t>(running_.size()) < policy_.max_sequences;
+  }
+
+  // Chunked prefill: decodes first, then the running prompts' next chunks, then new requests'
+  // first chunks, while the budget lasts.
+  void fill_chunked() {
+    for (std::size_t i : running_)
+      if (budget_ > 0 && requests_[i].prefill_done() && requests_[i].decoded < requests_[i].decodes) add_decode(requests_[i]);
+    for (std::size_t i : running_)
+      if (budget_ > 0 && !requests_[i].prefill_done())
+        add_prefill(requests_[i], std::min(budget_, requests_[i].prompt - requests_[i].prefilled));
+    while (budget_ > 0 && can_admit()) {
+      admit();
+      Live& r = requests_[running_.back()];
+      add_prefill(r, std::min(budget_, r.prompt));
     }
-    std::erase_if(running, [&](std::size_t i) { return requests[i].finished(); });
+  }
+
+  // Without it: an iteration either admits whole prompts (while they fit, or one into an empty
+  // batch) or decodes the running requests.
+  void fill_prompt_or_decode() {
+    const bool prefill_turn = can_admit() && (requests_[next_waiting_].prompt <= budget_ || running_.empty());
+    if (prefill_turn) {
+      do {
+        admit();
+        add_prefill(requests_[running_.back()], requests_[running_.back()].prompt);
+      } while (can_admit() && requests_[next_waiting_].prompt <= budget_);
+    } else {
+      for (std::size_t i : running_)
+        if (budget_ > 0 && requests_[i].decoded < requests_[i].decodes) add_decode(requests_[i]);
+    }
+  }
+
+  std::vector<Live> requests_;
+  const SchedulerPolicy& policy_;
+  std::size_t next_waiting_ = 0;   // requests are admitted in trace order
+  std::vector<std::size_t> running_;  // admitted and not finished
+  Batch batch_;                    // the batch being built
+  std::int64_t budget_ = 0;        // tokens the batch may still take
+};
+
+WorkloadIteration iteration_of(const Batch& batch, std::int64_t index, const ModelParams& params, const Deployment& deployment) {
+  const Phase phase = batch.prompt_tokens == 0 ? Phase::decode : (batch.decode_tokens == 0 ? Phase::prefill : Phase::mixed);
+  WorkloadIteration iteration;
+  iteration.iteration = index;
+  iteration.phase = phase;
+  iteration.q_lengths = batch.q;
+  iteration.kv_lengths = batch.kv;
+  iteration.request_ids = batch.ids;
+  iteration.operators = layer_operators(params, batch, deployment, phase);
+  return iteration;
+}
+
+}  // namespace
+
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
+                           const Deployment& deployment, const SchedulerPolicy& policy) {
+  params.validate();
+  policy.validate();
+  deployment.validate();
+  check_parallel_split(params, deployment);
+  if (trace.empty()) throw Error("the trace has no request");
+  BatchScheduler scheduler(trace_requests(trace, policy), policy);
+  Workload w{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
+  while (!scheduler.done()) {
+    const Batch batch = scheduler.next();
     if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
-    if (static_cast<std::int64_t>(w.iterations.size()) >= kMaxWorkloadIterations)
-      throw too_many(static_cast<std::int64_t>(w.iterations.size()) + 1);
-    const Phase phase = batch.prompt_tokens == 0 ? Phase::decode : (batch.decode_tokens == 0 ? Phase::prefill : Phase::mixed);
-    WorkloadIteration iteration;
-    iteration.iteration = static_cast<std::int64_t>(w.iterations.size());
-    iteration.phase = phase;
-    iteration.q_lengths = batch.q;
-    iteration.kv_lengths = batch.kv;
-    iteration.request_ids = batch.ids;
-    iteration.operators = layer_operators(params, batch, deployment, phase);
-    w.iterations.push_back(std::move(iteration));
+    const auto index = static_cast<std::int64_t>(w.iterations.size());
+    if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
+    w.iterations.push_back(iteration_of(batch, index, params, deployment));
   }
   return w;
 }
@@ -907,6 +976,116 @@ Percentiles percentiles(std::vector<double> values) {
   return {detail::median_of_sorted(values), values[low] + (values[high] - values[low]) * (position - static_cast<double>(low))};
 }
 
+// How the engine runs attention: the prompt's implementation (`decode_impl`) for the decode steps
+// where the engine keeps one backend, FlashAttention 2 off Hopper where FA3 does not run.
+void choose_attention_impls(std::vector<WorkloadKernel>& named, const WorkloadIteration& iteration,
+                            const std::optional<AttentionImpl>& decode_impl, const EngineProfile& engine, bool fa3_runs_here) {
+  for (WorkloadKernel& k : named) {
+    const Attention* attention = k.kernel.get_if<Attention>();
+    if (!attention || iteration.operators.attention->impl) continue;  // a stated impl is taken as it is
+    if (!attention->config) continue;  // the phase only: the GPU's default implementation
+    AttentionImpl impl = attention->config->impl;
+    if (decode_impl && iteration.phase == Phase::decode) impl = *decode_impl;
+    if (engine.flash2_off_hopper && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
+    if (attention->config->impl == impl) continue;
+    Attention changed = *attention;
+    changed.config = AttentionConfig::own_tiles(impl);
+    k.kernel = Kernel(std::move(changed));
+  }
+}
+
+// Consecutive iterations mostly run the same kernels (a decode batch keeps its size until a
+// request joins or leaves; only attention's lengths move): a kernel equal to the one in its
+// place the iteration before keeps that prediction, and only the others are predicted. The
+// buffers live across iterations so that each iteration allocates as little as it can.
+class ReusedPredictions {
+ public:
+  // The predictions of this iteration's kernels, in their places.
+  const std::vector<Prediction>& predict(const std::vector<WorkloadKernel>& named, const Predictor& predictor,
+                                         const GpuSpec& gpu) {
+    predictions_.resize(named.size());
+    kernels_.clear();
+    asked_.clear();
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      if (i < previous_.size() && named[i].kernel == previous_[i]) continue;
+      kernels_.push_back(named[i].kernel);
+      asked_.push_back(i);
+    }
+    const std::vector<Prediction> fresh = predictor.predict(kernels_, gpu);
+    for (std::size_t j = 0; j < asked_.size(); ++j) predictions_[asked_[j]] = fresh[j];
+    if (previous_.size() == named.size()) {
+      for (std::size_t j = 0; j < asked_.size(); ++j) previous_[asked_[j]] = std::move(kernels_[j]);
+    } else {
+      previous_.clear();
+      for (const WorkloadKernel& k : named) previous_.push_back(k.kernel);
+    }
+    return predictions_;
+  }
+
+ private:
+  std::vector<Kernel> kernels_, previous_;  // previous: the last iteration's kernels, in their places
+  std::vector<std::size_t> asked_;         // the places of `kernels_` in this iteration
+  std::vector<Prediction> predictions_;    // this iteration's, in the places of its kernels
+};
+
+// The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies
+// to its tensor-bound kernels.
+double sustained_slowdown(const SustainedLoad& sustained, const std::vector<WorkloadKernel>& named,
+                          const std::vector<Prediction>& predictions) {
+  if (sustained.tensor_bound_slowdown == 1) return 1;
+  double tensor_us = 0, kernel_us = 0;
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    const double count = static_cast<double>(named[i].count);
+    tensor_us += predictions[i].tensor_us * count;
+    kernel_us += predictions[i].latency_us * count;
+  }
+  return sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);
+}
+
+// The kernels' time into the iteration's and into each operator's.
+void add_kernel_times(IterationTime& time, std::map<std::string, OperatorTime>& by_name,
+                      const std::vector<WorkloadKernel>& named, const std::vector<Prediction>& predictions, double slowdown) {
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    const double us = predictions[i].latency_us * (predictions[i].bottleneck == Pipe::tensor ? slowdown : 1.0) *
+                      static_cast<double>(named[i].count);
+    time.kernels_us += us;
+    if (predictions[i].extrapolated) time.extrapolated_us += us;
+    time.launches += named[i].count;
+    OperatorTime& op = by_name[named[i].name];
+    op.name = named[i].name, op.us += us, op.launches += named[i].count;
+  }
+}
+
+// The engine: gaps between kernels on the GPU; outside a CUDA graph the host launches each
+// kernel, and the iteration takes whichever of the two is longer; then its own host work.
+void add_engine_overhead(IterationTime& time, std::map<std::string, OperatorTime>& by_name,
+                         const WorkloadIteration& iteration, const EngineProfile& engine, const IterationOverhead& extra) {
+  const double launches = static_cast<double>(time.launches);
+  const bool graph = iteration.phase == Phase::decode && iteration.batch_size() <= engine.cuda_graph_max_batch;
+  const double gpu_us = time.kernels_us + launches * engine.kernel_gap_us;
+  const double busy_us = graph ? gpu_us : std::max(gpu_us, launches * engine.eager_launch_us);
+  time.overhead_us = busy_us - time.kernels_us + engine.iteration_us + extra.per_iteration_us + extra.per_kernel_us * launches;
+  if (time.overhead_us > 0) {
+    OperatorTime& op = by_name["engine_overhead"];
+    op.name = "engine_overhead", op.us += time.overhead_us;
+  }
+}
+
+// Each request's time to its first token and pace from there, and their median and 90th percentile.
+void add_request_times(WorkloadPrediction& result, const RequestTracker& tracker) {
+  std::vector<double> ttft, tpot;
+  for (const RequestTracker::Live& r : tracker.requests) {
+    RequestTime out{r.prompt, r.before ? r.decodes : 1 + r.decodes, r.before ? 0 : r.first_token_us, 0, r.last_us, r.before};
+    if (r.decodes > 0 && !r.before) out.time_per_output_token_us = (r.last_us - r.first_token_us) / static_cast<double>(r.decodes);
+    result.requests.push_back(out);
+    if (r.before) continue;  // neither its first token nor its pace from there were seen
+    ttft.push_back(out.time_to_first_token_us);
+    if (r.decodes > 0) tpot.push_back(out.time_per_output_token_us);
+  }
+  result.time_to_first_token_us = percentiles(ttft);
+  result.time_per_output_token_us = percentiles(tpot);
+}
+
 }  // namespace
 
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
@@ -926,78 +1105,17 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   result.engine = engine, result.sustained = sustained;
   std::map<std::string, OperatorTime> by_name;
   std::vector<double> decode_times;
-  std::vector<Kernel> kernels, previous;  // previous: the last iteration's kernels, in their places
-  std::vector<std::size_t> asked;        // the places of `kernels` in this iteration
-  std::vector<Prediction> predictions;   // this iteration's, in the places of its kernels
+  ReusedPredictions reused;
   RequestTracker tracker;
   for (const WorkloadIteration& iteration : workload.iterations) {
     std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
-    for (WorkloadKernel& k : named) {
-      const Attention* attention = k.kernel.get_if<Attention>();
-      if (!attention || iteration.operators.attention->impl) continue;  // a stated impl is taken as it is
-      if (!attention->config) continue;  // the phase only: the GPU's default implementation
-      AttentionImpl impl = attention->config->impl;
-      if (decode_impl && iteration.phase == Phase::decode) impl = *decode_impl;
-      if (engine.flash2_off_hopper && impl == AttentionImpl::flash3 && !fa3_runs_here) impl = AttentionImpl::flash2;
-      if (attention->config->impl == impl) continue;
-      Attention changed = *attention;
-      changed.config = AttentionConfig::own_tiles(impl);
-      k.kernel = Kernel(std::move(changed));
-    }
+    choose_attention_impls(named, iteration, decode_impl, engine, fa3_runs_here);
     if (engine.engine_kernels)
       for (WorkloadKernel& k : engine_kernels(workload, iteration)) named.push_back(std::move(k));
-    // Consecutive iterations mostly run the same kernels (a decode batch keeps its size until a
-    // request joins or leaves; only attention's lengths move): a kernel equal to the one in its
-    // place the iteration before keeps that prediction, and only the others are predicted.
-    predictions.resize(named.size());
-    kernels.clear();
-    asked.clear();
-    for (std::size_t i = 0; i < named.size(); ++i) {
-      if (i < previous.size() && named[i].kernel == previous[i]) continue;
-      kernels.push_back(named[i].kernel);
-      asked.push_back(i);
-    }
-    const std::vector<Prediction> fresh = predictor.predict(kernels, gpu);
-    for (std::size_t j = 0; j < asked.size(); ++j) predictions[asked[j]] = fresh[j];
-    if (previous.size() == named.size()) {
-      for (std::size_t j = 0; j < asked.size(); ++j) previous[asked[j]] = std::move(kernels[j]);
-    } else {
-      previous.clear();
-      for (const WorkloadKernel& k : named) previous.push_back(k.kernel);
-    }
+    const std::vector<Prediction>& predictions = reused.predict(named, predictor, gpu);
     IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
-    // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies.
-    double slowdown = 1;
-    if (sustained.tensor_bound_slowdown != 1) {
-      double tensor_us = 0, kernel_us = 0;
-      for (std::size_t i = 0; i < named.size(); ++i) {
-        const double count = static_cast<double>(named[i].count);
-        tensor_us += predictions[i].tensor_us * count;
-        kernel_us += predictions[i].latency_us * count;
-      }
-      slowdown = sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);
-    }
-    for (std::size_t i = 0; i < named.size(); ++i) {
-      const double us = predictions[i].latency_us * (predictions[i].bottleneck == Pipe::tensor ? slowdown : 1.0) *
-                        static_cast<double>(named[i].count);
-      time.kernels_us += us;
-      if (predictions[i].extrapolated) time.extrapolated_us += us;
-      time.launches += named[i].count;
-      OperatorTime& op = by_name[named[i].name];
-      op.name = named[i].name, op.us += us, op.launches += named[i].count;
-    }
-    // The engine: gaps between kernels on the GPU; outside a CUDA graph the host launches each
-    // kernel, and the iteration takes whichever of the two is longer; then its own host work.
-    const double launches = static_cast<double>(time.launches);
-    const bool graph = iteration.phase == Phase::decode && iteration.batch_size() <= engine.cuda_graph_max_batch;
-    const double gpu_us = time.kernels_us + launches * engine.kernel_gap_us;
-    const double busy_us = graph ? gpu_us : std::max(gpu_us, launches * engine.eager_launch_us);
-    time.overhead_us = busy_us - time.kernels_us + engine.iteration_us + options.extra.per_iteration_us +
-                       options.extra.per_kernel_us * launches;
-    if (time.overhead_us > 0) {
-      OperatorTime& op = by_name["engine_overhead"];
-      op.name = "engine_overhead", op.us += time.overhead_us;
-    }
+    add_kernel_times(time, by_name, named, predictions, sustained_slowdown(sustained, named, predictions));
+    add_engine_overhead(time, by_name, iteration, engine, options.extra);
     result.total_us += time.total_us();
     result.overhead_us += time.overhead_us;
     result.extrapolated_us += time.extrapolated_us;
@@ -1010,17 +1128,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   for (auto& [name, op] : by_name) result.operators.push_back(op);
   std::sort(result.operators.begin(), result.operators.end(),
             [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
-  std::vector<double> ttft, tpot;
-  for (const RequestTracker::Live& r : tracker.requests) {
-    RequestTime out{r.prompt, r.before ? r.decodes : 1 + r.decodes, r.before ? 0 : r.first_token_us, 0, r.last_us, r.before};
-    if (r.decodes > 0 && !r.before) out.time_per_output_token_us = (r.last_us - r.first_token_us) / static_cast<double>(r.decodes);
-    result.requests.push_back(out);
-    if (r.before) continue;  // neither its first token nor its pace from there were seen
-    ttft.push_back(out.time_to_first_token_us);
-    if (r.decodes > 0) tpot.push_back(out.time_per_output_token_us);
-  }
-  result.time_to_first_token_us = percentiles(ttft);
-  result.time_per_output_token_us = percentiles(tpot);
+  add_request_times(result, tracker);
   return result;
 }
 

@@ -250,8 +250,18 @@ class Mlp {
       }
   }
 
+  // Every rule a description must keep, in the order the messages report the first broken one.
   void check() const {
     const MlpDescription& d = description_;
+    check_domain(d);
+    check_features(d);
+    check_networks(d);
+    check_configless_options(d);
+  }
+
+  // The domain the model was trained on: the balance range, the feature ranges and the pipe
+  // efficiency tables.
+  static void check_domain(const MlpDescription& d) {
     if (!(d.balance_min >= 0) || !(d.balance_max >= d.balance_min) || !std::isfinite(d.balance_max))
       detail::fail_field("mlp.domain.balance", d.balance_min, "must be a range [min, max] of flops per byte, min <= max");
     if (d.input_min.size() != d.input_max.size() ||
@@ -270,6 +280,10 @@ class Mlp {
           detail::fail_field(field, upto, "must be a bound in us, positive and ascending");
         if (!(efficiency > 0 && efficiency <= 1)) detail::fail_field(field, efficiency, "must be an efficiency in (0, 1]");
       }
+  }
+
+  // The features: this build's version and names, and the standardisation of each.
+  static void check_features(const MlpDescription& d) {
     if (d.feature_version != kFeatureVersion)
       detail::fail_field("mlp.feature_version", d.feature_version,
                          "must be " + std::to_string(kFeatureVersion) + " (the features this build computes)");
@@ -287,6 +301,10 @@ class Mlp {
     for (Eigen::Index i = 0; i < features; ++i)
       if (!(d.input_scale(i) > 0) || !std::isfinite(d.input_scale(i)))
         detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i), "must be positive and finite");
+  }
+
+  // The networks: each a valid layer chain, the further ones of the first one's widths.
+  static void check_networks(const MlpDescription& d) {
     check_layers(d.layers, "mlp.layers");
     for (std::size_t n = 0; n < d.further_networks.size(); ++n) {
       const std::string field = "mlp.further_networks[" + std::to_string(n) + "]";
@@ -296,6 +314,11 @@ class Mlp {
         same_widths = d.further_networks[n][i].bias.size() == d.layers[i].bias.size();
       if (!same_widths) detail::fail_field(field, "(other layer widths)", "must have the layer widths of mlp.layers");
     }
+  }
+
+  // What is for GEMM models only (and what such a model for GEMMs without a config must or
+  // must not hold).
+  static void check_configless_options(const MlpDescription& d) {
     if (d.for_configless_gemm && d.family != OpFamily::gemm)
       detail::fail_field("mlp.for_configless_gemm", "(a " + std::string(to_string(d.family)) + " model)",
                          "is for GEMM models only");

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <sstream>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
@@ -95,27 +97,9 @@ struct Demand {
     return best;
   }
 
-  // Sequential kernels (e.g. the two GEMMs of a fused MoE) add up pipe by pipe.
-  Demand& operator+=(const Demand& next) {
-    for (std::size_t i = 0; i < kPipeCount; ++i) gpu_cycles[i] += next.gpu_cycles[i], sm_cycles[i] += next.sm_cycles[i];
-    ctas += next.ctas;
-    busiest_sm_ctas += next.busiest_sm_ctas;
-    resident_ctas_per_sm = std::max(resident_ctas_per_sm, next.resident_ctas_per_sm);
-    serial_steps += next.serial_steps;
-    pipeline_stages = std::max(pipeline_stages, next.pipeline_stages);
-    cluster_ctas = std::max(cluster_ctas, next.cluster_ctas);
-    kernels += next.kernels;
-    warpgroup_mma_m = std::max(warpgroup_mma_m, next.warpgroup_mma_m);
-    warpgroup_mma_n = std::max(warpgroup_mma_n, next.warpgroup_mma_n);
-    tiles_in_flight = std::max(tiles_in_flight, next.tiles_in_flight);
-    swap_ab = std::max(swap_ab, next.swap_ab);
-    raster_along_m = std::max(raster_along_m, next.raster_along_m);
-    tile_fill = std::min(tile_fill, next.tile_fill);
-    wave_fill = std::min(wave_fill, next.wave_fill);
-    wave_operand_bytes_per_l2 = std::max(wave_operand_bytes_per_l2, next.wave_operand_bytes_per_l2);
-    config_defaulted = config_defaulted || next.config_defaulted;
-    return *this;
-  }
+  // Sequential kernels (e.g. the two GEMMs of a fused MoE) combine figure by figure, each the
+  // way kDemandFields says (defined below, once the table is).
+  Demand& operator+=(const Demand& next);
 };
 
 // The learned stage's inputs: log1p of every demand figure and count of the mapping's shape;
@@ -126,39 +110,149 @@ inline constexpr int kFeatureVersion = 4;
 inline constexpr std::size_t kFeatureCount = 2 * kPipeCount + 16;
 using Features = std::array<float, kFeatureCount>;
 
-inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames{
-    "tensor_gpu_cycles", "fma_gpu_cycles", "xu_gpu_cycles", "dram_gpu_cycles", "l2_gpu_cycles",
-    "smem_gpu_cycles",   "link_gpu_cycles", "tensor_sm_cycles", "fma_sm_cycles", "xu_sm_cycles",
-    "dram_sm_cycles",    "l2_sm_cycles",    "smem_sm_cycles",  "link_sm_cycles", "ctas",
-    "busiest_sm_ctas",   "resident_ctas_per_sm", "waves", "serial_steps", "pipeline_stages",
-    "cluster_ctas",      "kernels",         "warpgroup_mma_m", "warpgroup_mma_n", "tiles_in_flight",
-    "swap_ab",           "raster_along_m",  "tile_fill",       "wave_fill",
-    "wave_operand_bytes_per_l2"};
+namespace detail {
 
+// One figure of Demand as the learned stage and operator+= see it. The table below is the one
+// list of them: its order is the feature order, its names are kFeatureNames.
+struct DemandField {
+  // Where the figure lives: a plain member, one pipe of a PipeArray member, or 'waves', which
+  // no member holds (CTAs over the CTAs the whole GPU holds at once).
+  enum class Source : std::uint8_t { member, pipe, waves };
+  // How the feature reads it: counts and cycles span decades, so log1p; the small ratios and
+  // flags as they are.
+  enum class Transform : std::uint8_t { log1p, as_is };
+  // How two sequential kernels' figures combine (none: computed, not held).
+  enum class Combine : std::uint8_t { sum, max, min, none };
+
+  std::string_view name;
+  Source source = Source::member;
+  double Demand::*member = nullptr;  // Source::member
+  PipeArray Demand::*pipes = nullptr;  // Source::pipe, with the pipe's index
+  std::size_t pipe = 0;
+  Transform transform = Transform::log1p;
+  Combine combine = Combine::sum;
+};
+
+constexpr DemandField member_field(std::string_view name, double Demand::*member, DemandField::Combine combine,
+                                   DemandField::Transform transform = DemandField::Transform::log1p) {
+  return {name, DemandField::Source::member, member, nullptr, 0, transform, combine};
+}
+constexpr DemandField pipe_field(std::string_view name, PipeArray Demand::*pipes, Pipe pipe) {
+  return {name, DemandField::Source::pipe, nullptr, pipes, static_cast<std::size_t>(pipe),
+          DemandField::Transform::log1p, DemandField::Combine::sum};
+}
+
+inline constexpr std::array<DemandField, kFeatureCount> kDemandFields = [] {
+  using enum DemandField::Combine;
+  constexpr DemandField::Transform as_is = DemandField::Transform::as_is;
+  constexpr DemandField waves{"waves", DemandField::Source::waves, nullptr, nullptr, 0, DemandField::Transform::log1p,
+                              none};
+  return std::array<DemandField, kFeatureCount>{
+      pipe_field("tensor_gpu_cycles", &Demand::gpu_cycles, Pipe::tensor),
+      pipe_field("fma_gpu_cycles", &Demand::gpu_cycles, Pipe::fma),
+      pipe_field("xu_gpu_cycles", &Demand::gpu_cycles, Pipe::xu),
+      pipe_field("dram_gpu_cycles", &Demand::gpu_cycles, Pipe::dram),
+      pipe_field("l2_gpu_cycles", &Demand::gpu_cycles, Pipe::l2),
+      pipe_field("smem_gpu_cycles", &Demand::gpu_cycles, Pipe::smem),
+      pipe_field("link_gpu_cycles", &Demand::gpu_cycles, Pipe::link),
+      pipe_field("tensor_sm_cycles", &Demand::sm_cycles, Pipe::tensor),
+      pipe_field("fma_sm_cycles", &Demand::sm_cycles, Pipe::fma),
+      pipe_field("xu_sm_cycles", &Demand::sm_cycles, Pipe::xu),
+      pipe_field("dram_sm_cycles", &Demand::sm_cycles, Pipe::dram),
+      pipe_field("l2_sm_cycles", &Demand::sm_cycles, Pipe::l2),
+      pipe_field("smem_sm_cycles", &Demand::sm_cycles, Pipe::smem),
+      pipe_field("link_sm_cycles", &Demand::sm_cycles, Pipe::link),
+      member_field("ctas", &Demand::ctas, sum),
+      member_field("busiest_sm_ctas", &Demand::busiest_sm_ctas, sum),
+      member_field("resident_ctas_per_sm", &Demand::resident_ctas_per_sm, max),
+      waves,
+      member_field("serial_steps", &Demand::serial_steps, sum),
+      member_field("pipeline_stages", &Demand::pipeline_stages, max),
+      member_field("cluster_ctas", &Demand::cluster_ctas, max),
+      member_field("kernels", &Demand::kernels, sum),
+      member_field("warpgroup_mma_m", &Demand::warpgroup_mma_m, max),
+      member_field("warpgroup_mma_n", &Demand::warpgroup_mma_n, max),
+      member_field("tiles_in_flight", &Demand::tiles_in_flight, max, as_is),
+      member_field("swap_ab", &Demand::swap_ab, max, as_is),
+      member_field("raster_along_m", &Demand::raster_along_m, max, as_is),
+      member_field("tile_fill", &Demand::tile_fill, min, as_is),
+      member_field("wave_fill", &Demand::wave_fill, min, as_is),
+      member_field("wave_operand_bytes_per_l2", &Demand::wave_operand_bytes_per_l2, max)};
+}();
+
+// Each pipe's two cycle figures carry the pipe's name: the entries above must follow kAllPipes.
+constexpr bool pipe_fields_follow_pipe_order() {
+  const auto named = [](std::string_view name, std::string_view pipe, std::string_view suffix) {
+    return name.size() == pipe.size() + suffix.size() && name.starts_with(pipe) && name.ends_with(suffix);
+  };
+  for (std::size_t i = 0; i < kPipeCount; ++i) {
+    const std::string_view pipe = to_string(kAllPipes[i]);
+    const DemandField &gpu = kDemandFields[i], &sm = kDemandFields[kPipeCount + i];
+    if (gpu.pipe != i || gpu.pipes != &Demand::gpu_cycles || !named(gpu.name, pipe, "_gpu_cycles")) return false;
+    if (sm.pipe != i || sm.pipes != &Demand::sm_cycles || !named(sm.name, pipe, "_sm_cycles")) return false;
+  }
+  return true;
+}
+
+// The figure that table entry `Field` stands for, as a double.
+template <std::size_t Field>
+inline double field_value(const Demand& demand, [[maybe_unused]] const GpuSpec& gpu) {
+  constexpr const DemandField& field = kDemandFields[Field];
+  if constexpr (field.source == DemandField::Source::member) return demand.*field.member;
+  else if constexpr (field.source == DemandField::Source::pipe) return (demand.*field.pipes)[field.pipe];
+  else return demand.ctas / (demand.resident_ctas_per_sm * gpu.sm_count);
+}
+
+template <std::size_t Field>
+inline float feature_value(const Demand& demand, const GpuSpec& gpu) {
+  const double value = field_value<Field>(demand, gpu);
+  if constexpr (kDemandFields[Field].transform == DemandField::Transform::log1p)
+    return static_cast<float>(std::log1p(value));
+  else return static_cast<float>(value);
+}
+
+template <std::size_t Field>
+inline void combine_field([[maybe_unused]] Demand& into, [[maybe_unused]] const Demand& next) {
+  using Combine = DemandField::Combine;
+  constexpr const DemandField& field = kDemandFields[Field];
+  if constexpr (field.source == DemandField::Source::pipe) {
+    (into.*field.pipes)[field.pipe] += (next.*field.pipes)[field.pipe];
+  } else if constexpr (field.source == DemandField::Source::member) {
+    double& held = into.*field.member;
+    const double added = next.*field.member;
+    if constexpr (field.combine == Combine::sum) held += added;
+    else if constexpr (field.combine == Combine::max) held = std::max(held, added);
+    else if constexpr (field.combine == Combine::min) held = std::min(held, added);
+  }
+}
+
+}  // namespace detail
+
+static_assert(detail::pipe_fields_follow_pipe_order());
+
+inline constexpr std::array<std::string_view, kFeatureCount> kFeatureNames = [] {
+  std::array<std::string_view, kFeatureCount> names{};
+  for (std::size_t i = 0; i < kFeatureCount; ++i) names[i] = detail::kDemandFields[i].name;
+  return names;
+}();
+
+// Expands to one line per table entry, as the hand-written list it replaces: this is on the
+// hot path (every candidate config of every GEMM).
 inline Features features(const Demand& demand, const GpuSpec& gpu) {
   Features out{};
-  for (std::size_t i = 0; i < kPipeCount; ++i) {
-    out[i] = static_cast<float>(std::log1p(demand.gpu_cycles[i]));
-    out[kPipeCount + i] = static_cast<float>(std::log1p(demand.sm_cycles[i]));
-  }
-  const double slots = demand.resident_ctas_per_sm * gpu.sm_count;
-  out[2 * kPipeCount + 0] = static_cast<float>(std::log1p(demand.ctas));
-  out[2 * kPipeCount + 1] = static_cast<float>(std::log1p(demand.busiest_sm_ctas));
-  out[2 * kPipeCount + 2] = static_cast<float>(std::log1p(demand.resident_ctas_per_sm));
-  out[2 * kPipeCount + 3] = static_cast<float>(std::log1p(demand.ctas / slots));
-  out[2 * kPipeCount + 4] = static_cast<float>(std::log1p(demand.serial_steps));
-  out[2 * kPipeCount + 5] = static_cast<float>(std::log1p(demand.pipeline_stages));
-  out[2 * kPipeCount + 6] = static_cast<float>(std::log1p(demand.cluster_ctas));
-  out[2 * kPipeCount + 7] = static_cast<float>(std::log1p(demand.kernels));
-  out[2 * kPipeCount + 8] = static_cast<float>(std::log1p(demand.warpgroup_mma_m));
-  out[2 * kPipeCount + 9] = static_cast<float>(std::log1p(demand.warpgroup_mma_n));
-  out[2 * kPipeCount + 10] = static_cast<float>(demand.tiles_in_flight);
-  out[2 * kPipeCount + 11] = static_cast<float>(demand.swap_ab);
-  out[2 * kPipeCount + 12] = static_cast<float>(demand.raster_along_m);
-  out[2 * kPipeCount + 13] = static_cast<float>(demand.tile_fill);
-  out[2 * kPipeCount + 14] = static_cast<float>(demand.wave_fill);
-  out[2 * kPipeCount + 15] = static_cast<float>(std::log1p(demand.wave_operand_bytes_per_l2));
+  [&]<std::size_t... Field>(std::index_sequence<Field...>) {
+    ((out[Field] = detail::feature_value<Field>(demand, gpu)), ...);
+  }(std::make_index_sequence<kFeatureCount>{});
   return out;
+}
+
+inline Demand& Demand::operator+=(const Demand& next) {
+  [&]<std::size_t... Field>(std::index_sequence<Field...>) {
+    (detail::combine_field<Field>(*this, next), ...);
+  }(std::make_index_sequence<kFeatureCount>{});
+  // A flag, not a figure: no feature reads it.
+  config_defaulted = config_defaulted || next.config_defaulted;
+  return *this;
 }
 
 namespace detail {

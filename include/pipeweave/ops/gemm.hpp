@@ -190,6 +190,80 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
   return config;
 }
 
+namespace detail {
+
+// The tile sizes, K steps and accumulator limit gemm_candidates draws from on this GPU.
+struct GemmTileMenu {
+  bool hopper = false;
+  std::vector<int> fine_tiles;    // tile_m where tokens may be few (before Hopper, or with swap_ab)
+  std::vector<int> coarse_tiles;  // tile_n, and tile_m on Hopper without swap_ab
+  // Per K step: (bytes of K, the most stages kept); Hopper's TMA pipelines keep as many as fit.
+  std::vector<std::pair<int, int>> k_steps_and_stages;
+  int max_outputs = 0;  // outputs per CTA whose accumulators fit in registers
+};
+
+inline GemmTileMenu gemm_tile_menu(const GpuSpec& gpu) {
+  GemmTileMenu menu;
+  menu.hopper = has_clusters(gpu);
+  menu.fine_tiles = menu.hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256} : std::vector<int>{16, 32, 64, 128, 256};
+  menu.coarse_tiles = menu.hopper ? std::vector<int>{64, 128, 192, 256} : std::vector<int>{64, 128, 256};
+  menu.k_steps_and_stages = menu.hopper ? std::vector<std::pair<int, int>>{{128, 8}}
+                                        : std::vector<std::pair<int, int>>{{64, 6}, {128, 4}};
+  menu.max_outputs = menu.hopper ? 256 * 256 : 256 * 128;
+  return menu;
+}
+
+// The smallest tile that covers `size`, else the largest tile.
+inline int covering_tile(const std::vector<int>& tiles, std::int64_t size) {
+  for (int tile : tiles)
+    if (tile >= size) return tile;
+  return tiles.back();
+}
+
+// A tile with its K step and stages, or nothing when shared memory holds fewer stages than
+// such a kernel needs (2 on Hopper and for the skinny tiles, else 3).
+inline std::optional<GemmConfig> gemm_tile_with_stages(const Gemm& gemm, const GpuSpec& gpu, bool hopper, bool swap_ab,
+                                                       int tile_m, int tile_n, int tile_k, int most_stages) {
+  GemmConfig base;
+  base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k, base.swap_ab = hopper && swap_ab;
+  const int least_stages = hopper || tile_m < 64 ? 2 : 3;
+  if (gpu.smem_bytes_per_sm - 16384 < least_stages * gemm_stage_bytes(base, gemm.dtype)) return std::nullopt;
+  base.stages = std::min(most_stages, gemm_stages_that_fit(base, gemm.dtype, gpu));
+  return base;
+}
+
+// Every split-K, cluster, schedule and raster gemm_candidates offers for one tile, in its order.
+inline void append_gemm_variants(std::vector<GemmConfig>& candidates, const GemmConfig& base, const Gemm& gemm,
+                                 const GpuSpec& gpu, bool hopper) {
+  const double tiles_m = ceil_div(gemm.m, base.tile_m), tiles_n = ceil_div(gemm.n, base.tile_n);
+  const double k_steps = ceil_div(gemm.k, base.tile_k);
+  std::vector<int> splits{1};
+  if (tiles_m * tiles_n * 2 <= gpu.sm_count)
+    for (int split : {2, 4, 8})
+      if (k_steps / split >= 4) splits.push_back(split);
+  std::vector<std::pair<int, int>> clusters{{1, 1}};
+  std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
+  std::vector<GemmRaster> rasters{GemmRaster::along_n};
+  if (hopper) {
+    if (tiles_m >= 2) clusters.emplace_back(2, 1);
+    if (tiles_n >= 2) clusters.emplace_back(1, 2);
+    if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
+    else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
+    if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
+  }
+  for (int split : splits)
+    for (auto [cluster_m, cluster_n] : clusters)
+      for (GemmSchedule schedule : schedules)
+        for (GemmRaster raster : rasters) {
+          GemmConfig config = base;
+          config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
+          config.schedule = schedule, config.raster = raster;
+          candidates.push_back(config);
+        }
+}
+
+}  // namespace detail
+
 // The configs a GEMM library would consider for this GEMM on this GPU, for a caller that
 // knows only m, n, k (an autotuner ranks them; Predictor::predict takes the best).
 //  - on Hopper and later, tile_k 128 bytes of K per step, as in default_config, and both MMA
@@ -215,62 +289,23 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
 //    cuBLAS offers); rasters along n and along m when the grid is more than one wave of tiles
 //    in both directions, else along n (the order matters only where tiles share operands in L2).
 inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& gpu) {
-  using detail::ceil_div;
-  const bool hopper = detail::has_clusters(gpu);
-  const std::vector<int> fine_tiles = hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256}
-                                             : std::vector<int>{16, 32, 64, 128, 256};
-  const std::vector<int> coarse_tiles = hopper ? std::vector<int>{64, 128, 192, 256} : std::vector<int>{64, 128, 256};
-  const auto covering = [](const std::vector<int>& tiles, std::int64_t size) {
-    for (int tile : tiles)
-      if (tile >= size) return tile;
-    return tiles.back();
-  };
+  const detail::GemmTileMenu menu = detail::gemm_tile_menu(gpu);
   const double k_bytes = std::max(1.0, dtype_bytes(gemm.dtype));
-  // Per K step: (bytes of K, the most stages kept); Hopper's TMA pipelines keep as many as fit.
-  const std::vector<std::pair<int, int>> k_steps_and_stages =
-      hopper ? std::vector<std::pair<int, int>>{{128, 8}} : std::vector<std::pair<int, int>>{{64, 6}, {128, 4}};
-  const int max_outputs = hopper ? 256 * 256 : 256 * 128;
   std::vector<GemmConfig> candidates;
   // Hopper: swap_ab first (tokens on the MMA's N side), then without; before Hopper one orientation.
-  for (const bool swap_ab : hopper ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
-    const std::vector<int>& m_tiles = (swap_ab || !hopper) ? fine_tiles : coarse_tiles;
-    const int largest_m = covering(m_tiles, gemm.m), largest_n = covering(coarse_tiles, gemm.n);
+  for (const bool swap_ab : menu.hopper ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+    const std::vector<int>& m_tiles = (swap_ab || !menu.hopper) ? menu.fine_tiles : menu.coarse_tiles;
+    const int largest_m = detail::covering_tile(m_tiles, gemm.m);
+    const int largest_n = detail::covering_tile(menu.coarse_tiles, gemm.n);
     for (int tile_m : m_tiles) {
       if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
-      for (int tile_n : coarse_tiles) {
-        if (tile_n > largest_n || tile_m * tile_n > max_outputs) continue;
-        for (auto [step_bytes, most_stages] : k_steps_and_stages) {
+      for (int tile_n : menu.coarse_tiles) {
+        if (tile_n > largest_n || tile_m * tile_n > menu.max_outputs) continue;
+        for (auto [step_bytes, most_stages] : menu.k_steps_and_stages) {
           const int tile_k = static_cast<int>(step_bytes / k_bytes);
-          GemmConfig base;
-          base.tile_m = tile_m, base.tile_n = tile_n, base.tile_k = tile_k, base.swap_ab = hopper && swap_ab;
-          const int least_stages = hopper || tile_m < 64 ? 2 : 3;
-          if (gpu.smem_bytes_per_sm - 16384 < least_stages * detail::gemm_stage_bytes(base, gemm.dtype)) continue;
-          base.stages = std::min(most_stages, detail::gemm_stages_that_fit(base, gemm.dtype, gpu));
-          const double tiles_m = ceil_div(gemm.m, tile_m), tiles_n = ceil_div(gemm.n, tile_n);
-          const double k_steps = ceil_div(gemm.k, tile_k);
-          std::vector<int> splits{1};
-          if (tiles_m * tiles_n * 2 <= gpu.sm_count)
-            for (int split : {2, 4, 8})
-              if (k_steps / split >= 4) splits.push_back(split);
-          std::vector<std::pair<int, int>> clusters{{1, 1}};
-          std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
-          std::vector<GemmRaster> rasters{GemmRaster::along_n};
-          if (hopper) {
-            if (tiles_m >= 2) clusters.emplace_back(2, 1);
-            if (tiles_n >= 2) clusters.emplace_back(1, 2);
-            if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
-            else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
-            if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
-          }
-          for (int split : splits)
-            for (auto [cluster_m, cluster_n] : clusters)
-              for (GemmSchedule schedule : schedules)
-                for (GemmRaster raster : rasters) {
-                  GemmConfig config = base;
-                  config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
-                  config.schedule = schedule, config.raster = raster;
-                  candidates.push_back(config);
-                }
+          const std::optional<GemmConfig> base =
+              detail::gemm_tile_with_stages(gemm, gpu, menu.hopper, swap_ab, tile_m, tile_n, tile_k, most_stages);
+          if (base) detail::append_gemm_variants(candidates, *base, gemm, gpu, menu.hopper);
         }
       }
     }
