@@ -2,7 +2,7 @@
 # Runs a command while nvidia-smi samples one GPU's (PW_SMI_GPU, default 0) SM clock and board power every 10 ms;
 # writes the samples to LOG and prints their median and range to stderr.
 #   cuda_kernels/clock_during.sh LOG COMMAND [ARGS...]
-# Used to set a measurement beside the clock the GPU held while it ran (data/README.md).
+# Used to set a measurement beside the clock the GPU held while it ran (docs/experiments/sustained-load.md).
 set -euo pipefail
 [[ $# -ge 2 ]] || { echo "usage: $0 LOG COMMAND [ARGS...]" >&2; exit 2; }
 log=$1; shift

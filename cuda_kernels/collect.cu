@@ -9,7 +9,7 @@
 // shape's family, say) are allowed and not read. The output is raw: one JSON object
 // per line (a "device" line first, then one per measured kernel configuration) with every
 // repetition's duration and the names of the kernels it launched. `pipeweave collect` runs this
-// program and turns the raw lines into the documented measurement CSV (see data/README.md);
+// program and turns the raw lines into the documented measurement CSV (see docs/formats.md);
 // that processing is plain C++, tested without a GPU.
 //
 // What is measured:
@@ -34,7 +34,7 @@
 // - Rest (--rest R, default 0): after each configuration the GPU idles R times as long as that
 //   configuration kept it busy, so that the clock a long GEMM pulled down does not carry over to
 //   the next one. Without it, a shape measured after heavy ones read 5-7% slower on the H100
-//   (data/README.md, "How reproducible").
+//   (docs/experiments/reproducibility.md).
 // - Part of the GPU (--sms N): every kernel (the flush, the fills and the timed calls) runs in a
 //   green context of N SMs, rounded up to the hardware's granularity (tool_support.cuh), on its
 //   stream; cuBLASLt is told the count (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), so that its
@@ -77,21 +77,6 @@ using pipeweave_tool::mix;
 // Where every kernel of the collection is launched: null (the legacy default stream, as always)
 // on the whole GPU; with --sms N, the green context's stream (tool_support.cuh).
 cudaStream_t g_stream = nullptr;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
-}
-void check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) fail(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
-}
-void check(CUptiResult status, const char* what) {
-  if (status != CUPTI_SUCCESS) {
-    const char* text = nullptr;
-    cuptiGetResultString(status, &text);
-    fail(std::string(what) + ": " + (text ? text : "CUPTI error"));
-  }
-}
-#define PW_CHECK(call) check((call), #call)
 
 // ---- CUPTI: kernel and memset records, matched to repetitions -------------------------------
 
@@ -148,7 +133,7 @@ struct Timing {
 // Evicts the L2 by reading a buffer twice its size: every line it held is replaced by a clean
 // one. A write flush (a memset, used until 2026-11-22) leaves the L2 full of dirty lines whose
 // write-back runs into the timed call: it made memory-bound decode GEMMs 12-23% slower than
-// the same GEMMs inside a model's forward pass (data/README.md, "End to end").
+// the same GEMMs inside a model's forward pass (docs/experiments/e2e-llama8b-stack.md).
 __device__ unsigned int g_flush_sink;
 __global__ void read_flush_kernel(const uint4* data, size_t count) {
   uint32_t folded = 0;
@@ -164,7 +149,7 @@ __global__ void read_flush_kernel(const uint4* data, size_t count) {
 // window) and tagged with its own external correlation id; one call's repetitions after
 // another's, or round-robin (`interleave`: rep r of every call before rep r+1 of any). The
 // collection's default times each candidate by itself (time_call), as the committed data were. Measured on the H100
-// (data/README.md, "How reproducible"): in order, the last of eight long GEMMs runs at a
+// (docs/experiments/reproducibility.md): in order, the last of eight long GEMMs runs at a
 // lower clock than the first (+-3% over 300 us); interleaved, that bias is gone, but the GPU
 // idles less, its clock is lower throughout, and short kernels read 4% slower than in order
 // and than inside a decode step. The collection keeps the order.
@@ -372,6 +357,79 @@ T algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttri
 constexpr size_t kBufferBytes = size_t{1} << 30;
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // what PyTorch gives cuBLASLt on Hopper
 
+struct GemmShape {
+  DType dtype;
+  long long m, n, k;
+};
+
+// An algorithm's config attributes, its tile, stages and cluster ids decoded to sizes through
+// cublaslt_enums.inc (0 where an id is not listed there).
+struct AlgoConfig {
+  int algo_id = 0;
+  uint32_t tile_id = 0, stages_id = 0;
+  uint16_t cluster_id = 0;
+  int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, cluster_m = 0, cluster_n = 0;
+};
+
+AlgoConfig decode(const cublasLtMatmulAlgo_t& algo) {
+  AlgoConfig config;
+  config.algo_id = algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
+  config.tile_id = algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
+  config.stages_id = algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
+  config.cluster_id = algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+  for (const TileEntry& t : kTiles)
+    if (static_cast<uint32_t>(t.id) == config.tile_id) config.tile_m = t.m, config.tile_n = t.n;
+  for (const StagesEntry& s : kStages)
+    if (static_cast<uint32_t>(s.id) == config.stages_id) config.tile_k = s.k, config.stages = s.stages;
+  for (const ClusterEntry& c : kClusters)
+    if (c.id == config.cluster_id) config.cluster_m = c.m, config.cluster_n = c.n;
+  return config;
+}
+
+void write_gemm_line(std::FILE* out, const Options& options, const GemmShape& shape, int candidate, int candidates,
+                     const cublasLtMatmulHeuristicResult_t& result, size_t copies, const Timing& timing) {
+  const cublasLtMatmulAlgo_t& algo = result.algo;
+  const AlgoConfig config = decode(algo);
+  std::fprintf(out,
+               "{\"op\": \"gemm\", \"dtype\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"candidate\": %d, "
+               "\"candidates\": %d, \"algo_id\": %d, \"tile_id\": %u, \"tile_m\": %d, \"tile_n\": %d, \"stages_id\": %u, "
+               "\"tile_k\": %d, \"stages\": %d, \"split_k\": %u, \"reduction_scheme\": %u, \"swizzle\": %u, "
+               "\"custom_option\": %u, \"inner_shape_id\": %u, \"cluster_id\": %u, \"cluster_m\": %d, \"cluster_n\": %d, "
+               "\"workspace_bytes\": %zu, \"waves\": %.4f, \"l2\": \"%s\", \"weight_copies\": %zu, %s}\n",
+               dtype_name(shape.dtype), shape.m, shape.n, shape.k, candidate, candidates, config.algo_id, config.tile_id,
+               config.tile_m, config.tile_n, config.stages_id, config.tile_k, config.stages,
+               algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+               algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+               algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+               algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+               static_cast<unsigned>(algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
+               static_cast<unsigned>(config.cluster_id), config.cluster_m, config.cluster_n, result.workspaceSize,
+               static_cast<double>(result.wavesCount), l2_name(options), copies, timing_json(timing).c_str());
+}
+
+// How many copies of the weights the calls cycle through: one, but with --l2 served copies
+// spanning twice the L2 (at least two, as the buffer allows).
+size_t weight_copies(const Options& options, const Gpu& gpu, size_t weight_bytes) {
+  if (!options.served) return 1;
+  const size_t span = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
+  // at least one: an operand past the buffer was skipped before
+  return std::min(std::max<size_t>(2, (span + weight_bytes - 1) / weight_bytes), kBufferBytes / weight_bytes);
+}
+
+// The candidates' timings, in the order of `calls`.
+std::vector<Timing> time_candidates(const Options& options, const Gpu& gpu, const std::vector<std::function<void()>>& calls) {
+  if (options.interleave)
+    return measured_then_rest(options.rest, [&] {
+      return time_calls(calls, options.warmup, options.reps, gpu.flush, gpu.flush_bytes, true);
+    });
+  // each candidate's warm-up and repetitions by themselves, then the next (host work between)
+  std::vector<Timing> timings;
+  for (const auto& call : calls)
+    timings.push_back(measured_then_rest(
+        options.rest, [&] { return time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes); }));
+  return timings;
+}
+
 void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
   const auto rows = read_shapes(options.shapes, {"dtype", "m", "n", "k"});
   cublasLtHandle_t handle;
@@ -394,14 +452,8 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
       std::fprintf(stderr, "pipeweave-collect: skipping %s: an operand exceeds 1 GiB\n", where.c_str());
       continue;
     }
-    // --l2 served: copies of the weights spanning twice the L2 (at least two, as the buffer allows)
     const size_t weight_bytes = static_cast<size_t>(n * k) * in_bytes;
-    size_t copies = 1;
-    if (options.served) {
-      const size_t span = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
-      // at least one: an operand past the buffer was skipped above
-      copies = std::min(std::max<size_t>(2, (span + weight_bytes - 1) / weight_bytes), kBufferBytes / weight_bytes);
-    }
+    const size_t copies = weight_copies(options, gpu, weight_bytes);
     fill(weights, copies * weight_bytes, dtype, 1 + static_cast<uint32_t>(row));
     fill(activations, m * k * in_bytes, dtype, 7 + static_cast<uint32_t>(row));
 
@@ -449,48 +501,10 @@ void collect_gemm(const Options& options, const Gpu& gpu, std::FILE* out) {
                                 output, d_layout, &result->algo, workspace, result->workspaceSize, g_stream));
       });
     }
-    std::vector<Timing> timings;
-    if (options.interleave) {
-      timings = measured_then_rest(options.rest, [&] {
-        return time_calls(calls, options.warmup, options.reps, gpu.flush, gpu.flush_bytes, true);
-      });
-    } else {  // each candidate's warm-up and repetitions by themselves, then the next (host work between)
-      for (const auto& call : calls)
-        timings.push_back(measured_then_rest(
-            options.rest, [&] { return time_call(call, options.warmup, options.reps, gpu.flush, gpu.flush_bytes); }));
-    }
-    for (size_t i = 0; i < measured.size(); ++i) {
-      const int candidate = measured[i];
-      const cublasLtMatmulHeuristicResult_t& result = results[candidate];
-      const cublasLtMatmulAlgo_t& algo = result.algo;
-      const Timing& timing = timings[i];
-
-      const int algo_id = algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
-      const uint32_t tile_id = algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID);
-      const uint32_t stages_id = algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
-      const uint16_t cluster_id = algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
-      int tile_m = 0, tile_n = 0, tile_k = 0, stages = 0, cluster_m = 0, cluster_n = 0;
-      for (const TileEntry& t : kTiles)
-        if (static_cast<uint32_t>(t.id) == tile_id) tile_m = t.m, tile_n = t.n;
-      for (const StagesEntry& s : kStages)
-        if (static_cast<uint32_t>(s.id) == stages_id) tile_k = s.k, stages = s.stages;
-      for (const ClusterEntry& c : kClusters)
-        if (c.id == cluster_id) cluster_m = c.m, cluster_n = c.n;
-      std::fprintf(out,
-                   "{\"op\": \"gemm\", \"dtype\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"candidate\": %d, "
-                   "\"candidates\": %d, \"algo_id\": %d, \"tile_id\": %u, \"tile_m\": %d, \"tile_n\": %d, \"stages_id\": %u, "
-                   "\"tile_k\": %d, \"stages\": %d, \"split_k\": %u, \"reduction_scheme\": %u, \"swizzle\": %u, "
-                   "\"custom_option\": %u, \"inner_shape_id\": %u, \"cluster_id\": %u, \"cluster_m\": %d, \"cluster_n\": %d, "
-                   "\"workspace_bytes\": %zu, \"waves\": %.4f, \"l2\": \"%s\", \"weight_copies\": %zu, %s}\n",
-                   dtype_name(dtype), m, n, k, candidate, returned, algo_id, tile_id, tile_m, tile_n, stages_id, tile_k,
-                   stages, algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                   algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
-                   algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-                   algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
-                   static_cast<unsigned>(algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)),
-                   static_cast<unsigned>(cluster_id), cluster_m, cluster_n, result.workspaceSize,
-                   static_cast<double>(result.wavesCount), l2_name(options), copies, timing_json(timing).c_str());
-    }
+    const std::vector<Timing> timings = time_candidates(options, gpu, calls);
+    for (size_t i = 0; i < measured.size(); ++i)
+      write_gemm_line(out, options, GemmShape{dtype, m, n, k}, measured[i], returned, results[measured[i]], copies,
+                      timings[i]);
     std::fflush(out);
     cublasLtMatmulPreferenceDestroy(preference);
     cublasLtMatrixLayoutDestroy(a_layout), cublasLtMatrixLayoutDestroy(b_layout), cublasLtMatrixLayoutDestroy(d_layout);
@@ -675,39 +689,35 @@ constexpr const char* kUsage =
     "usage: pipeweave-collect --op gemm|rmsnorm|silu_mul --shapes FILE --out FILE [--algos N] [--reps N] [--warmup N] "
     "[--l2 cold|warm|served] [--rest R] [--reverse] [--interleave] [--sms N]\n";
 
-}  // namespace
+// ---- Command line and setup ---------------------------------------------------------------------
 
-int main(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string argument = argv[i];
-    if (argument == "--help" || argument == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (argument == "--reverse" || argument == "--interleave") {
-      (argument == "--reverse" ? options.reverse : options.interleave) = true;
-      continue;
-    }
-    if (i + 1 >= argc) fail("unknown argument or missing value: " + argument);
-    const std::string value = argv[++i];
-    if (argument == "--op") options.op = value;
-    else if (argument == "--shapes") options.shapes = value;
-    else if (argument == "--out") options.out = value;
-    else if (argument == "--algos") options.algos = static_cast<int>(positive(value, "--algos"));
-    else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
-    else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
-    else if (argument == "--sms") options.sms = pipeweave_tool::parse_sms(kToolName, value);
-    else if (argument == "--l2" && (value == "cold" || value == "warm" || value == "served"))
-      options.cold = value == "cold", options.served = value == "served";
-    else if (argument == "--rest") {
-      char* end = nullptr;
-      options.rest = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || !(options.rest >= 0) || options.rest > 100)
-        fail("--rest must be a number from 0 to 100, got \"" + value + "\"");
-    }
-    else fail("unknown argument " + argument + " " + value);
-  }
+double parse_rest(const std::string& value) {
+  char* end = nullptr;
+  const double rest = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !(rest >= 0) || rest > 100)
+    fail("--rest must be a number from 0 to 100, got \"" + value + "\"");
+  return rest;
+}
+
+// Takes `value` for the option `argument`; false when `argument` is no option with a value (or,
+// for --l2, the value is none of its three).
+bool set_option(Options& options, const std::string& argument, const std::string& value) {
+  if (argument == "--op") options.op = value;
+  else if (argument == "--shapes") options.shapes = value;
+  else if (argument == "--out") options.out = value;
+  else if (argument == "--algos") options.algos = static_cast<int>(positive(value, "--algos"));
+  else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
+  else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
+  else if (argument == "--sms") options.sms = pipeweave_tool::parse_sms(kToolName, value);
+  else if (argument == "--l2" && (value == "cold" || value == "warm" || value == "served"))
+    options.cold = value == "cold", options.served = value == "served";
+  else if (argument == "--rest") options.rest = parse_rest(value);
+  else return false;
+  return true;
+}
+
+// The options' combinations that cannot be measured, refused before the GPU is touched.
+void check_options(const Options& options) {
   if (options.op != "gemm" && options.op != "rmsnorm" && options.op != "silu_mul")
     fail("--op must be gemm, rmsnorm or silu_mul, got \"" + options.op + "\"");
   if (options.shapes.empty() || options.out.empty()) fail("--shapes and --out are required");
@@ -716,11 +726,33 @@ int main(int argc, char** argv) {
   // Round-robin, each candidate would run right after another on the same copy of the weights,
   // from L2: each candidate keeps its own turn through the copies
   if (options.served && options.interleave) fail("--l2 served times each candidate's calls back to back: not with --interleave");
+}
 
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0)
-    fail(std::string("no CUDA GPU is visible to this process (") + (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
+// The command line's options, checked; --help prints the usage and ends the program.
+Options parse_options(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == "--help" || argument == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (argument == "--reverse" || argument == "--interleave") {
+      (argument == "--reverse" ? options.reverse : options.interleave) = true;
+      continue;
+    }
+    if (i + 1 >= argc) fail("unknown argument or missing value: " + argument);
+    const std::string value = argv[++i];
+    if (!set_option(options, argument, value)) fail("unknown argument " + argument + " " + value);
+  }
+  check_options(options);
+  return options;
+}
+
+// GPU 0 made ready to measure on: CUPTI's records on, the green context of --sms current (its
+// stream in g_stream), the buffer that --l2 cold reads to flush the L2.
+Gpu open_gpu(const Options& options) {
+  pipeweave_tool::visible_gpu_count(kToolName);
   start_cupti();  // before the context exists (the first allocation makes it)
   Gpu gpu;
   PW_CHECK(cudaGetDeviceProperties(&gpu.prop, 0));
@@ -728,7 +760,6 @@ int main(int argc, char** argv) {
     gpu.sm_limit = pipeweave_tool::confine_to_sms(kToolName, 0, options.sms);
     g_stream = gpu.sm_limit.stream;
   }
-  const int sm_count = gpu.sm_limit.active() ? gpu.sm_limit.obtained : gpu.prop.multiProcessorCount;
   if (options.cold) {
     gpu.flush_bytes = 2 * static_cast<size_t>(gpu.prop.l2CacheSize);
     PW_CHECK(cudaMalloc(&gpu.flush, gpu.flush_bytes));
@@ -737,8 +768,12 @@ int main(int argc, char** argv) {
   // The memset ran on the legacy default stream, which the green context's non-blocking stream
   // does not wait for.
   if (gpu.sm_limit.active()) PW_CHECK(cudaDeviceSynchronize());
-  std::FILE* out = std::fopen(options.out.c_str(), "w");
-  if (!out) fail("cannot write " + options.out);
+  return gpu;
+}
+
+// The output's first line (the device and the settings), and the same said on stderr.
+void write_device_line(std::FILE* out, const Options& options, const Gpu& gpu) {
+  const int sm_count = gpu.sm_limit.active() ? gpu.sm_limit.obtained : gpu.prop.multiProcessorCount;
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   std::fprintf(out, "{\"op\": \"device\", \"name\": %s, \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"driver\": %s, "
@@ -753,15 +788,28 @@ int main(int argc, char** argv) {
   if (gpu.sm_limit.active())
     std::fprintf(stderr, "pipeweave-collect: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
                  gpu.sm_limit.obtained, gpu.sm_limit.device_sm_count, options.sms, gpu.sm_limit.observed);
+}
+
+// The confinement, checked again now that cuBLASLt's modules are loaded.
+void recheck_confinement(const Gpu& gpu) {
+  const int seen = pipeweave_tool::observed_sms(kToolName, g_stream, gpu.sm_limit.device_sm_count);
+  if (seen > gpu.sm_limit.obtained)
+    std::fprintf(stderr, "pipeweave-collect: warning: after the collection a probe kernel ran on %d SMs, more than the %d of --sms\n",
+                 seen, gpu.sm_limit.obtained);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  const Gpu gpu = open_gpu(options);
+  std::FILE* out = std::fopen(options.out.c_str(), "w");
+  if (!out) fail("cannot write " + options.out);
+  write_device_line(out, options, gpu);
   if (options.op == "gemm") collect_gemm(options, gpu, out);
   else collect_rows(options, gpu, out);
   if (std::fclose(out) != 0) fail("cannot write " + options.out);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (gpu.sm_limit.active()) {  // the confinement, checked again now that cuBLASLt's modules are loaded
-    const int seen = pipeweave_tool::observed_sms(kToolName, g_stream, gpu.sm_limit.device_sm_count);
-    if (seen > gpu.sm_limit.obtained)
-      std::fprintf(stderr, "pipeweave-collect: warning: after the collection a probe kernel ran on %d SMs, more than the %d of --sms\n",
-                   seen, gpu.sm_limit.obtained);
-  }
+  if (gpu.sm_limit.active()) recheck_confinement(gpu);
   return 0;
 }

@@ -11,17 +11,16 @@
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
+#include "tool_support.cuh"
 
 namespace {
 
+constexpr const char* kToolName = "pipeweave-device-info";
+
 int attribute(cudaDeviceAttr which, int device) {
   int value = 0;
-  const cudaError_t status = cudaDeviceGetAttribute(&value, which, device);
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "pipeweave-device-info: error: cudaDeviceGetAttribute(%d): %s\n", static_cast<int>(which),
-                 cudaGetErrorString(status));
-    std::exit(2);
-  }
+  pipeweave_tool::check(kToolName, cudaDeviceGetAttribute(&value, which, device),
+                        "cudaDeviceGetAttribute(" + std::to_string(static_cast<int>(which)) + ")");
   return value;
 }
 
@@ -31,15 +30,14 @@ int main(int argc, char** argv) {
   const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    std::fprintf(stderr, "pipeweave-device-info: error: no CUDA GPU is visible (%s)\n",
-                 status == cudaSuccess ? "0 devices" : cudaGetErrorString(status));
-    return 2;
-  }
+  // Not visible_gpu_count: this tool's message has always been without "to this process".
+  if (status != cudaSuccess || count == 0)
+    pipeweave_tool::fail(kToolName, std::string("no CUDA GPU is visible (") +
+                                        (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
   if (json) std::printf("[\n");
   for (int device = 0; device < count; ++device) {
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return 2;
+    PW_CHECK(cudaGetDeviceProperties(&prop, device));
     const int clock_khz = attribute(cudaDevAttrClockRate, device);
     const int memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, device);
     // HBM/GDDR move two transfers per memory clock.

@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "statistics.hpp"  // the library's (src/): the tools and the library share one median
 #include "tool_support.cuh"
 #include "wgmma_operands.cuh"
 
@@ -59,11 +60,7 @@ constexpr const char* kToolName = "pipeweave-microbench";
 using pipeweave_tool::driver_version;
 using pipeweave_tool::json_string;
 using pipeweave_tool::mix;
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(status));
-}
-#define PW_CUDA(call) check((call), #call)
+using pipeweave::detail::median;
 
 // Where every kernel is launched and timed: null (the legacy default stream, as always) on the
 // whole GPU; with --sms N, the green context's stream (tool_support.cuh).
@@ -448,25 +445,19 @@ struct Settings {
   int repetitions() const { return quick ? 3 : 10; }
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 class Timer {
  public:
-  Timer() { PW_CUDA(cudaEventCreate(&start_)), PW_CUDA(cudaEventCreate(&stop_)); }
+  Timer() { PW_CHECK(cudaEventCreate(&start_)), PW_CHECK(cudaEventCreate(&stop_)); }
   ~Timer() { cudaEventDestroy(start_), cudaEventDestroy(stop_); }
   template <typename Body>
   double seconds(Body&& body) {
-    PW_CUDA(cudaEventRecord(start_, g_stream));
+    PW_CHECK(cudaEventRecord(start_, g_stream));
     body();
-    PW_CUDA(cudaEventRecord(stop_, g_stream));
-    PW_CUDA(cudaEventSynchronize(stop_));
-    PW_CUDA(cudaGetLastError());
+    PW_CHECK(cudaEventRecord(stop_, g_stream));
+    PW_CHECK(cudaEventSynchronize(stop_));
+    PW_CHECK(cudaGetLastError());
     float ms = 0;
-    PW_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    PW_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
     return ms * 1e-3;
   }
 
@@ -488,7 +479,7 @@ void measure(Benchmark& bench, const Settings& settings, CtaClock* clocks_device
   for (int i = 0; i < settings.repetitions(); ++i) {
     Run run{once(iterations), 0.0};
     if (bench.clocked_ctas > 0) {
-      PW_CUDA(cudaMemcpy(clocks.data(), clocks_device, clocks.size() * sizeof(CtaClock), cudaMemcpyDeviceToHost));
+      PW_CHECK(cudaMemcpy(clocks.data(), clocks_device, clocks.size() * sizeof(CtaClock), cudaMemcpyDeviceToHost));
       std::vector<double> mhz;
       for (const CtaClock& c : clocks)
         if (c.nanoseconds > 0) mhz.push_back(1e3 * static_cast<double>(c.cycles) / static_cast<double>(c.nanoseconds));
@@ -524,7 +515,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
   std::vector<Benchmark> list;
 
   auto tensor_wgmma = [&](const char* name, const char* instruction, double flops_per_instruction, auto kernel) {
-    PW_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+    PW_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
     list.push_back(Benchmark{
         .name = name,
         .instruction = instruction,
@@ -537,7 +528,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
         }});
   };
   auto tensor_mma = [&](const char* name, const char* instruction, double flops_per_instruction, auto kernel) {
-    PW_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+    PW_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
     list.push_back(Benchmark{
         .name = name,
         .instruction = instruction,
@@ -575,7 +566,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
                mma_sync_kernel<K::int8>);
   }
 
-  PW_CUDA(cudaFuncSetAttribute(ffma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  PW_CHECK(cudaFuncSetAttribute(ffma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
   list.push_back(Benchmark{
       .name = "fp32_fma", .instruction = "FFMA, 8 independent chains per thread, 1024 threads per SM",
       .unit = "op", .work_per_iteration = double(kUnroll) * kChains * 1024 * sms, .first_iterations = 16,
@@ -583,7 +574,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
       .launch = [=](long long it, CtaClock* clocks) {
         ffma_kernel<<<sms, 1024, one_per_sm_smem, g_stream>>>(it, 0.999f, 1e-3f, clocks, sink);
       }});
-  PW_CUDA(cudaFuncSetAttribute(ex2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  PW_CHECK(cudaFuncSetAttribute(ex2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
   list.push_back(Benchmark{
       .name = "xu_ex2", .instruction = "MUFU.EX2 (ex2.approx.ftz.f32), 8 independent chains per thread",
       .unit = "op", .work_per_iteration = double(kUnroll) * kChains * 1024 * sms, .first_iterations = 4,
@@ -592,7 +583,7 @@ std::vector<Benchmark> make_benchmarks(const Device& device, Buffers& buffers) {
         ex2_kernel<<<sms, 1024, one_per_sm_smem, g_stream>>>(it, clocks, sink);
       }});
   const int smem_bytes = std::max(one_per_sm_smem, kSmemRows * 1024 * 16);
-  PW_CUDA(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  PW_CHECK(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   list.push_back(Benchmark{
       .name = "smem_read", .instruction = "ld.shared.v4 (LDS.128), consecutive threads at consecutive 16 bytes",
       .unit = "byte", .work_per_iteration = 4.0 * kSmemRows * 16 * 1024 * sms, .first_iterations = 16,
@@ -674,101 +665,102 @@ constexpr const char* kUsage =
     "Measures the GPU's pipeline throughputs; prints JSON (pipeweave-microbench v1) on stdout.\n"
     "--sms N runs every kernel on N of the GPU's SMs (a green context; rounded up to the hardware's granularity).\n";
 
-}  // namespace
+// ---- Command line and phases ---------------------------------------------------------------------
 
-int main(int argc, char** argv) {
+struct Options {
   Settings settings;
-  std::vector<std::string> only;
+  std::vector<std::string> only;  // --only's names; empty: every benchmark
   bool list_only = false;
   int device_index = 0;
   int sms = 0;  // --sms N; 0: the whole GPU
-  std::string out_path;
+  std::string out_path;  // empty: stdout
+};
+
+// Takes the value of --only, --device, --out or --sms.
+void set_option(Options& options, const std::string& argument, const std::string& value) {
+  if (argument == "--sms") {
+    options.sms = pipeweave_tool::parse_sms(kToolName, value);
+  } else if (argument == "--out") {
+    options.out_path = value;
+  } else if (argument == "--device") {
+    options.device_index = std::atoi(value.c_str());
+  } else {
+    std::stringstream names(value);
+    for (std::string name; std::getline(names, name, ',');) options.only.push_back(name);
+  }
+}
+
+// The command line's options; --help prints the usage and ends the program, as an unknown
+// argument does with exit status 2.
+Options parse_options(int argc, char** argv) {
+  Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
-    if (argument == "--quick") settings.quick = true;
-    else if (argument == "--list") list_only = true;
+    if (argument == "--quick") options.settings.quick = true;
+    else if (argument == "--list") options.list_only = true;
     else if ((argument == "--only" || argument == "--device" || argument == "--out" || argument == "--sms") && i + 1 < argc) {
-      const std::string value = argv[++i];
-      if (argument == "--sms") {
-        sms = pipeweave_tool::parse_sms(kToolName, value);
-        continue;
-      }
-      if (argument == "--out") {
-        out_path = value;
-        continue;
-      }
-      if (argument == "--device") {
-        device_index = std::atoi(value.c_str());
-        continue;
-      }
-      std::stringstream names(value);
-      for (std::string name; std::getline(names, name, ',');) only.push_back(name);
+      set_option(options, argument, argv[++i]);
     } else if (argument == "--help" || argument == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      std::exit(0);
     } else {
       std::fprintf(stderr, "pipeweave-microbench: error: unknown argument %s\n%s", argument.c_str(), kUsage);
-      return 2;
+      std::exit(2);
     }
   }
+  return options;
+}
 
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0)
-    fail(std::string("no CUDA GPU is visible to this process (") +
-         (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
+// GPU `device_index` as the runtime reports it; fails unless it exists and is Ampere or later.
+Device open_device(int device_index) {
+  const int count = pipeweave_tool::visible_gpu_count(kToolName);
   if (device_index < 0 || device_index >= count)
     fail("--device " + std::to_string(device_index) + " is out of range: " + std::to_string(count) + " GPU(s) visible");
-
   Device device;
   device.index = device_index;
-  PW_CUDA(cudaSetDevice(device_index));
-  PW_CUDA(cudaGetDeviceProperties(&device.prop, device_index));
-  PW_CUDA(cudaDeviceGetAttribute(&device.clock_khz, cudaDevAttrClockRate, device_index));
-  PW_CUDA(cudaDeviceGetAttribute(&device.memory_clock_khz, cudaDevAttrMemoryClockRate, device_index));
-  PW_CUDA(cudaDriverGetVersion(&device.driver_api));
-  PW_CUDA(cudaRuntimeGetVersion(&device.runtime_api));
+  PW_CHECK(cudaSetDevice(device_index));
+  PW_CHECK(cudaGetDeviceProperties(&device.prop, device_index));
+  PW_CHECK(cudaDeviceGetAttribute(&device.clock_khz, cudaDevAttrClockRate, device_index));
+  PW_CHECK(cudaDeviceGetAttribute(&device.memory_clock_khz, cudaDevAttrMemoryClockRate, device_index));
+  PW_CHECK(cudaDriverGetVersion(&device.driver_api));
+  PW_CHECK(cudaRuntimeGetVersion(&device.runtime_api));
   device.driver = driver_version();
   if (device.cc() < 80)
     fail(std::string(device.prop.name) + " has compute capability " + std::to_string(device.prop.major) + "." +
          std::to_string(device.prop.minor) + "; the microbenchmarks need 8.0 (Ampere) or later");
+  return device;
+}
 
-  // Before any allocation: the green context is current from here on.
-  if (sms > 0 && !list_only) {
-    device.sm_limit = pipeweave_tool::confine_to_sms(kToolName, device_index, sms);
-    g_stream = device.sm_limit.stream;
-  }
-
+// The benchmarks' buffers, allocated (in the green context, if one is current) unless only the
+// list is wanted; their size is set either way (make_benchmarks sizes the DRAM launches by it).
+Buffers allocate_buffers(const Device& device, bool list_only) {
   Buffers buffers;
   constexpr size_t kBufferBytes = size_t{2} << 30;
   buffers.vectors = kBufferBytes / sizeof(uint4);
-  if (!list_only) {
-    PW_CUDA(cudaMalloc(&buffers.a, kBufferBytes));
-    PW_CUDA(cudaMalloc(&buffers.b, kBufferBytes));
-    PW_CUDA(cudaMemset(buffers.a, 0x5a, kBufferBytes));
-    PW_CUDA(cudaMalloc(&buffers.sink, sizeof(float) * 1024 * device.prop.multiProcessorCount));
-    PW_CUDA(cudaMalloc(&buffers.clocks, sizeof(CtaClock) * device.prop.multiProcessorCount));
-    // The memset ran on the legacy default stream, which the green context's stream does not wait for.
-    if (device.sm_limit.active()) PW_CUDA(cudaDeviceSynchronize());
-  }
-  std::vector<Benchmark> all = make_benchmarks(device, buffers);
-  if (list_only) {
-    for (const Benchmark& b : all) std::printf("%-22s %s\n", b.name.c_str(), b.instruction.c_str());
-    return 0;
-  }
+  if (list_only) return buffers;
+  PW_CHECK(cudaMalloc(&buffers.a, kBufferBytes));
+  PW_CHECK(cudaMalloc(&buffers.b, kBufferBytes));
+  PW_CHECK(cudaMemset(buffers.a, 0x5a, kBufferBytes));
+  PW_CHECK(cudaMalloc(&buffers.sink, sizeof(float) * 1024 * device.prop.multiProcessorCount));
+  PW_CHECK(cudaMalloc(&buffers.clocks, sizeof(CtaClock) * device.prop.multiProcessorCount));
+  // The memset ran on the legacy default stream, which the green context's stream does not wait for.
+  if (device.sm_limit.active()) PW_CHECK(cudaDeviceSynchronize());
+  return buffers;
+}
+
+// The benchmarks --only names (all without it), in their usual order; fails on a name none has.
+std::vector<Benchmark> choose(std::vector<Benchmark> all, const std::vector<std::string>& only) {
   for (const std::string& name : only)
     if (std::none_of(all.begin(), all.end(), [&](const Benchmark& b) { return b.name == name; }))
       fail("--only names no benchmark \"" + name + "\" on this GPU (see --list)");
   std::vector<Benchmark> chosen;
   for (Benchmark& b : all)
     if (only.empty() || std::find(only.begin(), only.end(), b.name) != only.end()) chosen.push_back(std::move(b));
+  return chosen;
+}
 
-  std::fprintf(stderr, "pipeweave-microbench: %s (sm_%d%d, %d SMs), %zu benchmarks%s\n", device.prop.name,
-               device.prop.major, device.prop.minor, device.prop.multiProcessorCount, chosen.size(),
-               settings.quick ? ", quick" : "");
-  if (device.sm_limit.active())
-    std::fprintf(stderr, "pipeweave-microbench: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
-                 device.sm_limit.obtained, device.sm_limit.device_sm_count, sms, device.sm_limit.observed);
+// Measures each benchmark in turn, saying on stderr what each achieved.
+void run_benchmarks(std::vector<Benchmark>& chosen, const Settings& settings, const Buffers& buffers) {
   Timer timer;
   for (size_t i = 0; i < chosen.size(); ++i) {
     Benchmark& b = chosen[i];
@@ -783,10 +775,37 @@ int main(int argc, char** argv) {
     if (b.clocked_ctas > 0) std::fprintf(stderr, ", SM clock %.0f MHz", median(clocks));
     std::fprintf(stderr, "\n");
   }
-  std::FILE* out = out_path.empty() ? stdout : std::fopen(out_path.c_str(), "w");
-  if (!out) fail("cannot write " + out_path);
-  print_json(out, device, settings, chosen);
-  if (out != stdout && std::fclose(out) != 0) fail("cannot write " + out_path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  Device device = open_device(options.device_index);
+  // Before any allocation: the green context is current from here on.
+  if (options.sms > 0 && !options.list_only) {
+    device.sm_limit = pipeweave_tool::confine_to_sms(kToolName, options.device_index, options.sms);
+    g_stream = device.sm_limit.stream;
+  }
+  Buffers buffers = allocate_buffers(device, options.list_only);
+  std::vector<Benchmark> all = make_benchmarks(device, buffers);
+  if (options.list_only) {
+    for (const Benchmark& b : all) std::printf("%-22s %s\n", b.name.c_str(), b.instruction.c_str());
+    return 0;
+  }
+  std::vector<Benchmark> chosen = choose(std::move(all), options.only);
+
+  std::fprintf(stderr, "pipeweave-microbench: %s (sm_%d%d, %d SMs), %zu benchmarks%s\n", device.prop.name,
+               device.prop.major, device.prop.minor, device.prop.multiProcessorCount, chosen.size(),
+               options.settings.quick ? ", quick" : "");
+  if (device.sm_limit.active())
+    std::fprintf(stderr, "pipeweave-microbench: confined to %d of %d SMs (--sms %d; a probe kernel ran on %d)\n",
+                 device.sm_limit.obtained, device.sm_limit.device_sm_count, options.sms, device.sm_limit.observed);
+  run_benchmarks(chosen, options.settings, buffers);
+  std::FILE* out = options.out_path.empty() ? stdout : std::fopen(options.out_path.c_str(), "w");
+  if (!out) fail("cannot write " + options.out_path);
+  print_json(out, device, options.settings, chosen);
+  if (out != stdout && std::fclose(out) != 0) fail("cannot write " + options.out_path);
   cudaFree(buffers.a), cudaFree(buffers.b), cudaFree(buffers.sink), cudaFree(buffers.clocks);
   return 0;
 }

@@ -2,7 +2,7 @@
 # Collects one op's shape list several times in one sitting, alternating first-to-last and
 # last-to-first candidate order, so that `pipeweave collect --from-raw RUN1 RUN2 ...` can pool
 # them: the median over runs halves the run-to-run noise, and the two orders cancel the clock's
-# drift within a shape's back-to-back calls (data/README.md, "How reproducible ...").
+# drift within a shape's back-to-back calls (docs/experiments/reproducibility.md).
 #   cuda_kernels/repeat_collect.sh OUT_DIR OP SHAPES RUNS [COLLECT [OPTION...]]
 # COLLECT: the pipeweave-collect binary (default: on PATH); OPTIONs go to it (e.g. --rest 2).
 # FIRST_RUN=N (environment, default 1) starts at run N, to add runs to earlier ones: odd runs go

@@ -1,8 +1,10 @@
 #pragma once
-// What the CUDA tools (microbench.cu, collect.cu) share: one-line errors in the form the CLI
-// relays ("<tool>: error: ..."), CUDA status checks, JSON strings, the driver's version, a
-// hash for filling buffers with random data, and the confinement of their kernels to part of
-// the GPU's SMs (--sms N, through a green context). Each tool defines kToolName before including.
+// What the CUDA tools (microbench.cu, collect.cu, device_info.cu) share: one-line errors in the
+// form the CLI relays ("<tool>: error: ..."), the status checks of CUDA, cuBLAS and CUPTI calls
+// (PW_CHECK), JSON strings, the driver's version, a hash for filling buffers with random data, and
+// the confinement of their kernels to part of the GPU's SMs (--sms N, through a green context).
+// Each tool defines kToolName, which PW_CHECK names in its errors; a tool that calls cuBLASLt or
+// CUPTI includes their headers before this one, which then checks their statuses too.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -24,6 +26,38 @@ namespace pipeweave_tool {
 [[noreturn]] inline void fail(const char* tool, const std::string& message) {
   std::fprintf(stderr, "%s: error: %s\n", tool, message.c_str());
   std::exit(2);
+}
+
+// ---- Status checks ----------------------------------------------------------------------------
+//
+// A failed call ends the tool with exit status 2 and one line, "<tool>: error: <what>: <cause>";
+// PW_CHECK(call) gives the call's own text as <what>.
+inline void check(const char* tool, cudaError_t status, const std::string& what) {
+  if (status != cudaSuccess) fail(tool, what + ": " + cudaGetErrorString(status));
+}
+#if defined(CUBLAS_API_H_)  // cublasLt.h (through cublas_api.h) came first: the tool calls cuBLASLt
+inline void check(const char* tool, cublasStatus_t status, const std::string& what) {
+  if (status != CUBLAS_STATUS_SUCCESS) fail(tool, what + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+}
+#endif
+#if defined(_CUPTI_RESULT_H_)  // cupti.h came first: the tool calls CUPTI
+inline void check(const char* tool, CUptiResult status, const std::string& what) {
+  if (status == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(status, &text);
+  fail(tool, what + ": " + (text ? text : "CUPTI error"));
+}
+#endif
+#define PW_CHECK(call) ::pipeweave_tool::check(kToolName, (call), #call)
+
+// The number of GPUs this process sees; none ends the tool with one line saying why.
+inline int visible_gpu_count(const char* tool) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0)
+    fail(tool, std::string("no CUDA GPU is visible to this process (") +
+                   (status == cudaSuccess ? "0 devices" : cudaGetErrorString(status)) + ")");
+  return count;
 }
 
 inline std::string json_string(const std::string& text) {
@@ -150,16 +184,13 @@ __global__ void sm_probe_kernel(unsigned int* smids, unsigned long long spin_ns)
 inline int observed_sms(const char* tool, cudaStream_t stream, int device_sm_count) {
   const int ctas = 8 * device_sm_count;
   unsigned int* smids = nullptr;
-  auto check = [&](cudaError_t status, const char* what) {
-    if (status != cudaSuccess) fail(tool, std::string(what) + ": " + cudaGetErrorString(status));
-  };
-  check(cudaMalloc(&smids, sizeof(unsigned int) * ctas), "cudaMalloc (SM probe)");
+  check(tool, cudaMalloc(&smids, sizeof(unsigned int) * ctas), "cudaMalloc (SM probe)");
   sm_probe_kernel<<<ctas, 128, 0, stream>>>(smids, 20000);
-  check(cudaGetLastError(), "SM probe launch");
-  check(cudaStreamSynchronize(stream), "SM probe");
+  check(tool, cudaGetLastError(), "SM probe launch");
+  check(tool, cudaStreamSynchronize(stream), "SM probe");
   std::vector<unsigned int> host(ctas);
-  check(cudaMemcpy(host.data(), smids, sizeof(unsigned int) * ctas, cudaMemcpyDeviceToHost), "cudaMemcpy (SM probe)");
-  check(cudaFree(smids), "cudaFree (SM probe)");
+  check(tool, cudaMemcpy(host.data(), smids, sizeof(unsigned int) * ctas, cudaMemcpyDeviceToHost), "cudaMemcpy (SM probe)");
+  check(tool, cudaFree(smids), "cudaFree (SM probe)");
   std::sort(host.begin(), host.end());
   return static_cast<int>(std::unique(host.begin(), host.end()) - host.begin());
 }
@@ -170,12 +201,9 @@ inline int observed_sms(const char* tool, cudaStream_t stream, int device_sm_cou
 inline SmLimit confine_to_sms(const char* tool, int device_index, int requested) {
   SmLimit limit;
   limit.requested = requested;
-  auto check_runtime = [&](cudaError_t status, const char* what) {
-    if (status != cudaSuccess) fail(tool, std::string(what) + ": " + cudaGetErrorString(status));
-  };
   // The primary context first (cuGreenCtxCreate retains it; the driver advises it be active).
-  check_runtime(cudaSetDevice(device_index), "cudaSetDevice");
-  check_runtime(cudaFree(nullptr), "initialising the primary context");
+  check(tool, cudaSetDevice(device_index), "cudaSetDevice");
+  check(tool, cudaFree(nullptr), "initialising the primary context");
   const DriverApi api = load_driver_api(tool);
   CUdevice device;
   check_driver(tool, api, api.cuDeviceGet(&device, device_index), "cuDeviceGet");

@@ -38,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+import types
 
 import torch
 
@@ -135,7 +136,7 @@ def kernel_durations(profiler):
     return [e["dur"] for e in events if "fused_moe_kernel" in e["name"]]
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--budget-s", type=float, default=420)
@@ -147,13 +148,12 @@ def main():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)))
-    args = parser.parse_args()
-    start = time.time()
-    rng = random.Random(args.seed)
-    configs = pick_configs(args.configs, args.seed)
+    return parser.parse_args()
 
-    # A check of the kernel against PyTorch, bf16 and fp8, before anything is timed.
-    torch.manual_seed(args.seed)
+
+def check_against_pytorch(seed):
+    """A check of the kernel against PyTorch, bf16 and fp8, before anything is timed; exits on a disagreement."""
+    torch.manual_seed(seed)
     for dtype in DTYPES:
         e, t, h, i, k = 8, 33, 512, 256, 2
         x = torch.randn(t, h, device="cuda") / 4
@@ -173,16 +173,24 @@ def main():
         if error > (0.1 if dtype == "fp8" else 0.02):
             sys.exit(f"collect_fused_moe: error: the {dtype} kernel disagrees with PyTorch ({error:.3f})")
 
-    # Compile every (config, dtype) once, in parallel; Triton's disk cache serves the timing runs.
+
+def compile_all(configs, workers, start):
+    """Compiles every (config, dtype) once, in parallel; Triton's disk cache serves the timing runs.
+    Returns the (config key, dtype) pairs that failed to compile or run."""
     jobs = [(c, d) for c in configs for d in DTYPES]
-    shares = [jobs[w::args.workers] for w in range(args.workers)]
+    shares = [jobs[w::workers] for w in range(workers)]
     context = multiprocessing.get_context("spawn")
-    with context.Pool(args.workers) as pool:
+    with context.Pool(workers) as pool:
         failed = [f for part in pool.map(compile_share, [(s,) for s in shares]) for f in part]
     bad = {(k, d) for k, d, _ in failed}
     print(f"compiled {len(jobs) - len(bad)} of {len(jobs)} (config, dtype) in {time.time() - start:.0f} s; "
           f"failed: {sorted(set(n for _, _, n in failed))}", file=sys.stderr, flush=True)
+    return bad
 
+
+def measurement_order(args, rng):
+    """The points (model, tp, tokens, routing, dtype) in the order they are measured, the "full" ones
+    first, each part shuffled; and the full ones."""
     layers = [(name, tp) for name in args.models.split(",") for tp in MODELS[name][4]]
     token_list = [int(t) for t in args.tokens.split(",")]
     points = [(name, tp, tokens, routing, dtype) for name, tp in layers for tokens in token_list
@@ -191,8 +199,94 @@ def main():
     rest = [p for p in points if p not in full]
     rng.shuffle(full)
     rng.shuffle(rest)
-    # Grouped by layer and dtype so that one set of weight copies serves a group.
-    order = full + rest
+    return full + rest, full
+
+
+def make_layer(name, tp, tokens, routing, dtype, generator):
+    """One point's operands: copies of the experts' weights (enough to span twice the L2 for the
+    experts a token touches, within 6 GiB), the activations, the outputs and the routing."""
+    experts, top_k, hidden, inter_full, _ = MODELS[name]
+    inter = inter_full // tp
+    dt = torch_dtype(dtype)
+    bytes_per = 1 if dtype == "fp8" else 2
+    expert_bytes = 3 * inter * hidden * bytes_per
+    total_bytes = experts * expert_bytes
+    copies = max(1, min(math.ceil(2 * L2_BYTES / (top_k * expert_bytes)), (6 << 30) // total_bytes))
+    layer = types.SimpleNamespace(experts=experts, top_k=top_k, hidden=hidden, inter=inter, copies=copies)
+    layer.w1s = [torch.randn(experts, 2 * inter, hidden, device="cuda").to(dt) for _ in range(copies)]
+    layer.w2s = [torch.randn(experts, hidden, inter, device="cuda").to(dt) for _ in range(copies)]
+    layer.x = torch.randn(tokens, hidden, device="cuda").to(dt)
+    layer.x2 = torch.randn(tokens * top_k, inter, device="cuda").to(dt)
+    layer.c1 = torch.empty(tokens * top_k, 2 * inter, device="cuda", dtype=torch.bfloat16)
+    layer.c2 = torch.empty(tokens * top_k, hidden, device="cuda", dtype=torch.bfloat16)
+    layer.scale = torch.ones(experts, device="cuda")
+    layer.ids, layer.wts = route(tokens, experts, top_k, routing == "skewed", generator)
+    return layer
+
+
+def choose_configs(configs, bad, dtype, is_full, default, per_shape, rng):
+    """Every usable config on a full point, else --per-shape drawn ones; vLLM's default in both."""
+    usable = [c for c in configs if (key(c), dtype) not in bad]
+    chosen = usable if is_full else rng.sample(usable, min(per_shape, len(usable)))
+    if key(default) not in {key(c) for c in chosen} and (key(default), dtype) not in bad:
+        chosen.append(default)
+    return chosen
+
+
+def time_configs(layer, chosen, aligned, launches):
+    """Each config's gate-up GEMM `launches` times, then its down GEMM, back to back, each launch on
+    the next copy of the weights; the kernels' durations (us) in launch order."""
+    torch.cuda.synchronize()
+    turn = 0
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
+        for c in chosen:
+            sorted_ids, expert_ids, total = aligned[c["BLOCK_SIZE_M"]]
+            for _ in range(launches):
+                fm.invoke(layer.x, layer.w1s[turn % layer.copies], layer.c1, layer.scale, layer.scale, layer.wts,
+                          sorted_ids, expert_ids, total, layer.top_k, False, c)
+                turn += 1
+            for _ in range(launches):
+                fm.invoke(layer.x2, layer.w2s[turn % layer.copies], layer.c2, layer.scale, layer.scale, layer.wts,
+                          sorted_ids, expert_ids, total, 1, True, c)
+                turn += 1
+        torch.cuda.synchronize()
+    return kernel_durations(profiler)
+
+
+def measure_point(writer, point, is_full, args, configs, bad, rng, generator):
+    """Measures one point's chosen configs and writes their rows; returns how many."""
+    name, tp, tokens, routing, dtype = point
+    layer = make_layer(name, tp, tokens, routing, dtype, generator)
+    counts = torch.bincount(layer.ids.flatten().long(), minlength=layer.experts)
+    default = fm.vllm_default_config(tokens, layer.experts)
+    chosen = choose_configs(configs, bad, dtype, is_full, default, args.per_shape, rng)
+    aligned = {}
+    for c in chosen:
+        if c["BLOCK_SIZE_M"] not in aligned:
+            aligned[c["BLOCK_SIZE_M"]] = fm.moe_align_block_size(layer.ids, c["BLOCK_SIZE_M"], layer.experts)
+    launches = args.warmup + args.reps
+    durations = time_configs(layer, chosen, aligned, launches)
+    if len(durations) != 2 * launches * len(chosen):
+        sys.exit(f"collect_fused_moe: error: {len(durations)} kernels in the trace, expected {2 * launches * len(chosen)}")
+    for j, c in enumerate(chosen):
+        base = 2 * launches * j
+        gemm1 = statistics.median(durations[base + args.warmup:base + launches])
+        gemm2 = statistics.median(durations[base + launches + args.warmup:base + 2 * launches])
+        writer.writerow([name, tp, tokens, layer.experts, layer.top_k, layer.hidden, layer.inter, dtype, routing,
+                         int((counts > 0).sum()), int(counts.max()), int(is_full), *key(c),
+                         int(aligned[c["BLOCK_SIZE_M"]][2].item()), round(gemm1, 3), round(gemm2, 3),
+                         int(key(c) == key(default))])
+    return len(chosen)
+
+
+def main():
+    args = parse_args()
+    start = time.time()
+    rng = random.Random(args.seed)
+    configs = pick_configs(args.configs, args.seed)
+    check_against_pytorch(args.seed)
+    bad = compile_all(configs, args.workers, start)
+    order, full = measurement_order(args, rng)
     written = 0
     gen = torch.Generator().manual_seed(args.seed)
     with open(args.out, "w", newline="") as out:
@@ -200,62 +294,13 @@ def main():
         writer.writerow(["model", "tp", "tokens", "experts", "top_k", "hidden", "intermediate", "dtype", "routing",
                          "experts_touched", "max_expert_rows", "full", *CONFIG_KEYS, "padded_rows", "gemm1_us", "gemm2_us",
                          "vllm_default"])
-        for index, (name, tp, tokens, routing, dtype) in enumerate(order):
+        for index, point in enumerate(order):
             if time.time() - start > args.budget_s:
                 print(f"budget reached after {index} of {len(order)} shapes", file=sys.stderr, flush=True)
                 break
-            experts, top_k, hidden, inter_full, _ = MODELS[name]
-            inter = inter_full // tp
-            dt = torch_dtype(dtype)
-            bytes_per = 1 if dtype == "fp8" else 2
-            expert_bytes = 3 * inter * hidden * bytes_per
-            total_bytes = experts * expert_bytes
-            copies = max(1, min(math.ceil(2 * L2_BYTES / (top_k * expert_bytes)), (6 << 30) // total_bytes))
-            w1s = [torch.randn(experts, 2 * inter, hidden, device="cuda").to(dt) for _ in range(copies)]
-            w2s = [torch.randn(experts, hidden, inter, device="cuda").to(dt) for _ in range(copies)]
-            x = torch.randn(tokens, hidden, device="cuda").to(dt)
-            x2 = torch.randn(tokens * top_k, inter, device="cuda").to(dt)
-            c1 = torch.empty(tokens * top_k, 2 * inter, device="cuda", dtype=torch.bfloat16)
-            c2 = torch.empty(tokens * top_k, hidden, device="cuda", dtype=torch.bfloat16)
-            scale = torch.ones(experts, device="cuda")
-            ids, wts = route(tokens, experts, top_k, routing == "skewed", gen)
-            counts = torch.bincount(ids.flatten().long(), minlength=experts)
-            is_full = (name, tp, tokens, routing, dtype) in full
-            default = fm.vllm_default_config(tokens, experts)
-            usable = [c for c in configs if (key(c), dtype) not in bad]
-            chosen = usable if is_full else rng.sample(usable, min(args.per_shape, len(usable)))
-            if key(default) not in {key(c) for c in chosen} and (key(default), dtype) not in bad:
-                chosen.append(default)
-            aligned = {}
-            for c in chosen:
-                if c["BLOCK_SIZE_M"] not in aligned:
-                    aligned[c["BLOCK_SIZE_M"]] = fm.moe_align_block_size(ids, c["BLOCK_SIZE_M"], experts)
-            launches = args.warmup + args.reps
-            torch.cuda.synchronize()
-            turn = 0
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
-                for c in chosen:
-                    sorted_ids, expert_ids, total = aligned[c["BLOCK_SIZE_M"]]
-                    for _ in range(launches):
-                        fm.invoke(x, w1s[turn % copies], c1, scale, scale, wts, sorted_ids, expert_ids, total, top_k, False, c)
-                        turn += 1
-                    for _ in range(launches):
-                        fm.invoke(x2, w2s[turn % copies], c2, scale, scale, wts, sorted_ids, expert_ids, total, 1, True, c)
-                        turn += 1
-                torch.cuda.synchronize()
-            durations = kernel_durations(profiler)
-            if len(durations) != 2 * launches * len(chosen):
-                sys.exit(f"collect_fused_moe: error: {len(durations)} kernels in the trace, expected {2 * launches * len(chosen)}")
-            for j, c in enumerate(chosen):
-                base = 2 * launches * j
-                gemm1 = statistics.median(durations[base + args.warmup:base + launches])
-                gemm2 = statistics.median(durations[base + launches + args.warmup:base + 2 * launches])
-                writer.writerow([name, tp, tokens, experts, top_k, hidden, inter, dtype, routing, int((counts > 0).sum()),
-                                 int(counts.max()), int(is_full), *key(c), int(aligned[c["BLOCK_SIZE_M"]][2].item()),
-                                 round(gemm1, 3), round(gemm2, 3), int(key(c) == key(default))])
-                written += 1
+            written += measure_point(writer, point, point in full, args, configs, bad, rng, gen)
             out.flush()
-            del w1s, w2s
+            # The point's weight copies were freed with its layer; the allocator gives their memory back.
             torch.cuda.empty_cache()
             if index % 20 == 0:
                 print(f"[{index + 1}/{len(order)}] {written} rows, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
