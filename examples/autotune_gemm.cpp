@@ -16,7 +16,7 @@ namespace pw = pipeweave;
 
 int main(int argc, char** argv) {
   try {
-    if ((argc != 1 && argc < 4) || argc > 7) throw pw::Error("usage: autotune_gemm [m n k [dtype [gpu [model.json]]]]");
+    if ((argc != 1 && argc < 4) || argc > 7) throw pw::InvalidInput("usage: autotune_gemm [m n k [dtype [gpu [model.json]]]]");
     // Parsed through the kernel text format, so that a bad number gets the library's error.
     const std::string text = argc > 1 ? std::string("gemm:m=") + argv[1] + ",n=" + argv[2] + ",k=" + argv[3] +
                                             ",dtype=" + (argc > 4 ? argv[4] : "bf16")

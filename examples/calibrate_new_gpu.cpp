@@ -38,7 +38,7 @@ Options parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
-    if (i + 1 >= argc) throw pw::Error(argument + " needs a value");
+    if (i + 1 >= argc) throw pw::InvalidInput(argument + " needs a value");
     const std::string value = argv[++i];
     if (argument == "--log") options.logs.push_back(value);
     else if (argument == "--data") options.data = value;
@@ -46,7 +46,7 @@ Options parse(int argc, char** argv) {
     else if (argument == "--rows") options.rows = std::stoul(value);
     else if (argument == "--epochs") options.epochs = std::stoi(value);
     else if (argument == "--out") options.out = value;
-    else throw pw::Error("unknown argument " + argument);
+    else throw pw::InvalidInput("unknown argument " + argument);
   }
   if (options.logs.empty())
     for (int run = 1; run <= 3; ++run)
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     std::vector<pw::MeasuredKernel> measured;
     for (pw::MeasuredKernel& row : pw::read_measurements(options.data))
       if (row.gpu == spec.name) measured.push_back(std::move(row));
-    if (measured.empty()) throw pw::Error(options.data + " has no row measured on " + spec.name);
+    if (measured.empty()) throw pw::InvalidInput(options.data + " has no row measured on " + spec.name);
     std::vector<pw::MeasuredKernel> pool, tune, score;
     for (pw::MeasuredKernel& row : measured)
       (pw::shape_held_out(row.shape, /*seed=*/7, /*fraction=*/0.5) ? score : pool).push_back(std::move(row));

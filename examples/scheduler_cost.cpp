@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     const pw::GpuSpec gpu = argc > 1 ? pw::resolve_gpu(argv[1]) : pw::default_gpu();
     const double budget_us = (argc > 2 ? std::atof(argv[2]) : 30.0) * 1000;
-    if (!(budget_us > 0)) throw pw::Error("budget_ms must be a positive number of milliseconds");
+    if (!(budget_us > 0)) throw pw::InvalidInput("budget_ms must be a positive number of milliseconds");
     const pw::Predictor predictor;  // built once, shared by every request thread
     constexpr std::int64_t kChunk = 512, kPrefix = 1024, kContext = 2048;
 

@@ -1,7 +1,9 @@
 // The Python module pipeweave._core: the library's API as Python objects, made with nanobind
 // (python/README.md says why nanobind). Ops are immutable and validated when made, as in C++;
-// data types, pipes and sources are their names as strings; pipeweave::Error is raised as
-// pipeweave.Error, a ValueError, carrying the library's message unchanged.
+// data types, pipes and sources are their names as strings; pipeweave::InvalidInput is raised as
+// pipeweave.InvalidInput (a pipeweave.Error and a ValueError), any other pipeweave::Error (a file
+// that cannot be read, a training run that diverged) as pipeweave.Error (a RuntimeError), each
+// carrying the library's message unchanged.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/filesystem.h>
@@ -45,20 +47,20 @@ nb::dict dict_of(Items&&... items) {
 
 pw::DType dtype_from(std::string_view text, std::string_view field = "dtype") {
   if (const auto dtype = pw::parse_dtype(text)) return *dtype;
-  throw pw::Error(std::string(field) + " must be one of fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, got " +
+  throw pw::InvalidInput(std::string(field) + " must be one of fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, got " +
                   std::string(text));
 }
 
 pw::AttentionImpl attention_impl_from(std::string_view text) {
   if (text == "flash2") return pw::AttentionImpl::flash2;
   if (text == "flash3") return pw::AttentionImpl::flash3;
-  throw pw::Error("attention.impl must be flash2 or flash3, got " + std::string(text));
+  throw pw::InvalidInput("attention.impl must be flash2 or flash3, got " + std::string(text));
 }
 
 pw::CollectiveKind collective_kind_from(std::string_view text) {
   for (pw::CollectiveKind kind : pw::kCollectiveKinds)
     if (text == pw::to_string(kind)) return kind;
-  throw pw::Error("collective.kind must be one of all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, got " +
+  throw pw::InvalidInput("collective.kind must be one of all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, got " +
                   std::string(text));
 }
 
@@ -112,7 +114,7 @@ std::size_t common_length(std::initializer_list<std::pair<const char*, const Col
   for (const auto& [name, column] : columns) {
     if (first) length = column->shape(0), first = false;
     else if (column->shape(0) != length)
-      throw pw::Error(std::string(name) + " has " + std::to_string(column->shape(0)) + " entries, the other columns " +
+      throw pw::InvalidInput(std::string(name) + " has " + std::to_string(column->shape(0)) + " entries, the other columns " +
                       std::to_string(length));
   }
   return length;
@@ -190,7 +192,7 @@ std::vector<pw::TraceRequest> trace_from(const nb::handle& trace) {
   for (nb::handle row : trace) {
     const auto fields = nb::cast<std::vector<std::int64_t>>(row);
     if (fields.size() != 2 && fields.size() != 3)
-      throw pw::Error("trace rows must be (prefill_tokens, decode_tokens[, output_tokens]), got " +
+      throw pw::InvalidInput("trace rows must be (prefill_tokens, decode_tokens[, output_tokens]), got " +
                       std::to_string(fields.size()) + " values");
     const std::int64_t output = fields.size() == 3 ? fields[2] : fields[1] + 1;
     csv += std::to_string(fields[0]) + "," + std::to_string(fields[1]) + "," + std::to_string(output) + "\n";
@@ -223,7 +225,9 @@ nb::dict workload_prediction_dict(const pw::WorkloadPrediction& p) {
 NB_MODULE(_core, m) {
   m.doc() = "pipeweave: predicts how long a GPU kernel, or a serving run, takes on a given NVIDIA GPU without running it.";
   m.attr("__version__") = pw::kVersion;
-  nb::exception<pw::Error>(m, "Error", PyExc_ValueError);
+  // The later translator is tried first: InvalidInput before the Error it derives from.
+  const nb::exception<pw::Error> error_type(m, "Error", PyExc_RuntimeError);
+  nb::exception<pw::InvalidInput>(m, "InvalidInput", nb::make_tuple(error_type, nb::handle(PyExc_ValueError)));
 
   // ---- GPUs -----------------------------------------------------------------------------------
   nb::class_<pw::GpuSpec>(m, "GpuSpec", "What the demand model knows of one GPU. GpuSpec(name_or_path): a catalog or CUDA "
@@ -268,9 +272,9 @@ NB_MODULE(_core, m) {
                                    .cluster_m = cluster_m, .cluster_n = cluster_n, .swap_ab = swap_ab};
              const auto parsed_schedule = pw::parse_gemm_schedule(schedule);
              if (!parsed_schedule)
-               throw pw::Error("gemm.schedule must be ping_pong, cooperative or cooperative_split_n, got " + std::string(schedule));
+               throw pw::InvalidInput("gemm.schedule must be ping_pong, cooperative or cooperative_split_n, got " + std::string(schedule));
              const auto parsed_raster = pw::parse_gemm_raster(raster);
-             if (!parsed_raster) throw pw::Error("gemm.raster must be m or n, got " + std::string(raster));
+             if (!parsed_raster) throw pw::InvalidInput("gemm.raster must be m or n, got " + std::string(raster));
              config.schedule = *parsed_schedule, config.raster = *parsed_raster;
              config.validate();
              new (self) pw::GemmConfig(config);
@@ -344,14 +348,14 @@ NB_MODULE(_core, m) {
       .def_static("prefill",
                   [](std::int64_t batch, std::int64_t seq_len, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
                      std::string_view dtype) {
-                    if (batch <= 0) throw pw::Error("attention.batch must be positive, got " + std::to_string(batch));
+                    if (batch <= 0) throw pw::InvalidInput("attention.batch must be positive, got " + std::to_string(batch));
                     return validated(pw::Attention::prefill(batch, seq_len, heads, kv_heads, head_dim, dtype_from(dtype)));
                   },
                   "batch"_a, "seq_len"_a, "heads"_a, "kv_heads"_a, "head_dim"_a, "dtype"_a = "bf16")
       .def_static("decode",
                   [](std::int64_t batch, std::int64_t kv_len, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
                      std::string_view dtype) {
-                    if (batch <= 0) throw pw::Error("attention.batch must be positive, got " + std::to_string(batch));
+                    if (batch <= 0) throw pw::InvalidInput("attention.batch must be positive, got " + std::to_string(batch));
                     return validated(pw::Attention::decode(batch, kv_len, heads, kv_heads, head_dim, dtype_from(dtype)));
                   },
                   "batch"_a, "kv_len"_a, "heads"_a, "kv_heads"_a, "head_dim"_a, "dtype"_a = "bf16")
@@ -599,7 +603,7 @@ NB_MODULE(_core, m) {
             else if (family == "silu_mul")
               for (std::size_t i = 0; i < count; ++i) kernels.emplace_back(pw::SiluMul{.tokens = tokens(i), .dim = width(i), .dtype = type});
             else
-              throw pw::Error("family must be rmsnorm or silu_mul, got " + std::string(family));
+              throw pw::InvalidInput("family must be rmsnorm or silu_mul, got " + std::string(family));
             std::vector<pw::Prediction> predictions;
             {
               nb::gil_scoped_release unlocked;

@@ -232,7 +232,7 @@ MicrobenchLog load_microbench_log(const std::string& path) {
   try {
     return microbench_log_from_json(detail::read_file(path, "microbenchmark log"));
   } catch (const Error& error) {
-    throw Error(path + ": " + error.what());
+    detail::rethrow_as(error, path + ": " + error.what());
   }
 }
 
@@ -248,9 +248,9 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     m.measured_us = row.positive("measured_us");
     rows.push_back(std::move(m));
   });
-  if (rows.empty()) throw Error(source + ": no measurement");
+  if (rows.empty()) throw InvalidInput(source + ": no measurement");
   if (std::none_of(rows.begin(), rows.end(), [](const AllReduceMeasurement& m) { return m.mode == "graph"; }))
-    throw Error(source + ": no all-reduce timed in a CUDA graph (mode graph), which the link fit needs");
+    throw InvalidInput(source + ": no all-reduce timed in a CUDA graph (mode graph), which the link fit needs");
   return rows;
 }
 
@@ -262,7 +262,7 @@ LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSp
   std::vector<const AllReduceMeasurement*> rows;
   for (const AllReduceMeasurement& m : measurements)
     if (m.mode == "graph") rows.push_back(&m);
-  if (rows.empty()) throw Error("fitting the link needs all-reduces measured in a CUDA graph (mode graph); none was given");
+  if (rows.empty()) throw InvalidInput("fitting the link needs all-reduces measured in a CUDA graph (mode graph); none was given");
   // Two unknowns, bandwidth and latency: one size of message fits any line through its point
   std::set<double> sizes;
   for (const AllReduceMeasurement* m : rows) sizes.insert(m->bytes);
@@ -271,7 +271,7 @@ LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSp
     message << "fitting the link's bandwidth and latency needs all-reduces of at least two sizes timed in a CUDA graph "
                "(mode graph); the "
             << rows.size() << " given are all of " << *sizes.begin() << " bytes";
-    throw Error(message.str());
+    throw InvalidInput(message.str());
   }
   const Predictor analytical = Predictor::analytical();
   GpuSpec trial = gpu;
@@ -420,7 +420,7 @@ std::string set_measured_rates(GpuSpec& spec, const Calibration& out) {
   const CalibratedFigure* bf16 = find_figure(out.figures, "tensor_bf16");
   if (bf16 && bf16->clock_mhz > 0) spec.sm_clock_mhz = bf16->clock_mhz;
   else if (out.catalog) kept += ", SM clock";
-  else throw Error("calibrating " + device.name + ", which is not in the catalog, needs the tensor_bf16 benchmark and its clock");
+  else throw InvalidInput("calibrating " + device.name + ", which is not in the catalog, needs the tensor_bf16 benchmark and its clock");
 
   for (const FigureRule& rule : kRules) {
     if (!rule.set) continue;
@@ -430,7 +430,7 @@ std::string set_measured_rates(GpuSpec& spec, const Calibration& out) {
       const bool absent_on_this_architecture = rule.figure.benchmark == "tensor_fp8" && device.compute_capability_major * 10 + device.compute_capability_minor < 89;
       if (absent_on_this_architecture) continue;
       if (!out.catalog)
-        throw Error("calibrating " + device.name + ", which is not in the catalog, needs the " +
+        throw InvalidInput("calibrating " + device.name + ", which is not in the catalog, needs the " +
                     std::string(rule.figure.benchmark) + " benchmark" + (figure ? " with its clock" : ""));
       kept += ", " + std::string(rule.figure.label);
       continue;
@@ -463,7 +463,7 @@ std::string calibration_source(std::span<const MicrobenchLog> logs, const Measur
 }  // namespace
 
 Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce) {
-  if (logs.empty()) throw Error("calibration needs at least one microbenchmark log");
+  if (logs.empty()) throw InvalidInput("calibration needs at least one microbenchmark log");
   check_one_gpu(logs);
   Calibration out;
   out.device = logs.front().device;
@@ -526,7 +526,7 @@ SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKern
     tensor_us += at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
   }
   if (probe.shapes == 0)
-    throw Error("the sustained-load probe shares no shape of " + gpu.name + " between its isolated and back-to-back rows");
+    throw InvalidInput("the sustained-load probe shares no shape of " + gpu.name + " between its isolated and back-to-back rows");
   probe.slowdown = std::max(1.0, busy_us / alone_us);
   probe.tensor_utilization = std::min(1.0, tensor_us / alone_us);
   gpu.sustained_clock_mhz = gpu.max_clock_mhz / probe.slowdown;

@@ -618,7 +618,7 @@ constexpr Board kBoards[] = {
 // 64 GB/s on their data sheets (data/gpus/published/link_bandwidth.py; the H100's 321 went into its
 // calibrated spec, --link-bandwidth). Those boards take the measured figure.
 //
-// Measured on the calibrated boards (data/README.md, "Calibrated GPUs" and "Sustained load"):
+// Measured on the calibrated boards (docs/experiments/calibrated-gpus.md and sustained-load.md):
 // - H100-SXM (700 W) holds 1649.6 MHz under the dense bf16 tensor microbenchmark, against a
 //   1980 MHz maximum: 1.2003x. Its dense bf16 peak at 1980 MHz is 1070.6 TFLOP/s, 0.654 W per
 //   TFLOP/s. A board is taken to hold its maximum clock while it has at least
@@ -691,7 +691,7 @@ std::vector<GpuSpec> datasheets_with_boards() {
   std::vector<GpuSpec> gpus = build_datasheets();
   for (GpuSpec& gpu : gpus) {
     const Board* board = board_of(gpu.name);
-    if (!board) throw Error("catalog.cpp: no board facts for " + gpu.name + " (a bug)");
+    if (!board) throw InvalidInput("catalog.cpp: no board facts for " + gpu.name + " (a bug)");
     gpu.max_clock_mhz = board->max_clock_mhz;
     gpu.power_limit_w = board->power_limit_w;
   }
@@ -763,7 +763,7 @@ const GpuSpec& find_in(std::span<const GpuSpec> gpus, std::string_view name_or_a
     message += gpu.name;
     first = false;
   }
-  throw Error(message);
+  throw InvalidInput(message);
 }
 }  // namespace
 

@@ -25,7 +25,7 @@ class CsvRow {
          std::vector<std::string> cells)
       : source_(source), line_number_(line_number), columns_(columns), cells_(std::move(cells)) {
     if (cells_.size() > columns_.size())
-      throw Error(source_ + " line " + std::to_string(line_number_) + " has " + std::to_string(cells_.size()) +
+      throw InvalidInput(source_ + " line " + std::to_string(line_number_) + " has " + std::to_string(cells_.size()) +
                   " cells, the header " + std::to_string(columns_.size()));
   }
   // It refers to the reader's header and file name: it lives only inside for_each_csv_row.
@@ -38,8 +38,8 @@ class CsvRow {
   }
   const std::string& text(const std::string& column) const {
     const auto found = columns_.find(column);
-    if (found == columns_.end()) throw Error(source_ + ": the header has no column " + column);
-    if (found->second >= cells_.size()) throw Error(where(column) + " is missing");
+    if (found == columns_.end()) throw InvalidInput(source_ + ": the header has no column " + column);
+    if (found->second >= cells_.size()) throw InvalidInput(where(column) + " is missing");
     return cells_[found->second];
   }
   std::int64_t integer(const std::string& column, std::int64_t minimum,
@@ -136,12 +136,12 @@ void for_each_csv_row(std::string_view text, const std::string& source, const st
       [&](const std::vector<std::string>& header, std::size_t) {
         columns = csv_columns(header);
         for (const std::string& name : required)
-          if (!columns.contains(name)) throw Error(source + ": the header has no column " + name);
+          if (!columns.contains(name)) throw InvalidInput(source + ": the header has no column " + name);
       },
       [&](std::vector<std::string>&& cells, std::size_t line_number) {
         on_row(CsvRow(source, line_number, columns, std::move(cells)));
       });
-  if (!header_seen) throw Error(source + ": no header row");
+  if (!header_seen) throw InvalidInput(source + ": no header row");
 }
 
 }  // namespace pipeweave::detail

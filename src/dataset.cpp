@@ -34,7 +34,7 @@ class Row {
   bool has(const std::string& column) const { return columns_.count(column) > 0; }
   const std::string& text(const std::string& column) const {
     const auto found = columns_.find(column);
-    if (found == columns_.end()) throw Error(where_ + ": the header has no column \"" + column + "\"");
+    if (found == columns_.end()) throw InvalidInput(where_ + ": the header has no column \"" + column + "\"");
     return cells_[found->second];
   }
   std::int64_t integer(const std::string& column) const {
@@ -98,7 +98,7 @@ class Row {
 // tensor_sm_max_ops column is 2 x 128 x 128 x K per 128 x 128 output tile on the busiest SM),
 // 128 x 128 with 128 fp8 values of K per step: on the H800 a GEMM of m = 4 takes 0.34 us longer
 // per 128 of K, one such tile's step on one SM (512 clocks), where cuBLAS's own choice on the
-// H100 takes 3-5 us in all (data/README.md, "The published fp8 split"). A benchmark loop timed
+// H100 takes 3-5 us in all (docs/experiments/transfer.md, "The published fp8 split"). A benchmark loop timed
 // it, so it ran back to back.
 MeasuredKernel published_gemm_row(const Row& row) {
   const std::string& hardware = row.text("hardware");
@@ -274,12 +274,12 @@ double as_timed_us(const MeasuredKernel& row, double isolated_us, const GpuSpec&
   return row.back_to_back ? SustainedLoad::of(gpu).back_to_back_us(isolated_us, tensor_us(row, gpu)) : isolated_us;
 }
 
-std::vector<MeasuredKernel> first_choices_without_configs(std::span<const MeasuredKernel> rows) {
+std::vector<MeasuredKernel> configless_first_choices(std::span<const MeasuredKernel> rows) {
   std::set<std::pair<std::string, std::string>> seen;
   std::vector<MeasuredKernel> out;
   for (const MeasuredKernel& row : rows) {
     if (row.back_to_back)
-      throw Error(detail::printable(row.gpu, 60) + " " + row.shape +
+      throw InvalidInput(detail::printable(row.gpu, 60) + " " + row.shape +
                   " was timed back to back with the tile that ran (the published fp8 split): without its config it "
                   "would be held against a config that never ran; use such rows with their config");
     if (!row.is_default || !seen.emplace(row.gpu, row.shape).second) continue;
@@ -302,13 +302,13 @@ RowParser row_parser_for(const std::map<std::string, std::size_t>& columns, cons
   auto has = [&](const char* name) { return columns.count(name) > 0; };
   if (has("M") && has("N") && has("K") && has("avg_duration") && has("hardware")) return published_gemm_row;
   if (!has("gpu") || !has("duration_us"))
-    throw Error(where + ": the header must name the columns gpu and duration_us (see data/README.md)");
+    throw InvalidInput(where + ": the header must name the columns gpu and duration_us (see docs/formats.md)");
   if (has("m") && has("n") && has("k")) return gemm_row;
   if (has("q_lens")) return attention_row;
   if (has("experts")) return fused_moe_row;
   if (has("hidden")) return rmsnorm_row;
   if (has("dim")) return silu_row;
-  throw Error(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
+  throw InvalidInput(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
 }
 
 // One data row, its duration held to what a kernel can take; every error names the row.
@@ -323,7 +323,7 @@ MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& 
     return measured;
   } catch (const Error& error) {
     const std::string message = error.what();
-    throw Error(message.starts_with(where) ? message : where + ": " + message);
+    detail::rethrow_as(error, message.starts_with(where) ? message : where + ": " + message);
   }
 }
 
@@ -349,7 +349,7 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
         const Row row(columns, std::move(cells), std::move(where));
         rows.push_back(measured_row(parse, row, row.where()));
       });
-  if (!header_seen) throw Error(std::string(source) + ": no header row");
+  if (!header_seen) throw InvalidInput(std::string(source) + ": no header row");
   return rows;
 }
 
@@ -379,7 +379,7 @@ std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_p
 Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured) {
   if (predicted.size() != measured.size())
     detail::fail_field("predictions", predicted.size(), "must be as many as the measurements (" + std::to_string(measured.size()) + ")");
-  if (measured.empty()) throw Error("accuracy needs at least one measurement");
+  if (measured.empty()) throw InvalidInput("accuracy needs at least one measurement");
   std::vector<double> errors;
   errors.reserve(measured.size());
   for (std::size_t i = 0; i < measured.size(); ++i) {

@@ -11,7 +11,7 @@ namespace pipeweave {
 void GpuSpec::validate() const {
   using detail::require_non_negative;
   using detail::require_positive;
-  if (name.empty()) throw Error("gpu.name must not be empty");
+  if (name.empty()) throw InvalidInput("gpu.name must not be empty");
   // Names go into messages and tables: a line's worth of text, no control characters.
   for (const auto& [field, text] : {std::pair<const char*, const std::string&>{"gpu.name", name}, {"gpu.architecture", architecture}})
     if (text.size() > 128 || detail::printable(text, text.size()) != text)

@@ -117,7 +117,7 @@ GpuSpec load_gpu_spec(const std::filesystem::path& path) {
   try {
     return gpu_spec_from_json(read_file(path, "GPU spec"));
   } catch (const Error& error) {
-    throw Error(path.string() + ": " + error.what());
+    detail::rethrow_as(error, path.string() + ": " + error.what());
   }
 }
 
@@ -391,7 +391,7 @@ Mlp load_mlp(const std::filesystem::path& path) {
   try {
     return mlp_from_json(read_file(path, "model weights"));
   } catch (const Error& error) {
-    throw Error(path.string() + ": " + error.what());
+    detail::rethrow_as(error, path.string() + ": " + error.what());
   }
 }
 

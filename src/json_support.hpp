@@ -27,12 +27,12 @@ inline json parse_json(std::string_view text, std::string_view what) {
   try {
     return json::parse(text, [what](int depth, json::parse_event_t, json&) {
       if (depth > kMaxJsonDepth)
-        throw Error(std::string(what) + " nests JSON more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+        throw InvalidInput(std::string(what) + " nests JSON more than " + std::to_string(kMaxJsonDepth) + " levels deep");
       return true;
     });
   } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400
     // nlohmann's message ends with the token it last read, raw: shown as printable() shows text.
-    throw Error(std::string(what) + " is not valid JSON: " + printable(error.what(), 300));
+    throw InvalidInput(std::string(what) + " is not valid JSON: " + printable(error.what(), 300));
   }
 }
 
@@ -67,12 +67,12 @@ inline bool integer_within(const json& value, std::int64_t least, std::int64_t m
 class Fields {
  public:
   Fields(const json& object, std::string prefix) : object_(object), prefix_(std::move(prefix)) {
-    if (!object_.is_object()) throw Error(prefix_ + " must be a JSON object, got " + excerpt(object_));
+    if (!object_.is_object()) throw InvalidInput(prefix_ + " must be a JSON object, got " + excerpt(object_));
   }
   Fields(json&&, std::string) = delete;  // it keeps a reference: a temporary would dangle
   const json& get(const std::string& key) const {
     const auto found = object_.find(key);
-    if (found == object_.end()) throw Error(prefix_ + key + " is missing");
+    if (found == object_.end()) throw InvalidInput(prefix_ + key + " is missing");
     return *found;
   }
   double number(const std::string& key) const {
@@ -143,7 +143,7 @@ class Fields {
     for (const auto& [key, value] : object_.items()) {
       bool ok = false;
       for (std::string_view name : known) ok = ok || key == name;
-      if (!ok) throw Error(prefix_ + printable(key, 60) + " is not a known field");
+      if (!ok) throw InvalidInput(prefix_ + printable(key, 60) + " is not a known field");
     }
   }
 

@@ -24,9 +24,9 @@ class KeyValues {
       if (item.empty()) continue;
       const std::size_t equals = item.find('=');
       if (equals == std::string_view::npos || equals == 0)
-        throw Error(op_ + ": " + detail::quoted(item) + " is not key=value");
+        throw InvalidInput(op_ + ": " + detail::quoted(item) + " is not key=value");
       const std::string key(item.substr(0, equals));
-      if (values_.count(key)) throw Error(op_ + "." + detail::printable(key, 40) + " is given twice");
+      if (values_.count(key)) throw InvalidInput(op_ + "." + detail::printable(key, 40) + " is given twice");
       values_[key] = std::string(item.substr(equals + 1));
     }
   }
@@ -92,13 +92,13 @@ class KeyValues {
   std::string text(const std::string& key, std::string fallback) { return has(key) ? take(key) : fallback; }
 
   void finish() const {
-    if (!values_.empty()) throw Error(op_ + ": unknown key " + detail::quoted(values_.begin()->first, 40));
+    if (!values_.empty()) throw InvalidInput(op_ + ": unknown key " + detail::quoted(values_.begin()->first, 40));
   }
 
  private:
   std::string take(const std::string& key) {
     const auto found = values_.find(key);
-    if (found == values_.end()) throw Error(op_ + "." + key + " is required");
+    if (found == values_.end()) throw InvalidInput(op_ + "." + key + " is required");
     std::string value = found->second;
     values_.erase(found);
     return value;
@@ -146,7 +146,7 @@ Kernel parse_gemm(KeyValues& values) {
     gemm.config = config;
   } else {
     for (const char* key : {"split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster"})
-      if (values.has(key)) throw Error(std::string("gemm.") + key + " needs tile_m, tile_n and tile_k too");
+      if (values.has(key)) throw InvalidInput(std::string("gemm.") + key + " needs tile_m, tile_n and tile_k too");
   }
   return gemm;
 }
@@ -250,7 +250,7 @@ std::string number_text(double value) {
 Kernel parse_kernel(std::string_view text) {
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos)
-    throw Error("kernel " + detail::quoted(text) + " must be op:key=value,... (e.g. gemm:m=4096,n=4096,k=4096,dtype=bf16)");
+    throw InvalidInput("kernel " + detail::quoted(text) + " must be op:key=value,... (e.g. gemm:m=4096,n=4096,k=4096,dtype=bf16)");
   const std::string op(text.substr(0, colon));
   KeyValues values(op, text.substr(colon + 1));
   auto finish = [&values](Kernel kernel) {
@@ -269,7 +269,7 @@ Kernel parse_kernel(std::string_view text) {
   if (op == "collective") return finish(parse_collective(values, ""));
   for (CollectiveKind kind : kCollectiveKinds)
     if (op == to_string(kind)) return finish(parse_collective(values, op));
-  throw Error("unknown op " + detail::quoted(op, 40) + "; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
+  throw InvalidInput("unknown op " + detail::quoted(op, 40) + "; known: gemm, attention, rmsnorm, silu_mul, fused_moe, elementwise, collective");
 }
 
 std::string to_string(const Kernel& kernel) {

@@ -114,7 +114,7 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
   try {
     parsed = parse_cublas_kernel_name(kernel);
   } catch (const Error& error) {
-    throw Error(prefix + "kernels: " + error.what());
+    detail::rethrow_as(error, prefix + "kernels: " + error.what());
   }
   const int attr_tile_m = f.integer("tile_m"), attr_tile_n = f.integer("tile_n"), attr_tile_k = f.integer("tile_k");
   const int attr_cluster_m = f.integer("cluster_m"), attr_cluster_n = f.integer("cluster_n");
@@ -387,7 +387,7 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     try {
       document = detail::parse_json(line, "the record");
     } catch (const Error& error) {
-      throw Error(prefix + error.what());
+      detail::rethrow_as(error, prefix + error.what());
     }
     const Fields f(document, prefix);
     const std::string kind = f.text("op");
@@ -425,8 +425,8 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     }
     run.records.emplace_back(std::move(document), line_number);
   }
-  if (!seen_device) throw Error(run_prefix + "the raw measurements are empty: no device line");
-  if (run.op.empty()) throw Error(run_prefix + "the raw measurements hold no measured kernel");
+  if (!seen_device) throw InvalidInput(run_prefix + "the raw measurements are empty: no device line");
+  if (run.op.empty()) throw InvalidInput(run_prefix + "the raw measurements hold no measured kernel");
   return run;
 }
 
@@ -445,7 +445,7 @@ std::string measurements_csv_from_raw(std::string_view raw_jsonl) {
 }
 
 std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
-  if (runs.empty()) throw Error("no raw measurements to convert");
+  if (runs.empty()) throw InvalidInput("no raw measurements to convert");
   auto run_prefix = [&](std::size_t i) -> std::string {
     if (!runs[i].name.empty()) return runs[i].name + ": ";
     return runs.size() == 1 ? "" : "run " + std::to_string(i + 1) + ": ";
@@ -480,7 +480,7 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
     for (std::size_t r = 1; r < parsed.size(); ++r) {
       const auto found = unmatched[r].find(key);
       if (found == unmatched[r].end() || found->second.empty())
-        throw Error(run_prefix(r) + "holds no record like " + prefix + "the runs must measure the same configurations");
+        throw InvalidInput(run_prefix(r) + "holds no record like " + prefix + "the runs must measure the same configurations");
       const auto& [other, other_line] = parsed[r].records[found->second.back()];
       found->second.pop_back();
       const std::string other_prefix = run_prefix(r) + "line " + std::to_string(other_line) + ": ";
@@ -494,14 +494,14 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
     try {
       measurements_from_csv(header + row, "the row");
     } catch (const Error& error) {
-      throw Error(prefix + "makes a row that cannot be read: " + error.what());
+      detail::rethrow_as(error, prefix + "makes a row that cannot be read: " + error.what());
     }
     csv += row;
   }
   for (std::size_t r = 1; r < parsed.size(); ++r)
     for (const auto& [key, left] : unmatched[r])
       if (!left.empty())
-        throw Error(run_prefix(r) + "line " + std::to_string(parsed[r].records[left.back()].second) +
+        throw InvalidInput(run_prefix(r) + "line " + std::to_string(parsed[r].records[left.back()].second) +
                     ": no record like it in " + (runs[0].name.empty() ? std::string("run 1") : runs[0].name) +
                     ": the runs must measure the same configurations");
   return csv;

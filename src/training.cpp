@@ -225,7 +225,7 @@ Eigen::MatrixXf standardized(std::span<const TrainingRow> rows, std::span<const 
 }
 
 void check_rows(std::span<const TrainingRow> rows, const char* which) {
-  if (rows.empty()) throw Error(std::string("the ") + which + " set is empty");
+  if (rows.empty()) throw InvalidInput(std::string("the ") + which + " set is empty");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     detail::require_positive(std::string(which) + "[" + std::to_string(i) + "].bound_us", rows[i].bound_us);
     detail::require_positive(std::string(which) + "[" + std::to_string(i) + "].measured_us", rows[i].measured_us);
@@ -367,7 +367,7 @@ std::vector<std::pair<DType, double>> fit_configless_scale(
   // cuBLAS call's own choice) say nothing of how far cuBLAS's choice falls from the least prediction.
   std::vector<MeasuredKernel> timed_alone;
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(timed_alone), [](const MeasuredKernel& row) { return !row.back_to_back; });
-  const std::vector<MeasuredKernel> first_choices = first_choices_without_configs(timed_alone);
+  const std::vector<MeasuredKernel> first_choices = configless_first_choices(timed_alone);
   std::map<std::string, std::vector<const MeasuredKernel*>> by_gpu;
   std::size_t total = 0;
   for (const MeasuredKernel& row : first_choices)
@@ -523,7 +523,7 @@ void check_training_options(OpFamily family, const TrainingOptions& options, con
                        "must be 1 or the start model's " + std::to_string(init->network_count()) +
                            " when fine-tuning (each of its networks is tuned)");
   if (!init) {
-    if (options.hidden.empty()) throw Error("hidden layer sizes must list at least one layer");
+    if (options.hidden.empty()) throw InvalidInput("hidden layer sizes must list at least one layer");
     for (int width : options.hidden)
       if (width < 1 || width > Mlp::kMaxWidth)
         detail::fail_field("hidden layer size", width, "must be between 1 and " + std::to_string(Mlp::kMaxWidth));

@@ -25,7 +25,7 @@ using nlohmann::ordered_json;  // written in the published files' field order
 constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
 
 // SGLang's engine terms, fitted on the published H100 runs (data/e2e/published/fit_engine.py;
-// data/README.md, "End to end: the published serving runs"). The host's cost per eager launch
+// docs/experiments/e2e-published.md). The host's cost per eager launch
 // is not fitted (every published prompt iteration keeps the GPU busier than the host): PyTorch's
 // eager dispatch of a small op, about 6 us, an estimate.
 constexpr double kSglangIterationUs = 502;
@@ -170,7 +170,7 @@ WorkloadCollective read_collective(const json& object, const std::string& at, in
     detail::fail_field(at + "type", detail::quoted(c.text("type")),
                        "must be \"" + std::string(transfer_type(kind)) + "\" for " + collective.name);
   if (c.has("volume_bytes") == c.has("bytes"))
-    throw Error(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
+    throw InvalidInput(at + "volume_bytes " + (c.has("bytes") ? "and bytes are both given" : "is missing"));
   collective.bytes = c.number(c.has("volume_bytes") ? "volume_bytes" : "bytes");
   detail::require_positive(at + (c.has("volume_bytes") ? "volume_bytes" : "bytes"), collective.bytes);
   const int default_ranks = kind == CollectiveKind::send_recv ? 2 : tp_size;
@@ -586,7 +586,7 @@ std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_
                                               row.integer("num_decode_tokens", 0, kMaxRequestTokens),
                                               row.integer("output_tokens", 0, kMaxRequestTokens + 1)});  // decode steps + the prefill's token
                            });
-  if (trace.empty()) throw Error(where + ": no request");
+  if (trace.empty()) throw InvalidInput(where + ": no request");
   return trace;
 }
 
@@ -755,12 +755,12 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
   policy.validate();
   deployment.validate();
   check_parallel_split(params, deployment);
-  if (trace.empty()) throw Error("the trace has no request");
+  if (trace.empty()) throw InvalidInput("the trace has no request");
   BatchScheduler scheduler(trace_requests(trace, policy), policy);
   Workload w{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
   while (!scheduler.done()) {
     const Batch batch = scheduler.next();
-    if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
+    if (batch.q.empty()) throw InvalidInput("the scheduler made no progress (a bug): please report the trace");
     const auto index = static_cast<std::int64_t>(w.iterations.size());
     if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
     w.iterations.push_back(iteration_of(batch, index, params, deployment));

@@ -197,7 +197,7 @@ TEST_CASE("ranking accuracy: per shape order, the first choice, and its slowdown
                     Catch::Contains("score[1]"));
 }
 
-TEST_CASE("first_choices_without_configs: cuBLAS's first choice per GPU and shape, without its config") {
+TEST_CASE("configless_first_choices: cuBLAS's first choice per GPU and shape, without its config") {
   Gemm gemm{.m = 64, .n = 4096, .k = 4096};
   gemm.config = GemmConfig{.tile_m = 64, .tile_n = 128, .tile_k = 64};
   Gemm other = gemm;
@@ -210,7 +210,7 @@ TEST_CASE("first_choices_without_configs: cuBLAS's first choice per GPU and shap
       {"H100-SXM", other, 11.0, shape, true, 0},      // the same GPU and shape again: left out
       {"H200-SXM", other, 8.0, shape, true, 0},       // another GPU: its own
       {"H100-SXM", norm, 3.0, "rmsnorm", true, 0}};   // another family: kept as it is
-  const std::vector<MeasuredKernel> first = first_choices_without_configs(rows);
+  const std::vector<MeasuredKernel> first = configless_first_choices(rows);
   REQUIRE(first.size() == 3);
   CHECK(first[0].gpu == "H100-SXM");
   CHECK(first[0].duration_us == 10.0);
@@ -274,7 +274,7 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
   CHECK(isolated_duration_us(bare[0], h800) == 20.5);
   CHECK(as_timed_us(bare[0], 17.0, h800) == 17.0);
   // Asked without its config, such a row would be held against a config that never ran: refused.
-  CHECK_THAT(error_of([&] { (void)first_choices_without_configs(rows); }),
+  CHECK_THAT(error_of([&] { (void)configless_first_choices(rows); }),
              Contains("H20 gemm:fp8_e4m3,108,8192,1024 was timed back to back with the tile that ran"));
   CHECK_THAT(error_of([] { measurements_from_csv("M,N,K,avg_duration,hardware\n8,8,8,-1,NVIDIA H20\n", "p.csv"); }),
              Contains("p.csv:2: avg_duration"));

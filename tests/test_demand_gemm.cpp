@@ -1,4 +1,4 @@
-// The GEMM demand model (include/pipeweave/ops/gemm.hpp, METHOD.md section 1) against
+// The GEMM demand model (include/pipeweave/ops/gemm.hpp, docs/method.md section 1) against
 // figures worked out by hand on the synthetic GPU of demand_test_gpu.hpp:
 // 4 SMs (unless stated), 1000 MHz, tensor bf16 1024 flops/clk/SM, fp8 2048, tf32 512,
 // int8 2048, 128 FP32 lanes, 16 XU, 128 smem B/clk/SM, DRAM 1024 B/clk (256 per SM),

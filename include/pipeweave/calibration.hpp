@@ -130,13 +130,13 @@ struct LinkFit {
 // all-reduces measured in CUDA graphs: the bandwidth and per-step latency minimising the mean
 // relative error, found by a search over both in log space. Eager rows are left out (their
 // time includes the host's launch, which a CUDA-graph serving engine does not pay), and so are
-// stream rows (a difference of two timings, and below the graph rows: see data/README.md).
+// stream rows (a difference of two timings, and below the graph rows: see docs/experiments/tensor-parallelism.md).
 // Throws pipeweave::Error when no row was measured in a CUDA graph.
 LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSpec& gpu);
 
 // The sustained-load figures measured: the same GEMMs timed one at a time after an idle flush
 // (as the training data is) and run back to back until the board sits at its power limit
-// (pipeweave-collect --reps 2000 --warmup 200 --l2 warm; data/README.md, "Sustained load").
+// (pipeweave-collect --reps 2000 --warmup 200 --l2 warm; docs/experiments/sustained-load.md).
 // Over the shapes in both (cuBLAS's first choice of each), the slowdown is the summed back-to-back
 // time over the summed isolated time, and the utilisation it applies from is the GEMMs' tensor
 // work at `gpu`'s rate over their isolated time. Sets gpu.sustained_clock_mhz (max_clock_mhz over

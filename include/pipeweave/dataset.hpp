@@ -1,6 +1,6 @@
 #pragma once
 // Measured kernels as the library sees them: rows of the measurement CSVs (format in
-// data/README.md) read back into Kernels with the configuration that ran, and the accuracy
+// docs/formats.md) read back into Kernels with the configuration that ran, and the accuracy
 // figures an evaluation reports. Training and `pipeweave eval` both start here.
 
 #include <array>
@@ -45,7 +45,7 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
 // dropped. Rows that are not is_default are left out; other families' rows keep their kernel.
 // A row timed back to back (the published fp8 split) is refused: its time alone depends on the
 // tile that ran, which a config chosen for the bare shape would misstate.
-std::vector<MeasuredKernel> first_choices_without_configs(std::span<const MeasuredKernel> rows);
+std::vector<MeasuredKernel> configless_first_choices(std::span<const MeasuredKernel> rows);
 
 // One CSV line split into cells; quoted cells may hold commas and doubled quotes.
 std::vector<std::string> split_csv_line(std::string_view line);

@@ -1,7 +1,7 @@
 #pragma once
-// The one exception type pipeweave throws, and the helpers that build its messages.
-// Every message names the offending field and the value it held, so a user can fix
-// the input without reading the source.
+// The exceptions pipeweave throws, and the helpers that build their messages. Every message
+// about input names the offending field and the value it held, so a user can fix the input
+// without reading the source.
 
 #include <cmath>
 #include <sstream>
@@ -11,12 +11,28 @@
 
 namespace pipeweave {
 
-class Error : public std::invalid_argument {
+// Everything pipeweave throws: a file that cannot be read or written, a tool that failed, a
+// training run that diverged, and (as InvalidInput) input that is wrong.
+class Error : public std::runtime_error {
  public:
-  using std::invalid_argument::invalid_argument;
+  using std::runtime_error::runtime_error;
+};
+
+// Input that is wrong: a malformed file, a value out of range, an unknown name, options that do
+// not go together. Retrying cannot help; changing the input does.
+class InvalidInput : public Error {
+ public:
+  using Error::Error;
 };
 
 namespace detail {
+
+// Throws `message` as the same kind of error as `error` (input at fault or not): for a caller
+// that adds where the error arose (a file name, a line) to a message from below.
+[[noreturn]] inline void rethrow_as(const Error& error, const std::string& message) {
+  if (dynamic_cast<const InvalidInput*>(&error)) throw InvalidInput(message);
+  throw Error(message);
+}
 
 // Text from the input as a message shows it: at most `most` bytes of it (then how long it was),
 // each control character and byte that is not part of valid UTF-8 escaped (\x0a), so that one bad
@@ -74,7 +90,7 @@ template <typename Value>
 [[noreturn]] void fail_field(std::string_view field, const Value& value, std::string_view requirement) {
   std::ostringstream shown;
   shown << value;
-  throw Error(printable(field, 300) + " " + std::string(requirement) + ", got " + printable(shown.str(), 600));
+  throw InvalidInput(printable(field, 300) + " " + std::string(requirement) + ", got " + printable(shown.str(), 600));
 }
 
 // Positive and finite: the rule for every dimension, rate and bandwidth.

@@ -11,7 +11,7 @@
 // `pipeweave calibrate` measures them (data/gpus/*.calibrated.json); a catalog GPU that has
 // been calibrated is that spec, and every other catalog GPU carries estimates made from its
 // data sheet, its power limit and what calibration measured on the calibrated boards (each
-// entry's `source` says how; data/README.md, "GPU specs").
+// entry's `source` says how; docs/experiments/gpu-specs.md).
 
 #include <algorithm>
 #include <span>

@@ -1,6 +1,6 @@
 #pragma once
 // Measured kernels: from the raw records of `pipeweave-collect` (cuda_kernels/) to the
-// measurement CSV files that training and evaluation read (format in data/README.md).
+// measurement CSV files that training and evaluation read (format in docs/formats.md).
 //
 // Plain C++, so that the conversion is tested without a GPU and can be re-run on saved raw
 // files anywhere.

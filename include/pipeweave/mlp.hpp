@@ -1,5 +1,5 @@
 #pragma once
-// The learned stage (METHOD.md section 2): a small dense network, inference only, on
+// The learned stage (docs/method.md, section 2): a small dense network, inference only, on
 // Eigen. Inputs are the demand features, standardised with the training set's mean and
 // scale; hidden layers are dense + ReLU with batch-norm already folded into their
 // weights; one sigmoid output, the efficiency in (0, 1). A model may be an ensemble: several
@@ -57,8 +57,8 @@ struct MlpDescription {
   // The features carry no data type, and an fp8 GEMM reads much as a bf16 GEMM of half the
   // tensor and operand cycles would, while it reaches a smaller share of its peak: one network
   // for both was biased by type on its own training rows (bf16 +1.7%, fp8 -2.4%, median) and one
-  // per type came out about a point closer on model families it never saw (data/README.md,
-  // "GEMMs as served"). A Predictor answers a GEMM of a listed type with the model that lists it
+  // per type came out about a point closer on model families it never saw (docs/experiments/
+  // served-gemms.md). A Predictor answers a GEMM of a listed type with the model that lists it
   // before one that lists none.
   std::vector<DType> dtypes;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
@@ -73,7 +73,7 @@ struct MlpDescription {
   // The compute/memory balance of the training GPUs: dense bf16 tensor flops per DRAM byte
   // (GpuSpec, at its clock), the least and the most (0, 0: not recorded). A GPU more than twice
   // beyond them is a balance the network never saw: it transfers from the H100 alone to the H200,
-  // 1.5x apart (data/README.md, "Trained models"), and not from the H800 to the H20, 7x apart.
+  // 1.5x apart (docs/experiments/trained-models.md), and not from the H800 to the H20, 7x apart.
   double balance_min = 0, balance_max = 0;
   // Where the network is not trusted, the efficiency the training rows measured for a kernel's
   // bottleneck pipe and size: per pipe (index: Pipe; the last, kPipeCount, every pipe together),
@@ -297,7 +297,7 @@ class Mlp {
     const auto features = static_cast<Eigen::Index>(kFeatureCount);
     if (d.input_mean.size() != features) detail::fail_field("mlp.input_mean", d.input_mean.size(), "must have one entry per feature");
     if (d.input_scale.size() != features) detail::fail_field("mlp.input_scale", d.input_scale.size(), "must have one entry per feature");
-    if (!d.input_mean.allFinite()) throw Error("mlp.input_mean holds a value that is not finite");
+    if (!d.input_mean.allFinite()) throw InvalidInput("mlp.input_mean holds a value that is not finite");
     for (Eigen::Index i = 0; i < features; ++i)
       if (!(d.input_scale(i) > 0) || !std::isfinite(d.input_scale(i)))
         detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i), "must be positive and finite");
@@ -346,7 +346,7 @@ class Mlp {
 
   // A network's layer chain: from the features to one output, each layer fitting the last.
   static void check_layers(const std::vector<MlpLayer>& layers, const std::string& name) {
-    if (layers.empty()) throw Error(name + " must hold at least the output layer");
+    if (layers.empty()) throw InvalidInput(name + " must hold at least the output layer");
     Eigen::Index inputs = static_cast<Eigen::Index>(kFeatureCount);
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const MlpLayer& layer = layers[i];
@@ -359,7 +359,7 @@ class Mlp {
                            "must equal the weights' rows " + std::to_string(layer.weights.rows()));
       if (layer.weights.rows() < 1 || layer.weights.rows() > kMaxWidth)
         detail::fail_field(field + " width", layer.weights.rows(), "must be between 1 and " + std::to_string(kMaxWidth));
-      if (!layer.weights.allFinite() || !layer.bias.allFinite()) throw Error(field + " holds a value that is not finite");
+      if (!layer.weights.allFinite() || !layer.bias.allFinite()) throw InvalidInput(field + " holds a value that is not finite");
       inputs = layer.weights.rows();
     }
     if (inputs != 1) detail::fail_field(name == "mlp.layers" ? "mlp output layer width" : name + " output layer width", inputs,

@@ -1,5 +1,5 @@
 #pragma once
-// The vocabulary of the analytical stage (METHOD.md section 1): the pipelines a kernel
+// The vocabulary of the analytical stage (docs/method.md, section 1): the pipelines a kernel
 // loads, the demand on each (as cycles if that pipe were the only limit, whole GPU and
 // busiest SM), and the feature vector the learned stage reads.
 
@@ -290,7 +290,7 @@ inline double tensor_rate(const GpuSpec& gpu, DType dtype) {
     case DType::fp32: return 0;  // plain fp32 runs on the FMA pipe, not the tensor cores
   }
   if (!(rate > 0))
-    throw Error("GPU " + gpu.name + " has no " + std::string(to_string(dtype)) +
+    throw InvalidInput("GPU " + gpu.name + " has no " + std::string(to_string(dtype)) +
                 " tensor path (tensor_flops_per_clk_per_sm." + std::string(field) + " = 0)");
   return rate;
 }
@@ -347,7 +347,7 @@ inline double resident_ctas(const GpuSpec& gpu, double threads_per_cta, double s
     message << what << " does not fit on one SM of " << gpu.name << ": " << threads_per_cta << " threads, "
             << smem_bytes_per_cta << " bytes of shared memory (SM offers " << gpu.max_threads_per_sm << " threads, "
             << gpu.smem_bytes_per_sm << " bytes)";
-    throw Error(message.str());
+    throw InvalidInput(message.str());
   }
   return resident;
 }

@@ -97,7 +97,7 @@ class Predictor {
   // if any. It is used only beside a GEMM model, which picks the config whose demand it reads.
   const Mlp* configless_gemm_model(DType dtype) const { return configless_gemm_[dtype_index(dtype)].get(); }
 
-  // Throws pipeweave::Error for an invalid GpuSpec, or a kernel this GPU cannot run
+  // Throws pipeweave::InvalidInput for an invalid GpuSpec, or a kernel this GPU cannot run
   // (a data type it has no tensor path for, a tile too large for its shared memory).
   Prediction predict(const Kernel& kernel, const GpuSpec& gpu) const {
     gpu.validate();
@@ -174,7 +174,7 @@ class Predictor {
   // best predicted of gemm_candidates(), remembered per GPU and shape (predict() answers with
   // the config-less GEMM model on it, or its prediction times the model's configless_scale). With no GEMM model
   // there is nothing to rank by (the bound favours configs that real kernels run slowly):
-  // the analytical default_config. Throws pipeweave::Error when the GPU cannot run the GEMM.
+  // the analytical default_config. Throws pipeweave::InvalidInput when the GPU cannot run the GEMM.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
     const Mlp* mlp = model(OpFamily::gemm);
     // Nothing to rank by without a network, nor with one that never saw this architecture (its
@@ -191,7 +191,7 @@ class Predictor {
     // bottleneck and size, not its config, so it cannot tell a shape's configs apart, while the
     // network's order carries (the comment above). Scoring such candidates by the table instead
     // made a configless model of the published fp8 split (its rows read as shapes, as they were
-    // then) 3.78% off where this gave 2.84% (data/README.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
+    // then) 3.78% off where this gave 2.84% (docs/experiments/transfer.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
     // first a config other than this one where the candidates lie off the network's ground.
     // The network's efficiency is at most 1, so a candidate's latency is at least its bound: in
     // order of bound, the candidates whose bound is past the best latency found cannot win and
@@ -312,7 +312,7 @@ class Predictor {
     // A broken model file (weights or input scaling that give a NaN, or an efficiency that
     // underflows to 0) is an error, never a silent answer at the bound or an infinite latency.
     if (mlp && !(efficiency > 0 && std::isfinite(efficiency / scale)))
-      throw Error("the " + std::string(to_string(mlp->family())) + " model answered an efficiency of " +
+      throw InvalidInput("the " + std::string(to_string(mlp->family())) + " model answered an efficiency of " +
                   std::to_string(efficiency) +
                   " for a kernel: its weights or input scaling are broken (retrain or replace it), or the kernel's inputs are not finite");
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor

@@ -1,5 +1,5 @@
 #pragma once
-// Training the efficiency network (METHOD.md section 2) on measured kernels, in C++ on Eigen:
+// Training the efficiency network (docs/method.md, section 2) on measured kernels, in C++ on Eigen:
 // dense layers with ReLU and batch-norm, a sigmoid efficiency, latency = bound / efficiency,
 // mean absolute percentage error of the latency as the loss, AdamW, early stopping on a
 // validation set, batch-norm folded into the dense layers on export. Deterministic: the same

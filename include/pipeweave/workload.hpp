@@ -1,6 +1,6 @@
 #pragma once
 // End to end: an LLM serving run as a list of iterations, each a batch of requests and the
-// kernels it launches, and its predicted time (METHOD.md section 4).
+// kernels it launches, and its predicted time (docs/method.md, section 4).
 //
 // A Workload is read from and written to the JSON layout of the published method's
 // artifacts; it can also be generated from a Hugging Face config.json, a request trace and
@@ -150,7 +150,7 @@ struct Workload {
 };
 
 // The JSON layout of the published method's workloads, read and written field for field (see
-// data/README.md, "Workload format"); the project's additions (dtype, attention impl,
+// docs/formats.md, "Workload"); the project's additions (dtype, attention impl,
 // communication ranks) are optional. Reading checks every field and names the one that is
 // wrong ("iterations[3].operators.gemm[1].M must be a positive integer, got -4").
 //
@@ -255,7 +255,7 @@ struct IterationOverhead {
 // other kernels keep theirs. With at_tensor_utilization = 0 the full slowdown applies at any
 // load. 1 (the default of this struct): none. The GPU's own figures (GpuSpec::sustained_*:
 // measured on the H100, 1.156 at 0.890, and the H200, 1.199 at 0.945; estimated from the power
-// limit elsewhere) apply unless a prediction is given others (data/README.md, "Sustained load").
+// limit elsewhere) apply unless a prediction is given others (docs/experiments/sustained-load.md).
 struct SustainedLoad {
   double tensor_bound_slowdown = 1;
   double at_tensor_utilization = 0;  // the utilisation the slowdown was measured at, in [0, 1]
@@ -272,7 +272,7 @@ struct SustainedLoad {
 };
 
 // What a serving engine adds to each iteration around the kernels a workload lists. Every
-// figure names its source (data/README.md, "End to end: the published serving runs"):
+// figure names its source (docs/experiments/e2e-published.md):
 //  - host time per iteration that the GPU waits for: building the batch's inputs, launching,
 //    sampling the next tokens, synchronising (iteration_us);
 //  - the gap between consecutive kernels on the GPU (kernel_gap_us), and, for iterations not

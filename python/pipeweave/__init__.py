@@ -7,8 +7,9 @@ NVIDIA GPU without running it.
     p = predictor.predict(pw.Gemm(m=4096, n=4096, k=4096, dtype="bf16"), gpu)
     print(p.latency_us, p.bottleneck, p.to_dict())
 
-Bad input raises pipeweave.Error (a ValueError) with the library's message, naming the field
-and the value.
+Bad input raises pipeweave.InvalidInput (a ValueError) with the library's message, naming the
+field and the value; every error the library raises is a pipeweave.Error (a file that cannot be
+read, a training run that diverged: a RuntimeError).
 """
 
 from ._core import (
@@ -22,6 +23,7 @@ from ._core import (
     Gemm,
     GemmConfig,
     GpuSpec,
+    InvalidInput,
     Kernel,
     Prediction,
     Predictor,
@@ -47,6 +49,7 @@ __all__ = [
     "Collective",
     "Elementwise",
     "Error",
+    "InvalidInput",
     "FusedMoe",
     "FusedMoeConfig",
     "Gemm",

@@ -7,6 +7,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return pipeweave_fuzz::run(data, size, [](std::string_view text) {
     const std::vector<pipeweave::MeasuredKernel> rows = pipeweave::measurements_from_csv(text);
-    (void)pipeweave::first_choices_without_configs(rows);
+    (void)pipeweave::configless_first_choices(rows);
   });
 }

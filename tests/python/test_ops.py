@@ -56,12 +56,14 @@ def test_fields_and_to_dict():
     (lambda: pw.parse_kernel("gemm:m=1,n=2"), "k"),
 ])
 def test_bad_input_raises_an_error_naming_the_field(make, field):
-    with pytest.raises(pw.Error, match=field.replace(".", r"\.")):
+    with pytest.raises(pw.InvalidInput, match=field.replace(".", r"\.")):
         make()
 
 
-def test_errors_are_value_errors_and_types_are_checked():
-    assert issubclass(pw.Error, ValueError)
+def test_bad_input_is_a_value_error_and_types_are_checked():
+    assert issubclass(pw.InvalidInput, pw.Error)
+    assert issubclass(pw.InvalidInput, ValueError)
+    assert issubclass(pw.Error, RuntimeError)
     with pytest.raises(TypeError):
         pw.Gemm(m="big", n=2, k=3)
     with pytest.raises(TypeError):

@@ -145,11 +145,13 @@ constexpr double gemm_output_bytes(DType dtype) {
   }
 }
 
-constexpr bool has_clusters(const GpuSpec& gpu) { return gpu.compute_capability_major >= 9; }
+// Hopper (sm_90) or later: thread-block clusters, TMA and warp-specialised warpgroup MMA kernels,
+// which the GEMM configs, thread counts and operand sharing below follow.
+constexpr bool hopper_or_later(const GpuSpec& gpu) { return gpu.compute_capability_major >= 9; }
 
 // Threads of one CTA: Hopper and later run warp-specialised kernels (one producer and
 // two consumer warpgroups), earlier GPUs eight-warp multistage kernels.
-inline double gemm_threads(const GpuSpec& gpu) { return has_clusters(gpu) ? 384 : 256; }
+inline double gemm_threads(const GpuSpec& gpu) { return hopper_or_later(gpu) ? 384 : 256; }
 
 inline double gemm_stage_bytes(const GemmConfig& config, DType dtype) {
   return (config.tile_m + config.tile_n) * static_cast<double>(config.tile_k) * dtype_bytes(dtype);
@@ -163,7 +165,7 @@ inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const Gpu
 
 }  // namespace detail
 
-// The library's own choice when a GEMM comes without its config (documented in README):
+// The library's own choice when a GEMM comes without its config (docs/method.md, "Op families"):
 //  - tile_k: 128 bytes of K per step (64 for 16-bit types, 128 for fp8, 32 for tf32/fp32);
 //  - tile_m 64 when m <= 64 (decode-shaped), else 128; tile_n 128, or 256 when both m
 //    and n are >= 4096 on Hopper and later;
@@ -178,7 +180,7 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
   GemmConfig config;
   config.tile_k = static_cast<int>(128 / std::max(1.0, dtype_bytes(gemm.dtype)));
   config.tile_m = gemm.m <= 64 ? 64 : 128;
-  config.tile_n = (detail::has_clusters(gpu) && gemm.m >= 4096 && gemm.n >= 4096) ? 256 : 128;
+  config.tile_n = (detail::hopper_or_later(gpu) && gemm.m >= 4096 && gemm.n >= 4096) ? 256 : 128;
   const double tiles = detail::ceil_div(gemm.m, config.tile_m) * detail::ceil_div(gemm.n, config.tile_n);
   const double k_steps = detail::ceil_div(gemm.k, config.tile_k);
   if (tiles * 2 <= gpu.sm_count && k_steps >= 8) {
@@ -186,7 +188,7 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
     config.split_k = static_cast<int>(std::clamp(std::min(wanted, std::floor(k_steps / 4)), 1.0, 16.0));
   }
   config.stages = detail::gemm_stages_that_fit(config, gemm.dtype, gpu);
-  if (detail::has_clusters(gpu) && tiles >= gpu.sm_count) config.cluster_m = 2;
+  if (detail::hopper_or_later(gpu) && tiles >= gpu.sm_count) config.cluster_m = 2;
   return config;
 }
 
@@ -204,7 +206,7 @@ struct GemmTileMenu {
 
 inline GemmTileMenu gemm_tile_menu(const GpuSpec& gpu) {
   GemmTileMenu menu;
-  menu.hopper = has_clusters(gpu);
+  menu.hopper = hopper_or_later(gpu);
   menu.fine_tiles = menu.hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256} : std::vector<int>{16, 32, 64, 128, 256};
   menu.coarse_tiles = menu.hopper ? std::vector<int>{64, 128, 192, 256} : std::vector<int>{64, 128, 256};
   menu.k_steps_and_stages = menu.hopper ? std::vector<std::pair<int, int>>{{128, 8}}
@@ -329,7 +331,7 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   const double ctas = ceil_div(gemm.m, tm) * ceil_div(gemm.n, tn) * split;
   // Clusters and the warpgroup MMA's orientation and schedules are Hopper's: a config that asks
   // for them on an older GPU describes no kernel that GPU runs.
-  if (!detail::has_clusters(gpu)) {
+  if (!detail::hopper_or_later(gpu)) {
     auto hopper_only = [&gpu](const char* what) {
       return std::string(what) + " needs Hopper (sm_90) or later; " + gpu.name + " is sm_" +
              std::to_string(gpu.compute_capability_major) + std::to_string(gpu.compute_capability_minor);
@@ -354,8 +356,8 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   at(per_cta, Pipe::fma) += tile_outputs * (split > 1 ? 3 : 2);  // alpha/beta epilogue, plus the split-K add
   // Within a cluster, TMA multicast loads each A tile once for the cluster_n CTAs that
   // share it and each B tile once for the cluster_m CTAs, so L2 sends each CTA its share.
-  const double a_share = detail::has_clusters(gpu) ? 1.0 / config.cluster_n : 1.0;
-  const double b_share = detail::has_clusters(gpu) ? 1.0 / config.cluster_m : 1.0;
+  const double a_share = detail::hopper_or_later(gpu) ? 1.0 / config.cluster_n : 1.0;
+  const double b_share = detail::hopper_or_later(gpu) ? 1.0 / config.cluster_m : 1.0;
   const double operand_bytes = (tm + tn) * k_slice * in_bytes;
   const double l2_operand_bytes = (tm * a_share + tn * b_share) * k_slice * in_bytes;
   const double written_bytes = tile_outputs * (split > 1 ? 4 : out_bytes);
@@ -375,7 +377,7 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   result.serial_steps = k_slice / tk;
   result.pipeline_stages = config.stages;
   result.cluster_ctas = cluster;
-  if (detail::has_clusters(gpu) && !fp32_fma) {  // Hopper's warpgroup MMAs (GemmConfig's schedule)
+  if (detail::hopper_or_later(gpu) && !fp32_fma) {  // Hopper's warpgroup MMAs (GemmConfig's schedule)
     const bool ping_pong = config.schedule == GemmSchedule::ping_pong;
     result.warpgroup_mma_m = config.mma_m_side() / (config.schedule == GemmSchedule::cooperative ? 2.0 : 1.0);
     result.warpgroup_mma_n = config.mma_n_side() / (config.schedule == GemmSchedule::cooperative_split_n ? 2.0 : 1.0);

@@ -1,0 +1,56 @@
+// What kind of error each failure is: InvalidInput where the input is at fault (retrying cannot
+// help), a plain Error where it is not (a file that cannot be read); both are pipeweave::Error,
+// a std::runtime_error.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <type_traits>
+
+#include "pipeweave/pipeweave.hpp"
+
+namespace {
+
+namespace pw = pipeweave;
+
+bool is_invalid_input(const pw::Error& error) { return dynamic_cast<const pw::InvalidInput*>(&error) != nullptr; }
+
+template <typename Call>
+const char* kind_of(Call&& call) {
+  try {
+    call();
+  } catch (const pw::Error& error) {
+    return is_invalid_input(error) ? "InvalidInput" : "Error";
+  }
+  return "nothing";
+}
+
+}  // namespace
+
+TEST_CASE("errors: one hierarchy, runtime_error at its root", "[errors]") {
+  STATIC_REQUIRE(std::is_base_of_v<std::runtime_error, pw::Error>);
+  STATIC_REQUIRE(std::is_base_of_v<pw::Error, pw::InvalidInput>);
+}
+
+TEST_CASE("errors: bad input is InvalidInput, wherever it is found", "[errors]") {
+  CHECK(std::string(kind_of([] { pw::parse_kernel("gemm:m=-5,n=1,k=1"); })) == "InvalidInput");
+  CHECK(std::string(kind_of([] { pw::find_gpu("Voodoo5-6000"); })) == "InvalidInput");
+  CHECK(std::string(kind_of([] { pw::gpu_spec_from_json("{\"format\": 3}"); })) == "InvalidInput");
+  // A malformed file keeps its kind when the file's name is put before the message.
+  const std::filesystem::path bad = std::filesystem::temp_directory_path() / "pipeweave_test_errors_bad_spec.json";
+  std::ofstream(bad) << "{ not json";
+  CHECK(std::string(kind_of([&] { pw::load_gpu_spec(bad); })) == "InvalidInput");
+  std::filesystem::remove(bad);
+}
+
+TEST_CASE("errors: a file that cannot be read is an Error, not the input's fault", "[errors]") {
+  const std::filesystem::path missing = std::filesystem::temp_directory_path() / "pipeweave_test_errors_no_such_file.json";
+  std::filesystem::remove(missing);
+  CHECK(std::string(kind_of([&] { pw::load_gpu_spec(missing); })) == "Error");
+  CHECK(std::string(kind_of([&] { pw::load_mlp(missing); })) == "Error");
+  try {
+    pw::load_gpu_spec(missing);
+  } catch (const pw::Error& error) {
+    CHECK_THAT(error.what(), Catch::Contains("cannot open GPU spec file"));  // the message as before
+  }
+}
