@@ -1,6 +1,7 @@
-# Writes OUTPUT, a C++ file holding every JSON file that EMBED_GLOB matches (default: every model
-# in MODELS_DIR) as a string literal, returned by pipeweave::detail::EMBED_FUNCTION() (default
-# embedded_models), so that a default-constructed Predictor, or the GPU catalog, needs no files.
+# Writes OUTPUT, a C++ file holding every file that EMBED_GLOB matches (default: every model in
+# MODELS_DIR) as a string literal, returned by pipeweave::detail::EMBED_FUNCTION() (default
+# embedded_models), so that a default-constructed Predictor, the GPU catalog, or the CLI's help
+# (docs/cli.md) needs no files.
 if(NOT EMBED_GLOB)
   set(EMBED_GLOB "${MODELS_DIR}/*.json")
 endif()

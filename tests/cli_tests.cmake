@@ -38,7 +38,7 @@ pipeweave_cli_failure(rank_needs_gpu "rank needs --gpu" rank ${gemm_text})
 pipeweave_cli_failure(rank_needs_kernels "rank needs a GEMM" rank --gpu H100-SXM)
 pipeweave_cli_failure(rank_one_configured "one GEMM or fused_moe without a config .* or two or more KERNELs, got gemm:m=64"
                       rank --gpu H100-SXM gemm:m=64,n=64,k=64,tile_m=64,tile_n=64,tile_k=64)
-pipeweave_cli_failure(rank_bad_top "--top must be a count of 0 or more, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
+pipeweave_cli_failure(rank_bad_top "--top must be a whole number >= 0, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
 pipeweave_cli_failure(rank_fp8_on_a100 "fp8" rank --gpu A100-SXM4-80GB gemm:m=64,n=4096,k=4096,dtype=fp8)
 
 # ---- Listing GPUs --------------------------------------------------------------------------
@@ -150,7 +150,7 @@ pipeweave_cli_failure(calibrate_unknown_benchmark "cli_unknown_benchmark\\.json:
                       calibrate --from-log "${CMAKE_CURRENT_BINARY_DIR}/cli_unknown_benchmark.json")
 pipeweave_cli_failure(calibrate_from_log_with_quick "--from-log re-reads saved logs"
                       calibrate --from-log "${synthetic_log}" --quick)
-pipeweave_cli_failure(calibrate_bad_runs "--runs must be a whole number from 1 to 100, got 0" calibrate --runs 0)
+pipeweave_cli_failure(calibrate_bad_runs "--runs must be a whole number from 1 to 100, got \"0\"" calibrate --runs 0)
 pipeweave_cli_failure(calibrate_unknown_option "unknown option --fast for calibrate" calibrate --fast)
 # Logs of pipeweave-microbench --sms (tests/data/microbench_synthetic_sm64.json: 64 of an H100's
 # 132 SMs) make the spec of a 64-SM GPU named for its count; --sms reaches the microbenchmarks.
@@ -160,7 +160,7 @@ pipeweave_cli_test(calibrate_sm_limited_log
   calibrate --from-log "${synthetic_sm64_log}")
 pipeweave_cli_failure(calibrate_from_log_with_sms "--from-log re-reads saved logs: it does not combine with --quick, --runs, --sms"
                       calibrate --from-log "${synthetic_sm64_log}" --sms 64)
-pipeweave_cli_failure(calibrate_bad_sms "--sms must be a positive whole number of SMs, got 0" calibrate --sms 0)
+pipeweave_cli_failure(calibrate_bad_sms "--sms must be a whole number from 1 to 4096, got \"0\"" calibrate --sms 0)
 # A stand-in for pipeweave-microbench that writes the --sms log only when given --sms 60.
 set(fake_microbench "${CMAKE_CURRENT_BINARY_DIR}/fake_sms/pipeweave-microbench")  # named so: its error line is relayed
 file(WRITE "${fake_microbench}" "#!/bin/sh\nout= sms=\nwhile [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --sms) sms=$2; shift;; esac; shift; done\n"
@@ -209,12 +209,12 @@ pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_d
 # Other head sizes: every row of the list has it (Gemma's 256 here), none has 128.
 pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,256,1\n)+$"
                    shapes --op attention --count 5 --head-dim 256)
-pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got 96" shapes --op attention --head-dim 96)
+pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got \"96\"" shapes --op attention --head-dim 96)
 pipeweave_cli_failure(shapes_no_dtypes "--dtypes must name at least one data type, got \",\"" shapes --op gemm --dtypes ,)
 pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got 128"
                       shapes --op gemm --head-dim 128)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)
-pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got -3" shapes --op gemm --count -3)
+pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got \"-3\"" shapes --op gemm --count -3)
 
 set(raw_gemm "${cli_data}/collect_raw_gemm.jsonl")
 set(collected_csv "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm.csv")
@@ -246,7 +246,7 @@ pipeweave_cli_test(collect_from_raw_sm_limited "^wrote 3 rows to [^\n]*collected
                    collect --from-raw "${raw_gemm_sm64}" --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_sm64.csv")
 pipeweave_cli_failure(collect_from_raw_with_sms "--from-raw converts saved records: it takes only --out"
                       collect --from-raw "${raw_gemm_sm64}" --sms 64 --out "${collected_csv}")
-pipeweave_cli_failure(collect_bad_sms "--sms must be a positive whole number of SMs, got 8x"
+pipeweave_cli_failure(collect_bad_sms "--sms must be a whole number from 1 to 4096, got \"8x\""
                       collect --op gemm --shapes "${raw_gemm}" --sms 8x --out "${collected_csv}")
 set(fake_collect "${CMAKE_CURRENT_BINARY_DIR}/fake_sms/pipeweave-collect")
 file(WRITE "${fake_collect}" "#!/bin/sh\nout= sms=\nwhile [ $# -gt 0 ]; do case $1 in --out) out=$2; shift;; --sms) sms=$2; shift;; esac; shift; done\n"
@@ -440,14 +440,14 @@ add_test(NAME cli.predict_with_model_is_used
                  -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
 set_tests_properties(cli.predict_with_model cli.rank_with_model cli.predict_with_model_is_used PROPERTIES FIXTURES_REQUIRED tiny_ensemble)
 set_tests_properties(cli.predict_with_model_is_used PROPERTIES LABELS cli)
-pipeweave_cli_failure(train_bad_networks "--networks must be a whole number from 1 to 64, got 0"
+pipeweave_cli_failure(train_bad_networks "--networks must be a whole number from 1 to 64, got \"0\""
                       train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json" --networks 0)
 pipeweave_cli_failure(predict_model_missing "no_such_model\.json" predict --gpu H100-SXM --model "${CMAKE_CURRENT_BINARY_DIR}/no_such_model.json" ${gemm_text})
 pipeweave_cli_failure(train_needs_op "--op must be an op family" train --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu_mul rows, not gemm"
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_bad_hidden "--hidden must be layer widths" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,,8)
-pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0, got -1" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --rank-weight -1)
+pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0, got \"-1\"" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --rank-weight -1)
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got B200"
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
@@ -484,7 +484,7 @@ add_test(NAME cli.e2e_kernel_model
                  "-DSECOND=${e2e_h200};--kernel-model;${PROJECT_SOURCE_DIR}/data/models/holdout/gemm_without_h200.json"
                  -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
 set_tests_properties(cli.e2e_kernel_model PROPERTIES LABELS cli)
-pipeweave_cli_failure(e2e_tp_too_large "--tp must be at most 65536, got \"70000\""
+pipeweave_cli_failure(e2e_tp_too_large "--tp must be a whole number from 1 to 65536, got \"70000\""
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 70000)
 # The same trace without chunked prefill: 9 iterations (see test_workload.cpp).
 pipeweave_cli_test(e2e_no_chunking "^Llama-3\\.1-8B on 1 x H100-SXM: 9 iterations, 2 with prompt tokens, 7 decode-only\n"
@@ -499,7 +499,7 @@ pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv, [^\n]*requests\\.cs
 pipeweave_cli_failure(e2e_needs_gpu "e2e needs --gpu" e2e --workload "${cli_data}/workload_llama_tp2.json")
 pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
 pipeweave_cli_failure(e2e_model_needs_trace "--model and --trace go together" e2e --gpu H100-SXM --model "${llama_config}")
-pipeweave_cli_failure(e2e_bad_tp "--tp must be an integer >= 1, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)
+pipeweave_cli_failure(e2e_bad_tp "--tp must be a whole number from 1 to 65536, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)
 pipeweave_cli_failure(e2e_tp_must_divide "tp must be 3: must divide num_attention_heads|tp.*must divide num_attention_heads \\(32\\)"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 3)
 pipeweave_cli_failure(e2e_bad_overhead "--overhead-us must be a number of microseconds from 0 to 1e\\+06, got \"-5\""

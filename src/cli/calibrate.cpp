@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
+#include "flags.hpp"
 #include "tools.hpp"
 
 namespace pipeweave::cli {
@@ -39,60 +40,38 @@ struct CalibrateArguments {
   double link_bandwidth = 0;  // --link-bandwidth GB/s: an all-reduce bus bandwidth measured elsewhere
 };
 
-CalibrateArguments parse(int argc, char** argv, int first) {
+FlagParser calibrate_flags(CalibrateArguments& arguments) {
+  FlagParser flags("calibrate");
+  flags.flag("--quick", arguments.quick)
+      .whole("--runs", arguments.runs, 1, 100)
+      .whole("--sms", arguments.sms, 1, kMostSms)
+      .text("--log-dir", arguments.log_dir)
+      .texts("--from-log", arguments.from_logs)
+      .text("--link", arguments.link)
+      .number("--link-bandwidth", arguments.link_bandwidth, [](double gb_s) { return gb_s > 0; },
+              "must be a positive number of GB/s")
+      .custom("--sustained",
+              [&arguments](const std::string& text) {
+                const std::size_t comma = text.find(',');
+                if (comma == std::string::npos || comma == 0 || comma + 1 == text.size())
+                  FlagParser::fail("--sustained", text,
+                                   "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
+                arguments.sustained_isolated = text.substr(0, comma);
+                arguments.sustained_busy = text.substr(comma + 1);
+              })
+      .text("--out", arguments.out)
+      .flag("--json", arguments.json)
+      .text("--report", arguments.report_dir);
+  return flags;
+}
+
+CalibrateArguments parse(int argc, const char* const* argv, int first) {
   CalibrateArguments arguments;
-  for (int i = first; i < argc; ++i) {
-    const std::string argument = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw Error(argument + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (argument == "--quick") arguments.quick = true;
-    else if (argument == "--json") arguments.json = true;
-    else if (argument == "--out") arguments.out = value();
-    else if (argument == "--log-dir") arguments.log_dir = value();
-    else if (argument == "--report") arguments.report_dir = value();
-    else if (argument == "--from-log") arguments.from_logs.push_back(value());
-    else if (argument == "--link") arguments.link = value();
-    else if (argument == "--link-bandwidth") {
-      const std::string text = value();
-      const std::optional<double> gb_s = parse_number(text);
-      if (!gb_s || *gb_s <= 0) detail::fail_field("--link-bandwidth", detail::quoted(text), "must be a positive number of GB/s");
-      arguments.link_bandwidth = *gb_s;
-    } else if (argument == "--sustained") {
-      const std::string text = value();
-      const std::size_t comma = text.find(',');
-      if (comma == std::string::npos || comma == 0 || comma + 1 == text.size())
-        detail::fail_field("--sustained", detail::quoted(text), "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
-      arguments.sustained_isolated = text.substr(0, comma);
-      arguments.sustained_busy = text.substr(comma + 1);
-    }
-    else if (argument == "--runs") {
-      const std::string text = value();
-      std::size_t used = 0;
-      int runs = 0;
-      try {
-        runs = std::stoi(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != text.size() || runs < 1 || runs > 100) detail::fail_field("--runs", text, "must be a whole number from 1 to 100");
-      arguments.runs = runs;
-    } else if (argument == "--sms") {
-      const std::string text = value();
-      if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) < 1)
-        detail::fail_field("--sms", text, "must be a positive whole number of SMs");
-      arguments.sms = std::stoi(text);
-    } else if (argument.starts_with("--")) {
-      throw Error("unknown option " + argument + " for calibrate");
-    } else {
-      throw Error("calibrate takes no positional arguments, got " + argument);
-    }
-  }
+  calibrate_flags(arguments).parse(argc, argv, first);
   if (arguments.link_bandwidth > 0 && !arguments.link.empty())
-    throw Error("--link-bandwidth and --link both set the link: give one");
+    throw InvalidInput("--link-bandwidth and --link both set the link: give one");
   if (!arguments.from_logs.empty() && (arguments.quick || arguments.runs != 1 || arguments.sms > 0 || !arguments.log_dir.empty()))
-    throw Error("--from-log re-reads saved logs: it does not combine with --quick, --runs, --sms or --log-dir");
+    throw InvalidInput("--from-log re-reads saved logs: it does not combine with --quick, --runs, --sms or --log-dir");
   return arguments;
 }
 
@@ -206,7 +185,7 @@ std::string chart(const Calibration& calibration) {
 
 }  // namespace
 
-int calibrate_command(int argc, char** argv, int first) {
+int calibrate_command(int argc, const char* const* argv, int first) {
   const CalibrateArguments arguments = parse(argc, argv, first);
   std::vector<MicrobenchLog> logs;
   if (!arguments.from_logs.empty()) {
@@ -274,6 +253,11 @@ int calibrate_command(int argc, char** argv, int first) {
     }
   }
   return 0;
+}
+
+std::vector<std::string> calibrate_flag_names() {
+  CalibrateArguments arguments;
+  return calibrate_flags(arguments).names();
 }
 
 }  // namespace pipeweave::cli

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -12,57 +13,81 @@
 #include "commands.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/measurements.hpp"
+#include "flags.hpp"
 #include "tools.hpp"
 
 namespace pipeweave::cli {
 
 namespace fs = std::filesystem;
 
-int collect_command(int argc, char** argv, int first) {
-  std::string op, shapes, out, raw_out, tool_options;
+namespace {
+
+struct CollectOptions {
+  std::string op, shapes, out, raw_out;
   std::vector<std::string> from_raw;  // several: runs of one list, pooled
-  for (int i = first; i < argc; ++i) {
-    const std::string argument = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw Error(argument + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (argument == "--op") op = value();
-    else if (argument == "--shapes") shapes = value();
-    else if (argument == "--out") out = value();
-    else if (argument == "--raw") raw_out = value();
-    else if (argument == "--from-raw") from_raw.push_back(value());
-    else if (argument == "--algos" || argument == "--reps" || argument == "--warmup" || argument == "--l2" ||
-             argument == "--rest")
-      tool_options += " " + argument + " " + shell_quote(value());
-    else if (argument == "--sms") {  // every kernel on (at least) N SMs: the rows name the GPU <gpu>-sm<count>
-      const std::string text = value();
-      if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) < 1)
-        detail::fail_field("--sms", text, "must be a positive whole number of SMs");
-      tool_options += " --sms " + text;
-    }
-    else throw Error("unknown argument " + argument + " for collect");
+  // Passed on to pipeweave-collect when given (0 or empty: its default).
+  int algos = 0, reps = 0, warmup = 0, sms = 0;
+  std::string l2;
+  std::optional<double> rest;
+
+  bool measuring_options_given() const { return algos || reps || warmup || sms || !l2.empty() || rest; }
+  // The flags for pipeweave-collect, each with a leading space.
+  std::string tool_options() const {
+    std::string text;
+    if (algos) text += fmt::format(" --algos {}", algos);
+    if (reps) text += fmt::format(" --reps {}", reps);
+    if (warmup) text += fmt::format(" --warmup {}", warmup);
+    if (!l2.empty()) text += " --l2 " + l2;
+    if (rest) text += fmt::format(" --rest {}", *rest);
+    if (sms) text += fmt::format(" --sms {}", sms);  // every kernel on (at least) N SMs: rows name the GPU <gpu>-sm<count>
+    return text;
   }
-  if (out.empty()) throw Error("collect needs --out FILE.csv");
+};
+
+FlagParser collect_flags(CollectOptions& o) {
+  FlagParser flags("collect");
+  flags.text("--op", o.op)
+      .text("--shapes", o.shapes)
+      .text("--out", o.out)
+      .text("--raw", o.raw_out)
+      .texts("--from-raw", o.from_raw)
+      .whole("--algos", o.algos, 1, 10000)
+      .whole("--reps", o.reps, 1, 1000000)
+      .whole("--warmup", o.warmup, 1, 1000000)
+      .choice("--l2", o.l2, {{"cold", std::string("cold")}, {"warm", std::string("warm")}, {"served", std::string("served")}})
+      .number("--rest", o.rest, [](double r) { return r >= 0 && r <= 100; }, "must be a number from 0 to 100")
+      .whole("--sms", o.sms, 1, kMostSms);
+  return flags;
+}
+
+}  // namespace
+
+int collect_command(int argc, const char* const* argv, int first) {
+  CollectOptions options;
+  collect_flags(options).parse(argc, argv, first);
+  const std::string &op = options.op, &shapes = options.shapes, &out = options.out, &raw_out = options.raw_out;
+  const std::vector<std::string>& from_raw = options.from_raw;
+  const std::string tool_options = options.tool_options();
+  if (out.empty()) throw InvalidInput("collect needs --out FILE.csv");
   std::vector<std::string> raw;
   if (!from_raw.empty()) {
-    if (!op.empty() || !shapes.empty() || !raw_out.empty() || !tool_options.empty())
-      throw Error("--from-raw converts saved records: it takes only --out (and more --from-raw runs to pool)");
+    if (!op.empty() || !shapes.empty() || !raw_out.empty() || options.measuring_options_given())
+      throw InvalidInput("--from-raw converts saved records: it takes only --out (and more --from-raw runs to pool)");
     for (std::size_t i = 0; i < from_raw.size(); ++i)
       for (std::size_t j = 0; j < i; ++j) {
         std::error_code error;  // a file that does not exist is reported by name when read
         if (from_raw[i] == from_raw[j] || fs::equivalent(from_raw[i], from_raw[j], error))
-          throw Error("--from-raw " + from_raw[i] + " is the same file as --from-raw " + from_raw[j] +
+          throw InvalidInput("--from-raw " + from_raw[i] + " is the same file as --from-raw " + from_raw[j] +
                       ": a run pooled with itself would count twice");
       }
     for (const std::string& file : from_raw) raw.push_back(read_text(file, "raw measurements"));
   } else {
     if (op == "attention")
-      throw Error("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
+      throw InvalidInput("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
                   "convert its output with pipeweave collect --from-raw FILE --out FILE.csv");
     if (op != "gemm" && op != "rmsnorm" && op != "silu_mul")
       detail::fail_field("--op", detail::quoted(op), "must be gemm, rmsnorm or silu_mul");
-    if (shapes.empty()) throw Error("collect needs --shapes FILE (make one with pipeweave shapes)");
+    if (shapes.empty()) throw InvalidInput("collect needs --shapes FILE (make one with pipeweave shapes)");
     if (!fs::exists(shapes)) throw Error("cannot open shape list " + shapes);
     const fs::path program = find_tool("pipeweave-collect", "PIPEWEAVE_COLLECT");
     const fs::path raw_path =
@@ -82,6 +107,11 @@ int collect_command(int argc, char** argv, int first) {
   if (runs.size() > 1) fmt::print("wrote {} rows to {} (the median of {} runs)\n", rows, out, runs.size());
   else fmt::print("wrote {} rows to {}\n", rows, out);
   return 0;
+}
+
+std::vector<std::string> collect_flag_names() {
+  CollectOptions options;
+  return collect_flags(options).names();
 }
 
 }  // namespace pipeweave::cli

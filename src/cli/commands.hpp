@@ -1,29 +1,49 @@
 #pragma once
-// The CLI's commands that live in their own files; main.cpp dispatches to them.
+// The CLI's commands: main.cpp dispatches through commands(); each command parses its flags
+// (flags.hpp) and then runs. What each does and takes is in docs/cli.md, which is also the
+// text `pipeweave --help` prints.
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace pipeweave::cli {
 
-// pipeweave calibrate [--quick] [--runs N] [--log-dir DIR] [--from-log FILE]... [--link allreduce.csv] [--out spec.json]
-//                     [--json] [--report DIR]
-int calibrate_command(int argc, char** argv, int first);
+struct Command {
+  std::string_view name;
+  // Runs the command on argv[first..argc) and returns the exit status.
+  int (*run)(int argc, const char* const* argv, int first);
+  // Every flag the command accepts: the help test checks each is documented.
+  std::vector<std::string> (*flag_names)();
+};
 
-// pipeweave shapes --op gemm|rmsnorm|silu_mul|attention|attention_decode|attention_decode_long [--count N] [--seed S] [--dtypes LIST]
-//                  [--head-dim 64|128|256]
-int shapes_command(int argc, char** argv, int first);
+// Every command, in the order the help lists them.
+std::span<const Command> commands();
 
-// pipeweave collect --op OP --shapes FILE --out FILE.csv [--raw FILE] [--algos N] [--reps N] [--warmup N] [--l2 cold|warm]
-// pipeweave collect --from-raw FILE --out FILE.csv
-int collect_command(int argc, char** argv, int first);
+// docs/cli.md as built into this program: the overview (before its first "## " heading), and
+// one command's section ("## pipeweave NAME" up to the next such heading; empty if none).
+std::string_view help_text();
+std::string_view help_overview();
+std::string_view help_section(std::string_view command);
 
-// pipeweave eval --data FILE.csv [--data ...] [--model M [--model ...] [--held-out]] [--spec GPU=FILE]... [--specs DIR] [--default-configs|--ranking] [--json] [--report DIR]
-int eval_command(int argc, char** argv, int first);
-
-// pipeweave train --op OP --data FILE.csv [--data ...] --out MODEL.json [--specs DIR] [--holdout-gpu GPU] [--init MODEL.json] ...
-int train_command(int argc, char** argv, int first);
-
-// pipeweave e2e --gpu G (--workload W.json | --model config.json --trace T.csv [--tp N] [--max-batched-tokens N]
-//               [--max-seqs N] [--no-chunked-prefill] [--dtype D]) [--overhead-us X] [--kernel-overhead-us X]
-//               [--sustained-slowdown F [--sustained-utilization U]] [--write-workload F] [--json] [--report DIR]
-int e2e_command(int argc, char** argv, int first);
+// Each command's run and flag_names.
+int gpus_command(int argc, const char* const* argv, int first);
+std::vector<std::string> gpus_flag_names();
+int predict_command(int argc, const char* const* argv, int first);
+std::vector<std::string> predict_flag_names();
+int rank_command(int argc, const char* const* argv, int first);
+std::vector<std::string> rank_flag_names();
+int e2e_command(int argc, const char* const* argv, int first);
+std::vector<std::string> e2e_flag_names();
+int calibrate_command(int argc, const char* const* argv, int first);
+std::vector<std::string> calibrate_flag_names();
+int shapes_command(int argc, const char* const* argv, int first);
+std::vector<std::string> shapes_flag_names();
+int collect_command(int argc, const char* const* argv, int first);
+std::vector<std::string> collect_flag_names();
+int eval_command(int argc, const char* const* argv, int first);
+std::vector<std::string> eval_flag_names();
+int train_command(int argc, const char* const* argv, int first);
+std::vector<std::string> train_flag_names();
 
 }  // namespace pipeweave::cli

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
+#include "flags.hpp"
 #include "tools.hpp"
 
 namespace pipeweave::cli {
@@ -35,106 +36,66 @@ struct E2eArguments {
   std::vector<std::string> kernel_models;  // --kernel-model: in place of the bundled model of its family
   DType dtype = DType::bf16;
   std::optional<AttentionImpl> attention_impl;
+  bool unchunked = false;  // --no-chunked-prefill
   bool json = false;
 };
-
-std::int64_t whole_number(const std::string& flag, const std::string& text, std::int64_t minimum,
-                          std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
-  std::size_t used = 0;
-  long long value = minimum - 1;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || value < minimum)
-    throw Error(fmt::format("{} must be an integer >= {}, got \"{}\"", flag, minimum, text));
-  if (value > maximum) throw Error(fmt::format("{} must be at most {}, got \"{}\"", flag, maximum, text));
-  return value;
-}
 
 // An overhead in microseconds: at most a second, far past any engine's (a larger one would
 // only hide the kernels, and at 1e308 makes the totals infinite).
 constexpr double kMostOverheadUs = 1e6;
 
-double non_negative(const std::string& flag, const std::string& text) {
-  const std::optional<double> value = parse_number(text);
-  if (!value || *value < 0 || *value > kMostOverheadUs)
-    throw Error(fmt::format("{} must be a number of microseconds from 0 to {:g}, got \"{}\"", flag, kMostOverheadUs, text));
-  return *value;
-}
+bool an_overhead(double us) { return us >= 0 && us <= kMostOverheadUs; }
+const std::string kOverheadRequirement = fmt::format("must be a number of microseconds from 0 to {:g}", kMostOverheadUs);
 
 // What only scheduling a trace uses: a workload file is already scheduled.
 constexpr std::array kTraceOnlyFlags{"--tp", "--pp", "--max-batched-tokens", "--max-seqs", "--no-chunked-prefill", "--dtype"};
 
-E2eArguments parse(int argc, char** argv, int first) {
+FlagParser e2e_flags(E2eArguments& a) {
+  FlagParser flags("e2e");
+  flags.text("--gpu", a.gpu)
+      .text("--workload", a.workload)
+      .text("--model", a.model)
+      .text("--trace", a.trace)
+      .whole("--tp", a.tp, 1, 65536)
+      .whole("--pp", a.pp, 1, 65536)
+      .whole("--max-batched-tokens", a.policy.max_batched_tokens, 1)
+      .whole("--max-seqs", a.policy.max_sequences, 1)
+      .flag("--no-chunked-prefill", a.unchunked)
+      .choice("--dtype", a.dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp8", DType::fp8_e4m3}})
+      .choice("--attention-impl", a.attention_impl, {{"flash2", AttentionImpl::flash2}, {"flash3", AttentionImpl::flash3}})
+      .custom("--engine", [&a](const std::string& name) { a.options.engine = EngineProfile::named(name); })
+      .custom("--engine-terms",
+              [&a](const std::string& text) {
+                const std::size_t comma = text.find(',');
+                const std::optional<double> iteration = parse_number(text.substr(0, comma));
+                std::optional<double> gap;
+                if (comma != std::string::npos) gap = parse_number(text.substr(comma + 1));
+                if (!iteration || !gap || !an_overhead(*iteration) || !an_overhead(*gap))
+                  FlagParser::fail("--engine-terms", text,
+                                   fmt::format("must be ITERATION_US,KERNEL_GAP_US, two numbers of microseconds from 0 to {:g}",
+                                               kMostOverheadUs));
+                a.engine_terms = std::pair{*iteration, *gap};
+              })
+      .number("--overhead-us", a.options.extra.per_iteration_us, an_overhead, kOverheadRequirement)
+      .number("--kernel-overhead-us", a.options.extra.per_kernel_us, an_overhead, kOverheadRequirement)
+      .number("--sustained-slowdown", a.sustained_slowdown, [](double f) { return f >= 1 && f <= 10; },
+              "must be a factor from 1 to 10 (1.16: tensor-bound kernels 16% slower; 1: none)")
+      .number("--sustained-utilization", a.sustained_utilization, [](double u) { return u >= 0 && u <= 1; },
+              "must be a tensor utilisation in [0, 1]")
+      .texts("--kernel-model", a.kernel_models)
+      .text("--measured", a.measured)
+      .text("--write-workload", a.write_workload)
+      .text("--report", a.report)
+      .flag("--json", a.json);
+  return flags;
+}
+
+E2eArguments parse(int argc, const char* const* argv, int first) {
   E2eArguments a;
-  std::vector<std::string> trace_only_given;
-  for (int i = first; i < argc; ++i) {
-    const std::string argument = argv[i];
-    if (std::find(kTraceOnlyFlags.begin(), kTraceOnlyFlags.end(), argument) != kTraceOnlyFlags.end())
-      trace_only_given.push_back(argument);
-    auto value = [&] {
-      if (i + 1 >= argc) throw Error(argument + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (argument == "--gpu") a.gpu = value();
-    else if (argument == "--workload") a.workload = value();
-    else if (argument == "--kernel-model") a.kernel_models.push_back(value());
-    else if (argument == "--model") a.model = value();
-    else if (argument == "--trace") a.trace = value();
-    else if (argument == "--tp") a.tp = static_cast<int>(whole_number("--tp", value(), 1, 65536));
-    else if (argument == "--pp") a.pp = static_cast<int>(whole_number("--pp", value(), 1, 65536));
-    else if (argument == "--engine") a.options.engine = EngineProfile::named(value());
-    else if (argument == "--engine-terms") {
-      const std::string text = value();
-      const std::size_t comma = text.find(',');
-      const std::optional<double> iteration = parse_number(text.substr(0, comma));
-      std::optional<double> gap;
-      if (comma != std::string::npos) gap = parse_number(text.substr(comma + 1));
-      if (!iteration || !gap || *iteration < 0 || *gap < 0 || *iteration > kMostOverheadUs || *gap > kMostOverheadUs)
-        throw Error(fmt::format("--engine-terms must be ITERATION_US,KERNEL_GAP_US, two numbers of microseconds from 0 to {:g}, "
-                                "got \"{}\"", kMostOverheadUs, text));
-      a.engine_terms = std::pair{*iteration, *gap};
-    }
-    else if (argument == "--max-batched-tokens") a.policy.max_batched_tokens = whole_number(argument, value(), 1);
-    else if (argument == "--max-seqs") a.policy.max_sequences = whole_number(argument, value(), 1);
-    else if (argument == "--no-chunked-prefill") a.policy.chunked_prefill = false;
-    else if (argument == "--overhead-us") a.options.extra.per_iteration_us = non_negative(argument, value());
-    else if (argument == "--kernel-overhead-us") a.options.extra.per_kernel_us = non_negative(argument, value());
-    else if (argument == "--sustained-slowdown") {
-      const std::string text = value();
-      const std::optional<double> factor = parse_number(text);
-      if (!factor || *factor < 1 || *factor > 10)
-        throw Error(fmt::format("--sustained-slowdown must be a factor from 1 to 10 (1.16: tensor-bound kernels 16% slower; "
-                                "1: none), got \"{}\"", text));
-      a.sustained_slowdown = *factor;
-    } else if (argument == "--sustained-utilization") {
-      const std::string text = value();
-      const std::optional<double> share = parse_number(text);
-      if (!share || *share < 0 || *share > 1)
-        throw Error(fmt::format("--sustained-utilization must be a tensor utilisation in [0, 1], got \"{}\"", text));
-      a.sustained_utilization = *share;
-    }
-    else if (argument == "--dtype") {
-      const std::string text = value();
-      if (text == "bf16") a.dtype = DType::bf16;
-      else if (text == "fp16") a.dtype = DType::fp16;
-      else if (text == "fp8") a.dtype = DType::fp8_e4m3;
-      else throw Error("--dtype must be bf16, fp16 or fp8, got \"" + text + "\"");
-    } else if (argument == "--write-workload") a.write_workload = value();
-    else if (argument == "--report") a.report = value();
-    else if (argument == "--measured") a.measured = value();
-    else if (argument == "--attention-impl") {
-      const std::string text = value();
-      if (text == "flash2") a.attention_impl = AttentionImpl::flash2;
-      else if (text == "flash3") a.attention_impl = AttentionImpl::flash3;
-      else throw Error("--attention-impl must be flash2 or flash3, got \"" + text + "\"");
-    }
-    else if (argument == "--json") a.json = true;
-    else throw Error("unknown argument " + argument + " for e2e");
-  }
-  if (a.gpu.empty()) throw Error("e2e needs --gpu NAME or --gpu spec.json");
+  FlagParser flags = e2e_flags(a);
+  flags.parse(argc, argv, first);
+  if (a.unchunked) a.policy.chunked_prefill = false;
+  if (a.gpu.empty()) throw InvalidInput("e2e needs --gpu NAME or --gpu spec.json");
   if (a.engine_terms) {
     a.options.engine.iteration_us = a.engine_terms->first;
     a.options.engine.kernel_gap_us = a.engine_terms->second;
@@ -142,16 +103,18 @@ E2eArguments parse(int argc, char** argv, int first) {
                                            a.engine_terms->second);
   }
   if (a.sustained_utilization && !a.sustained_slowdown)
-    throw Error("--sustained-utilization scales --sustained-slowdown: give both");
+    throw InvalidInput("--sustained-utilization scales --sustained-slowdown: give both");
   if (a.sustained_slowdown)
     a.options.sustained = SustainedLoad{*a.sustained_slowdown, a.sustained_utilization.value_or(0)};
   const bool from_file = !a.workload.empty(), generated = !a.model.empty() || !a.trace.empty();
   if (from_file == generated)
-    throw Error("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
-  if (generated && (a.model.empty() || a.trace.empty())) throw Error("--model and --trace go together");
-  if (from_file && !trace_only_given.empty())
-    throw Error(trace_only_given.front() + " schedules a trace (--model with --trace): a --workload file is already scheduled, "
-                "its deployment and batches as written");
+    throw InvalidInput("e2e needs either --workload FILE.json, or --model config.json with --trace trace.csv");
+  if (generated && (a.model.empty() || a.trace.empty())) throw InvalidInput("--model and --trace go together");
+  if (from_file)
+    for (const char* flag : kTraceOnlyFlags)
+      if (flags.given(flag))
+        throw InvalidInput(std::string(flag) + " schedules a trace (--model with --trace): a --workload file is already "
+                           "scheduled, its deployment and batches as written");
   return a;
 }
 
@@ -160,15 +123,12 @@ std::map<std::int64_t, double> read_measured(const std::string& path) {
   std::map<std::int64_t, double> out;
   detail::for_each_csv_row(read_text(path, "measured iterations"), path, {"iteration", "measured_us"},
                            [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.positive("measured_us"); });
-  if (out.empty()) throw Error(path + ": no measured iteration");
+  if (out.empty()) throw InvalidInput(path + ": no measured iteration");
   return out;
 }
 
-}  // namespace
-
-int e2e_command(int argc, char** argv, int first) {
-  const E2eArguments a = parse(argc, argv, first);
-  const GpuSpec gpu = resolve_gpu(a.gpu);
+// The workload the run is: read, or generated from the model config and trace.
+Workload run_workload(const E2eArguments& a) {
   Workload workload;
   if (!a.workload.empty()) {
     workload = load_workload(a.workload);
@@ -184,190 +144,223 @@ int e2e_command(int argc, char** argv, int first) {
     for (WorkloadIteration& iteration : workload.iterations)
       if (iteration.operators.attention) iteration.operators.attention->impl = *a.attention_impl;
   if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
-  if (workload.iterations.empty()) throw Error("the workload has no iteration");
+  if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
+  return workload;
+}
 
+// --measured: per iteration, predicted against measured.
+struct Compared {
+  const IterationTime* iteration;
+  double measured_us, error_pct;
+};
+
+std::vector<Compared> compare_measured(const E2eArguments& a, const WorkloadPrediction& p) {
+  std::vector<Compared> compared;
+  if (a.measured.empty()) return compared;
+  const std::map<std::int64_t, double> measured = read_measured(a.measured);
+  for (const IterationTime& it : p.iterations)
+    if (const auto found = measured.find(it.iteration); found != measured.end())
+      compared.push_back({&it, found->second, 100 * (it.total_us() - found->second) / found->second});
+  if (compared.size() != measured.size())
+    throw InvalidInput(fmt::format("{} names {} iterations, {} of them in the workload", a.measured, measured.size(), compared.size()));
+  return compared;
+}
+
+// The accuracy over the compared iterations of one phase (all: nullopt); nothing where none.
+std::optional<Accuracy> summary(const std::vector<Compared>& compared, std::optional<Phase> phase) {
+  std::vector<double> predicted, measured;
+  for (const Compared& c : compared)
+    if (!phase || c.iteration->phase == *phase) predicted.push_back(c.iteration->total_us()), measured.push_back(c.measured_us);
+  return predicted.empty() ? std::optional<Accuracy>() : std::optional<Accuracy>(accuracy(predicted, measured));
+}
+
+constexpr std::pair<const char*, std::optional<Phase>> kPhases[] = {
+    {"overall", std::nullopt}, {"prefill", Phase::prefill}, {"mixed", Phase::mixed}, {"decode", Phase::decode}};
+
+json comparison_json(const std::vector<Compared>& compared) {
+  if (compared.empty()) return nullptr;
+  json comparison = json::object();
+  comparison["per_iteration"] = json::array();
+  for (const Compared& c : compared)
+    comparison["per_iteration"].push_back({{"iteration", c.iteration->iteration}, {"predicted_us", c.iteration->total_us()},
+                                          {"measured_us", c.measured_us}, {"error_pct", c.error_pct}});
+  for (auto [name, phase] : kPhases)
+    if (const auto acc = summary(compared, phase))
+      comparison[name] = {{"iterations", acc->rows}, {"mape_pct", acc->mape_pct}, {"median_ape_pct", acc->median_ape_pct},
+                          {"p90_ape_pct", acc->p90_ape_pct}, {"within_10_pct", acc->within_10_pct}};
+  return comparison;
+}
+
+void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
+                const std::vector<Compared>& compared) {
+  json operators = json::array();
+  for (const OperatorTime& op : p.operators) operators.push_back({{"name", op.name}, {"us", op.us}, {"launches", op.launches}});
+  json iterations = json::array();
+  for (const IterationTime& it : p.iterations)
+    iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
+                          {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
+                          {"extrapolated_us", it.extrapolated_us}, {"total_us", it.total_us()}});
+  json requests = json::array();
+  for (const RequestTime& r : p.requests)
+    requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
+                        {"time_to_first_token_us", r.time_to_first_token_us},
+                        {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us},
+                        {"started_before", r.started_before}});
+  const EngineProfile& e = p.engine;
+  fmt::print("{}\n", json{{"gpu", gpu.name},
+                          {"model", workload.model},
+                          {"tp_size", workload.tp_size},
+                          {"pp_size", workload.pp_size},
+                          {"iterations", p.iterations.size()},
+                          {"prefill_us", p.prefill_us},
+                          {"median_decode_iteration_us", p.median_decode_iteration_us},
+                          {"total_us", p.total_us},
+                          {"overhead_us", p.overhead_us},
+                          {"extrapolated_us", p.extrapolated_us},
+                          {"time_to_first_token_us", {{"median", p.time_to_first_token_us.median}, {"p90", p.time_to_first_token_us.p90}}},
+                          {"time_per_output_token_us",
+                           {{"median", p.time_per_output_token_us.median}, {"p90", p.time_per_output_token_us.p90}}},
+                          {"engine", {{"name", e.name}, {"iteration_us", e.iteration_us}, {"kernel_gap_us", e.kernel_gap_us},
+                                      {"eager_launch_us", e.eager_launch_us}, {"cuda_graph_max_batch", e.cuda_graph_max_batch},
+                                      {"engine_kernels", e.engine_kernels},
+                                      {"decode_attention_follows_prompt", e.decode_attention_follows_prompt},
+                                      {"flash2_off_hopper", e.flash2_off_hopper}, {"source", e.source}}},
+                          {"overhead", {{"per_iteration_us", a.options.extra.per_iteration_us},
+                                        {"per_kernel_us", a.options.extra.per_kernel_us}}},
+                          {"sustained_slowdown", p.sustained.tensor_bound_slowdown},
+                          {"sustained_utilization", p.sustained.at_tensor_utilization},
+                          {"operators", operators},
+                          {"per_iteration", iterations},
+                          {"requests", requests},
+                          {"comparison", comparison_json(compared)}}
+                         .dump(2));
+}
+
+void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
+                const std::vector<Compared>& compared) {
+  std::size_t decode_only = 0;
+  for (const IterationTime& it : p.iterations) decode_only += it.phase == Phase::decode;
+  const int gpus = workload.tp_size * workload.pp_size;
+  fmt::print("{} on {} x {}{}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, gpus, gpu.name,
+             workload.pp_size > 1 ? fmt::format(" (TP {} x PP {})", workload.tp_size, workload.pp_size) : "",
+             p.iterations.size(), p.iterations.size() - decode_only, decode_only);
+  fmt::print("  prefill (iterations with prompt tokens) {:>12.3f} ms\n", p.prefill_us / 1000);
+  fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
+  fmt::print("  total                                   {:>12.3f} ms\n", p.total_us / 1000);
+  fmt::print("  of which overhead                       {:>12.3f} ms  (engine {}; and {} us per iteration + {} us per kernel; "
+             "--overhead-us, --kernel-overhead-us)\n",
+             p.overhead_us / 1000, p.engine.name, a.options.extra.per_iteration_us, a.options.extra.per_kernel_us);
+  if (p.extrapolated_us > 0)
+    fmt::print("  of the kernels' time, {:.3f} ms ({:.1f}%) predicted outside the models' training (extrapolated: "
+               "the efficiency measured for their pipe)\n",
+               p.extrapolated_us / 1000, 100 * p.extrapolated_us / (p.total_us - p.overhead_us));
+  fmt::print("  time to first token     median {:>10.3f} ms, p90 {:>10.3f} ms  ({} requests)\n",
+             p.time_to_first_token_us.median / 1000, p.time_to_first_token_us.p90 / 1000, p.requests.size());
+  fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
+             p.time_per_output_token_us.p90 / 1000);
+  if (p.engine.name == "none")
+    fmt::print("  engine none: the workload's kernels only (--engine sglang|vllm|none)\n");
+  else
+    fmt::print("  engine {}: {:.0f} us per iteration, {:.2f} us between kernels, CUDA graphs for decode up to {} requests, "
+               "rotary, KV-cache write{} (--engine)\n",
+               p.engine.name, p.engine.iteration_us, p.engine.kernel_gap_us, p.engine.cuda_graph_max_batch,
+               p.engine.decode_attention_follows_prompt ? ", decode attention as the prompt's" : "");
+  if (p.sustained.tensor_bound_slowdown != 1)
+    fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}\n", p.sustained.tensor_bound_slowdown,
+               a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
+               p.sustained.at_tensor_utilization > 0
+                   ? fmt::format(", in proportion to each iteration's tensor utilisation up to {:.3g}", p.sustained.at_tensor_utilization)
+                   : "");
+  fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
+  for (const OperatorTime& op : p.operators)
+    fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);
+  if (!compared.empty()) {
+    fmt::print("  measured ({}), predicted against measured per iteration:\n", a.measured);
+    for (auto [name, phase] : {std::pair<const char*, std::optional<Phase>>{"all", std::nullopt}, {"prefill", Phase::prefill},
+                               {"mixed", Phase::mixed}, {"decode", Phase::decode}})
+      if (const auto acc = summary(compared, phase))
+        fmt::print("  {:<8} {:>4} iterations: mean |error| {:6.2f}%, median {:6.2f}%, p90 {:6.2f}%, within 10% {:5.1f}%\n", name,
+                   acc->rows, acc->mape_pct, acc->median_ape_pct, acc->p90_ape_pct, acc->within_10_pct);
+  }
+}
+
+// --report DIR: the iterations and requests as CSV, and the plots.
+void write_report(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
+                  const std::vector<Compared>& compared) {
+  const fs::path dir(a.report);
+  std::map<std::int64_t, double> measured_of;
+  for (const Compared& c : compared) measured_of[c.iteration->iteration] = c.measured_us;
+  std::string csv = "iteration,phase,num_tokens,launches,kernels_us,overhead_us,extrapolated_us,total_us,measured_us\n";
+  for (const IterationTime& it : p.iterations)
+    csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.launches,
+                       it.kernels_us, it.overhead_us, it.extrapolated_us, it.total_us(),
+                       measured_of.contains(it.iteration) ? fmt::format("{:.6g}", measured_of[it.iteration]) : "");
+  write_text(dir / "iterations.csv", csv);
+  std::string requests_csv =
+      "request,prompt_tokens,output_tokens,time_to_first_token_us,time_per_output_token_us,finish_us,started_before\n";
+  for (std::size_t i = 0; i < p.requests.size(); ++i) {
+    const RequestTime& r = p.requests[i];
+    requests_csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", i, r.prompt_tokens, r.output_tokens, r.time_to_first_token_us,
+                                r.time_per_output_token_us, r.finish_us, r.started_before ? 1 : 0);
+  }
+  write_text(dir / "requests.csv", requests_csv);
+  std::map<Phase, svg::Series> timeline;
+  for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+    const IterationTime& it = p.iterations[i];
+    timeline[it.phase].name = std::string(to_string(it.phase));
+    timeline[it.phase].points.emplace_back(static_cast<double>(i), it.total_us() / 1000);
+  }
+  std::vector<svg::Series> timeline_series;
+  for (auto& [phase, one] : timeline) timeline_series.push_back(std::move(one));
+  write_text(dir / "timeline.svg",
+             svg::timeline(fmt::format("{} on {}: predicted time of each iteration (engine {})", workload.model, gpu.name, p.engine.name),
+                           "iteration", "time (ms)", timeline_series));
+  if (!compared.empty()) {
+    std::map<Phase, svg::Series> series;
+    for (const Compared& c : compared) {
+      series[c.iteration->phase].name = std::string(to_string(c.iteration->phase));
+      series[c.iteration->phase].points.emplace_back(c.measured_us, c.iteration->total_us());
+    }
+    std::vector<svg::Series> all;
+    for (auto& [phase, one] : series) all.push_back(std::move(one));
+    write_text(dir / "iterations.svg",
+               svg::scatter_log_log(fmt::format("{} on {}: predicted against measured iteration time, mean |error| {:.2f}%",
+                                                workload.model, gpu.name, summary(compared, std::nullopt)->mape_pct),
+                                    "measured (us)", "predicted (us)", all));
+  }
+  std::vector<svg::Bar> bars;
+  for (const OperatorTime& op : p.operators)
+    bars.push_back({op.name, op.us / 1000, fmt::format("{:.2f} ms ({:.1f}%)", op.us / 1000, 100 * op.us / p.total_us)});
+  write_text(dir / "operators.svg",
+             svg::bar_chart(fmt::format("{} on {}, TP {}: time per operator over the run (ms)", workload.model, gpu.name,
+                                        workload.tp_size),
+                            bars, 0));
+  if (!a.json)
+    fmt::print("wrote {}, {}, {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "requests.csv").string(),
+               (dir / "timeline.svg").string(), (dir / "operators.svg").string(),
+               compared.empty() ? "" : " and " + (dir / "iterations.svg").string());
+}
+
+}  // namespace
+
+int e2e_command(int argc, const char* const* argv, int first) {
+  const E2eArguments a = parse(argc, argv, first);
+  const GpuSpec gpu = resolve_gpu(a.gpu);
+  const Workload workload = run_workload(a);
   std::vector<Mlp> models;
   for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
   const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.options);
-
-  // --measured: per iteration, predicted against measured.
-  struct Compared {
-    const IterationTime* iteration;
-    double measured_us, error_pct;
-  };
-  std::vector<Compared> compared;
-  if (!a.measured.empty()) {
-    const std::map<std::int64_t, double> measured = read_measured(a.measured);
-    for (const IterationTime& it : p.iterations)
-      if (const auto found = measured.find(it.iteration); found != measured.end())
-        compared.push_back({&it, found->second, 100 * (it.total_us() - found->second) / found->second});
-    if (compared.size() != measured.size())
-      throw Error(fmt::format("{} names {} iterations, {} of them in the workload", a.measured, measured.size(), compared.size()));
-  }
-  auto summary = [&](std::optional<Phase> phase) {
-    std::vector<double> predicted, measured;
-    for (const Compared& c : compared)
-      if (!phase || c.iteration->phase == *phase) predicted.push_back(c.iteration->total_us()), measured.push_back(c.measured_us);
-    return predicted.empty() ? std::optional<Accuracy>() : std::optional<Accuracy>(accuracy(predicted, measured));
-  };
-  std::size_t decode_only = 0;
-  for (const IterationTime& it : p.iterations) decode_only += it.phase == Phase::decode;
-
-  json comparison = nullptr;
-  if (!compared.empty()) {
-    comparison = json::object();
-    comparison["per_iteration"] = json::array();
-    for (const Compared& c : compared)
-      comparison["per_iteration"].push_back({{"iteration", c.iteration->iteration}, {"predicted_us", c.iteration->total_us()},
-                                            {"measured_us", c.measured_us}, {"error_pct", c.error_pct}});
-    for (auto [name, phase] : {std::pair<const char*, std::optional<Phase>>{"overall", std::nullopt}, {"prefill", Phase::prefill},
-                               {"mixed", Phase::mixed}, {"decode", Phase::decode}})
-      if (const auto acc = summary(phase))
-        comparison[name] = {{"iterations", acc->rows}, {"mape_pct", acc->mape_pct}, {"median_ape_pct", acc->median_ape_pct},
-                            {"p90_ape_pct", acc->p90_ape_pct}, {"within_10_pct", acc->within_10_pct}};
-  }
-  if (a.json) {
-    json operators = json::array();
-    for (const OperatorTime& op : p.operators) operators.push_back({{"name", op.name}, {"us", op.us}, {"launches", op.launches}});
-    json iterations = json::array();
-    for (const IterationTime& it : p.iterations)
-      iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
-                            {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
-                            {"extrapolated_us", it.extrapolated_us}, {"total_us", it.total_us()}});
-    json requests = json::array();
-    for (const RequestTime& r : p.requests)
-      requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
-                          {"time_to_first_token_us", r.time_to_first_token_us},
-                          {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us},
-                          {"started_before", r.started_before}});
-    const EngineProfile& e = p.engine;
-    fmt::print("{}\n", json{{"gpu", gpu.name},
-                            {"model", workload.model},
-                            {"tp_size", workload.tp_size},
-                            {"pp_size", workload.pp_size},
-                            {"iterations", p.iterations.size()},
-                            {"prefill_us", p.prefill_us},
-                            {"median_decode_iteration_us", p.median_decode_iteration_us},
-                            {"total_us", p.total_us},
-                            {"overhead_us", p.overhead_us},
-                            {"extrapolated_us", p.extrapolated_us},
-                            {"time_to_first_token_us", {{"median", p.time_to_first_token_us.median}, {"p90", p.time_to_first_token_us.p90}}},
-                            {"time_per_output_token_us",
-                             {{"median", p.time_per_output_token_us.median}, {"p90", p.time_per_output_token_us.p90}}},
-                            {"engine", {{"name", e.name}, {"iteration_us", e.iteration_us}, {"kernel_gap_us", e.kernel_gap_us},
-                                        {"eager_launch_us", e.eager_launch_us}, {"cuda_graph_max_batch", e.cuda_graph_max_batch},
-                                        {"engine_kernels", e.engine_kernels},
-                                        {"decode_attention_follows_prompt", e.decode_attention_follows_prompt},
-                                        {"flash2_off_hopper", e.flash2_off_hopper}, {"source", e.source}}},
-                            {"overhead", {{"per_iteration_us", a.options.extra.per_iteration_us},
-                                          {"per_kernel_us", a.options.extra.per_kernel_us}}},
-                            {"sustained_slowdown", p.sustained.tensor_bound_slowdown},
-                            {"sustained_utilization", p.sustained.at_tensor_utilization},
-                            {"operators", operators},
-                            {"per_iteration", iterations},
-                            {"requests", requests},
-                            {"comparison", comparison}}
-                           .dump(2));
-  } else {
-    const int gpus = workload.tp_size * workload.pp_size;
-    fmt::print("{} on {} x {}{}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, gpus, gpu.name,
-               workload.pp_size > 1 ? fmt::format(" (TP {} x PP {})", workload.tp_size, workload.pp_size) : "",
-               p.iterations.size(), p.iterations.size() - decode_only, decode_only);
-    fmt::print("  prefill (iterations with prompt tokens) {:>12.3f} ms\n", p.prefill_us / 1000);
-    fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
-    fmt::print("  total                                   {:>12.3f} ms\n", p.total_us / 1000);
-    fmt::print("  of which overhead                       {:>12.3f} ms  (engine {}; and {} us per iteration + {} us per kernel; "
-               "--overhead-us, --kernel-overhead-us)\n",
-               p.overhead_us / 1000, p.engine.name, a.options.extra.per_iteration_us, a.options.extra.per_kernel_us);
-    if (p.extrapolated_us > 0)
-      fmt::print("  of the kernels' time, {:.3f} ms ({:.1f}%) predicted outside the models' training (extrapolated: "
-                 "the efficiency measured for their pipe)\n",
-                 p.extrapolated_us / 1000, 100 * p.extrapolated_us / (p.total_us - p.overhead_us));
-    fmt::print("  time to first token     median {:>10.3f} ms, p90 {:>10.3f} ms  ({} requests)\n",
-               p.time_to_first_token_us.median / 1000, p.time_to_first_token_us.p90 / 1000, p.requests.size());
-    fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
-               p.time_per_output_token_us.p90 / 1000);
-    if (p.engine.name == "none")
-      fmt::print("  engine none: the workload's kernels only (--engine sglang|vllm|none)\n");
-    else
-      fmt::print("  engine {}: {:.0f} us per iteration, {:.2f} us between kernels, CUDA graphs for decode up to {} requests, "
-                 "rotary, KV-cache write{} (--engine)\n",
-                 p.engine.name, p.engine.iteration_us, p.engine.kernel_gap_us, p.engine.cuda_graph_max_batch,
-                 p.engine.decode_attention_follows_prompt ? ", decode attention as the prompt's" : "");
-    if (p.sustained.tensor_bound_slowdown != 1)
-      fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}\n", p.sustained.tensor_bound_slowdown,
-                 a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
-                 p.sustained.at_tensor_utilization > 0
-                     ? fmt::format(", in proportion to each iteration's tensor utilisation up to {:.3g}", p.sustained.at_tensor_utilization)
-                     : "");
-    fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
-    for (const OperatorTime& op : p.operators)
-      fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);
-    if (!compared.empty()) {
-      fmt::print("  measured ({}), predicted against measured per iteration:\n", a.measured);
-      for (auto [name, phase] : {std::pair<const char*, std::optional<Phase>>{"all", std::nullopt}, {"prefill", Phase::prefill},
-                                 {"mixed", Phase::mixed}, {"decode", Phase::decode}})
-        if (const auto acc = summary(phase))
-          fmt::print("  {:<8} {:>4} iterations: mean |error| {:6.2f}%, median {:6.2f}%, p90 {:6.2f}%, within 10% {:5.1f}%\n", name,
-                     acc->rows, acc->mape_pct, acc->median_ape_pct, acc->p90_ape_pct, acc->within_10_pct);
-    }
-  }
-  if (!a.report.empty()) {
-    const fs::path dir(a.report);
-    std::map<std::int64_t, double> measured_of;
-    for (const Compared& c : compared) measured_of[c.iteration->iteration] = c.measured_us;
-    std::string csv = "iteration,phase,num_tokens,launches,kernels_us,overhead_us,extrapolated_us,total_us,measured_us\n";
-    for (const IterationTime& it : p.iterations)
-      csv += fmt::format("{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", it.iteration, to_string(it.phase), it.num_tokens, it.launches,
-                         it.kernels_us, it.overhead_us, it.extrapolated_us, it.total_us(),
-                         measured_of.contains(it.iteration) ? fmt::format("{:.6g}", measured_of[it.iteration]) : "");
-    write_text(dir / "iterations.csv", csv);
-    std::string requests_csv =
-        "request,prompt_tokens,output_tokens,time_to_first_token_us,time_per_output_token_us,finish_us,started_before\n";
-    for (std::size_t i = 0; i < p.requests.size(); ++i) {
-      const RequestTime& r = p.requests[i];
-      requests_csv += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{}\n", i, r.prompt_tokens, r.output_tokens, r.time_to_first_token_us,
-                                  r.time_per_output_token_us, r.finish_us, r.started_before ? 1 : 0);
-    }
-    write_text(dir / "requests.csv", requests_csv);
-    std::map<Phase, svg::Series> timeline;
-    for (std::size_t i = 0; i < p.iterations.size(); ++i) {
-      const IterationTime& it = p.iterations[i];
-      timeline[it.phase].name = std::string(to_string(it.phase));
-      timeline[it.phase].points.emplace_back(static_cast<double>(i), it.total_us() / 1000);
-    }
-    std::vector<svg::Series> timeline_series;
-    for (auto& [phase, one] : timeline) timeline_series.push_back(std::move(one));
-    write_text(dir / "timeline.svg",
-               svg::timeline(fmt::format("{} on {}: predicted time of each iteration (engine {})", workload.model, gpu.name, p.engine.name),
-                             "iteration", "time (ms)", timeline_series));
-    if (!compared.empty()) {
-      std::map<Phase, svg::Series> series;
-      for (const Compared& c : compared) {
-        series[c.iteration->phase].name = std::string(to_string(c.iteration->phase));
-        series[c.iteration->phase].points.emplace_back(c.measured_us, c.iteration->total_us());
-      }
-      std::vector<svg::Series> all;
-      for (auto& [phase, one] : series) all.push_back(std::move(one));
-      write_text(dir / "iterations.svg",
-                 svg::scatter_log_log(fmt::format("{} on {}: predicted against measured iteration time, mean |error| {:.2f}%",
-                                                  workload.model, gpu.name, summary(std::nullopt)->mape_pct),
-                                      "measured (us)", "predicted (us)", all));
-    }
-    std::vector<svg::Bar> bars;
-    for (const OperatorTime& op : p.operators)
-      bars.push_back({op.name, op.us / 1000, fmt::format("{:.2f} ms ({:.1f}%)", op.us / 1000, 100 * op.us / p.total_us)});
-    write_text(dir / "operators.svg",
-               svg::bar_chart(fmt::format("{} on {}, TP {}: time per operator over the run (ms)", workload.model, gpu.name,
-                                          workload.tp_size),
-                              bars, 0));
-    if (!a.json)
-      fmt::print("wrote {}, {}, {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "requests.csv").string(),
-                 (dir / "timeline.svg").string(), (dir / "operators.svg").string(),
-                 compared.empty() ? "" : " and " + (dir / "iterations.svg").string());
-  }
+  const std::vector<Compared> compared = compare_measured(a, p);
+  if (a.json) print_json(a, gpu, workload, p, compared);
+  else print_text(a, gpu, workload, p, compared);
+  if (!a.report.empty()) write_report(a, gpu, workload, p, compared);
   return 0;
+}
+
+std::vector<std::string> e2e_flag_names() {
+  E2eArguments a;
+  return e2e_flags(a).names();
 }
 
 }  // namespace pipeweave::cli

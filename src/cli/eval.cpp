@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
+#include "flags.hpp"
 #include "tools.hpp"
 
 namespace pipeweave::cli {
@@ -26,40 +27,44 @@ struct EvalArguments {
   std::map<std::string, std::string> specs;  // gpu name -> spec file
   std::string specs_dir;
   std::string report_dir;
-  std::string model;
+  std::vector<std::string> models;  // --model, as given
+  std::string model;                 // the first
   std::vector<std::string> further_models;  // more config-less GEMM models: one per data type
   bool held_out = false;
   bool json = false;
   bool default_only = false;
-  bool without_configs = false;
+  bool configless = false;  // --without-configs: a GEMM given without its config
   bool ranking = false;
 };
 
-EvalArguments parse(int argc, char** argv, int first) {
+FlagParser eval_flags(EvalArguments& arguments) {
+  FlagParser flags("eval");
+  flags.texts("--data", arguments.data)
+      .texts("--model", arguments.models)
+      .flag("--held-out", arguments.held_out)
+      .custom("--spec", [&arguments](const std::string& text) { add_named_spec(text, arguments.specs); })
+      .text("--specs", arguments.specs_dir)
+      .flag("--default-configs", arguments.default_only)
+      .flag("--without-configs", arguments.configless)
+      .flag("--ranking", arguments.ranking)
+      .flag("--json", arguments.json)
+      .text("--report", arguments.report_dir);
+  return flags;
+}
+
+EvalArguments parse(int argc, const char* const* argv, int first) {
   EvalArguments arguments;
-  for (int i = first; i < argc; ++i) {
-    const std::string argument = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw Error(argument + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (argument == "--data") arguments.data.push_back(value());
-    else if (argument == "--spec") add_named_spec(value(), arguments.specs);
-    else if (argument == "--specs") arguments.specs_dir = value();
-    else if (argument == "--report") arguments.report_dir = value();
-    else if (argument == "--json") arguments.json = true;
-    else if (argument == "--model") (arguments.model.empty() ? arguments.model : arguments.further_models.emplace_back()) = value();
-    else if (argument == "--held-out") arguments.held_out = true;
-    else if (argument == "--default-configs") arguments.default_only = true;
-    else if (argument == "--without-configs") arguments.without_configs = arguments.default_only = true;
-    else if (argument == "--ranking") arguments.ranking = true;
-    else throw Error("unknown argument " + argument + " for eval");
+  eval_flags(arguments).parse(argc, argv, first);
+  if (!arguments.models.empty()) {
+    arguments.model = arguments.models.front();
+    arguments.further_models.assign(arguments.models.begin() + 1, arguments.models.end());
   }
-  if (arguments.data.empty()) throw Error("eval needs --data FILE.csv (a measurement CSV; see data/README.md)");
-  if (arguments.held_out && arguments.model.empty()) throw Error("--held-out needs --model: the split is the model's");
+  if (arguments.configless) arguments.default_only = true;
+  if (arguments.data.empty()) throw InvalidInput("eval needs --data FILE.csv (a measurement CSV; see docs/formats.md)");
+  if (arguments.held_out && arguments.model.empty()) throw InvalidInput("--held-out needs --model: the split is the model's");
   if (arguments.ranking && arguments.default_only)
-    throw Error(std::string("--ranking orders every candidate of a shape; ") +
-                (arguments.without_configs ? "--without-configs" : "--default-configs") + " would keep one per shape");
+    throw InvalidInput(std::string("--ranking orders every candidate of a shape; ") +
+                       (arguments.configless ? "--without-configs" : "--default-configs") + " would keep one per shape");
   return arguments;
 }
 
@@ -120,7 +125,7 @@ int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<dou
       measured.push_back(rows[i].duration_us);
     }
     lines.push_back({gpu, indices.size(), ranking_accuracy(shapes, model, measured), ranking_accuracy(shapes, heuristic, measured)});
-    if (lines.back().by_model.shapes == 0) throw Error("--ranking found no shape with two or more measured candidates");
+    if (lines.back().by_model.shapes == 0) throw InvalidInput("--ranking found no shape with two or more measured candidates");
   }
   json result = json::object();
   if (!as_json) {
@@ -165,164 +170,211 @@ struct Group {
   std::vector<double> measured, predicted, bound;
 };
 
-}  // namespace
-
-int eval_command(int argc, char** argv, int first) {
-  EvalArguments arguments = parse(argc, argv, first);
+// The model given (--model), with the split its training recorded, and the models for GEMMs
+// without a config that answer beside it.
+struct EvaluatedModel {
   std::optional<Mlp> model;
   std::uint64_t split_seed = 0;
   double test_fraction = 0;
   std::string holdout_gpu;
-  if (!arguments.model.empty()) {
-    model = load_mlp(arguments.model);
-    for (const auto& [key, value] : model->description().provenance) {
-      if (key == "split_seed") split_seed = std::stoull(value);
-      if (key == "test_fraction") test_fraction = std::stod(value);
-      if (key == "holdout_gpu") holdout_gpu = value;
-    }
-    if (arguments.held_out && test_fraction <= 0)
-      throw Error(arguments.model + " records no test split (provenance split_seed and test_fraction)");
-  }
-  // Models for GEMMs without a config per data type answer together, each for its types, beside
-  // the chooser they were trained with; their split must be the same for --held-out to be one.
   std::vector<Mlp> configless_models;
-  if (model && model->description().for_configless_gemm) configless_models.push_back(*model);
-  for (const std::string& path : arguments.further_models) {
-    Mlp further = load_mlp(path);
-    if (!model->description().for_configless_gemm || !further.description().for_configless_gemm)
-      throw Error("--model is given more than once only for models for GEMMs without a config (one per data type); " +
-                  (further.description().for_configless_gemm ? arguments.model : path) + " is not one");
-    const std::map<std::string, std::string> first(model->description().provenance.begin(), model->description().provenance.end());
-    const std::map<std::string, std::string> other(further.description().provenance.begin(), further.description().provenance.end());
-    for (const char* key : {"chooser", "split_seed", "test_fraction", "holdout_gpu"}) {
-      const std::string a = first.count(key) ? first.at(key) : "", b = other.count(key) ? other.at(key) : "";
-      if (a != b)
-        throw Error(fmt::format("{} was trained with {} \"{}\", {} with \"{}\": the models given together must share their chooser and split",
-                                arguments.model, key, a, path, b));
-    }
-    for (const Mlp& earlier : configless_models)
-      for (DType dtype : kAllDTypes)
-        if (earlier.answers_for(dtype) && further.answers_for(dtype))
-          detail::fail_field("--model " + path, std::string(to_string(dtype)),
-                             "answers for a data type an earlier --model answers for (give one model per type)");
-    configless_models.push_back(std::move(further));
-  }
+  bool configless() const { return model && model->description().for_configless_gemm; }
   // Models that list their data types are scored on GEMMs of those types only: a row of another
   // type would be answered by some other model, and its error counted as theirs.
-  const bool listed_types = !configless_models.empty() && std::none_of(configless_models.begin(), configless_models.end(),
-                                                                        [](const Mlp& m) { return m.description().dtypes.empty(); });
-  // A model for GEMMs without a config is scored on the GEMMs as a caller without one asks them.
-  if (model && model->description().for_configless_gemm && !arguments.without_configs) {
-    if (arguments.ranking || arguments.default_only)
-      throw Error(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
-    arguments.without_configs = arguments.default_only = true;
+  bool listed_types() const {
+    return !configless_models.empty() && std::none_of(configless_models.begin(), configless_models.end(),
+                                                      [](const Mlp& m) { return m.description().dtypes.empty(); });
   }
+};
+
+// Models for GEMMs without a config per data type answer together, each for its types, beside
+// the chooser they were trained with; their split must be the same for --held-out to be one.
+void add_further_model(const EvalArguments& arguments, const std::string& path, EvaluatedModel& evaluated) {
+  Mlp further = load_mlp(path);
+  const Mlp& model = *evaluated.model;
+  if (!model.description().for_configless_gemm || !further.description().for_configless_gemm)
+    throw InvalidInput("--model is given more than once only for models for GEMMs without a config (one per data type); " +
+                       (further.description().for_configless_gemm ? arguments.model : path) + " is not one");
+  const std::map<std::string, std::string> first(model.description().provenance.begin(), model.description().provenance.end());
+  const std::map<std::string, std::string> other(further.description().provenance.begin(), further.description().provenance.end());
+  for (const char* key : {"chooser", "split_seed", "test_fraction", "holdout_gpu"}) {
+    const std::string a = first.count(key) ? first.at(key) : "", b = other.count(key) ? other.at(key) : "";
+    if (a != b)
+      throw InvalidInput(fmt::format("{} was trained with {} \"{}\", {} with \"{}\": the models given together must share their chooser and split",
+                                     arguments.model, key, a, path, b));
+  }
+  for (const Mlp& earlier : evaluated.configless_models)
+    for (DType dtype : kAllDTypes)
+      if (earlier.answers_for(dtype) && further.answers_for(dtype))
+        detail::fail_field("--model " + path, std::string(to_string(dtype)),
+                           "answers for a data type an earlier --model answers for (give one model per type)");
+  evaluated.configless_models.push_back(std::move(further));
+}
+
+EvaluatedModel load_models(EvalArguments& arguments) {
+  EvaluatedModel evaluated;
+  if (arguments.model.empty()) return evaluated;
+  evaluated.model = load_mlp(arguments.model);
+  for (const auto& [key, value] : evaluated.model->description().provenance) {
+    if (key == "split_seed") evaluated.split_seed = std::stoull(value);
+    if (key == "test_fraction") evaluated.test_fraction = std::stod(value);
+    if (key == "holdout_gpu") evaluated.holdout_gpu = value;
+  }
+  if (arguments.held_out && evaluated.test_fraction <= 0)
+    throw InvalidInput(arguments.model + " records no test split (provenance split_seed and test_fraction)");
+  if (evaluated.configless()) evaluated.configless_models.push_back(*evaluated.model);
+  for (const std::string& path : arguments.further_models) add_further_model(arguments, path, evaluated);
+  // A model for GEMMs without a config is scored on the GEMMs as a caller without one asks them.
+  if (evaluated.configless() && !arguments.configless) {
+    if (arguments.ranking || arguments.default_only)
+      throw InvalidInput(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
+    arguments.configless = arguments.default_only = true;
+  }
+  return evaluated;
+}
+
+// The rows scored: every row of --data, less those the options leave out.
+std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const EvaluatedModel& evaluated) {
+  const bool listed_types = evaluated.listed_types();
+  const auto answered = [&](DType dtype) {
+    return std::any_of(evaluated.configless_models.begin(), evaluated.configless_models.end(),
+                       [&](const Mlp& m) { return m.answers_for(dtype); });
+  };
   std::vector<MeasuredKernel> rows;
   for (const std::string& path : arguments.data) {
     std::vector<MeasuredKernel> read = read_measurements(path);
     // The caller's question when it knows only the shape: the library picks the config, and
     // the answer is held against what cuBLAS ran first.
-    if (arguments.without_configs) read = first_choices_without_configs(read);
+    if (arguments.configless) read = configless_first_choices(read);
     for (MeasuredKernel& row : read) {
       if (arguments.default_only && !row.is_default) continue;
-      if (const Gemm* gemm = row.kernel.get_if<Gemm>(); listed_types && gemm &&
-          std::none_of(configless_models.begin(), configless_models.end(), [&](const Mlp& m) { return m.answers_for(gemm->dtype); }))
-        continue;
-      if (arguments.held_out && (!shape_held_out(row.shape, split_seed, test_fraction) ||
-                                 (!holdout_gpu.empty() && row.gpu != holdout_gpu)))
+      if (const Gemm* gemm = row.kernel.get_if<Gemm>(); listed_types && gemm && !answered(gemm->dtype)) continue;
+      if (arguments.held_out && (!shape_held_out(row.shape, evaluated.split_seed, evaluated.test_fraction) ||
+                                 (!evaluated.holdout_gpu.empty() && row.gpu != evaluated.holdout_gpu)))
         continue;
       rows.push_back(std::move(row));
     }
   }
-  if (rows.empty()) throw Error("eval found no rows to evaluate");
+  if (rows.empty()) throw InvalidInput("eval found no rows to evaluate");
+  return rows;
+}
 
-  // Predict per GPU, in batches.
-  // A model for GEMMs without a config answers beside the GEMM model that picked the configs it
-  // was trained on: the chooser its provenance names (a model file, or the bundled GEMM model).
-  const bool configless_model = model && model->description().for_configless_gemm;
-  const Predictor predictor = [&] {
-    if (!model) return Predictor();
-    if (!configless_model) return Predictor(std::vector<Mlp>{*model});
-    std::string chooser;
-    for (const auto& [key, value] : model->description().provenance)
-      if (key == "chooser") chooser = value;
-    if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with(configless_models);
-    std::vector<Mlp> models{load_mlp(chooser)};
-    models.insert(models.end(), configless_models.begin(), configless_models.end());
-    return Predictor(std::move(models));
-  }();
+// A model for GEMMs without a config answers beside the GEMM model that picked the configs it
+// was trained on: the chooser its provenance names (a model file, or the bundled GEMM model).
+Predictor predictor_for(const EvaluatedModel& evaluated) {
+  if (!evaluated.model) return Predictor();
+  if (!evaluated.configless()) return Predictor(std::vector<Mlp>{*evaluated.model});
+  std::string chooser;
+  for (const auto& [key, value] : evaluated.model->description().provenance)
+    if (key == "chooser") chooser = value;
+  if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with(evaluated.configless_models);
+  std::vector<Mlp> models{load_mlp(chooser)};
+  models.insert(models.end(), evaluated.configless_models.begin(), evaluated.configless_models.end());
+  return Predictor(std::move(models));
+}
+
+// Each row's prediction and roofline bound, as the row was timed (a row timed back to back at
+// the sustained clock), predicted per GPU in batches.
+struct Predicted {
+  std::vector<double> predicted, bound;
+  std::map<std::string, Group> groups;
+};
+
+Predicted predict_rows(const EvalArguments& arguments, const Predictor& predictor, const std::vector<MeasuredKernel>& rows) {
   const Predictor baseline = Predictor::analytical();
   std::map<std::string, std::vector<std::size_t>> by_gpu;
   for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);
-  std::vector<double> predicted(rows.size()), bound(rows.size());
-  std::map<std::string, Group> groups;
-  std::string sources;
+  Predicted out;
+  out.predicted.resize(rows.size());
+  out.bound.resize(rows.size());
   for (const auto& [gpu, indices] : by_gpu) {
-    Group& group = groups[gpu];
+    Group& group = out.groups[gpu];
     const GpuSpec spec = spec_for_gpu(gpu, arguments.specs, arguments.specs_dir, group.spec_source);
     std::vector<Kernel> kernels;
     for (std::size_t i : indices) kernels.push_back(rows[i].kernel);
     const std::vector<Prediction> model = predictor.predict(kernels, spec);
     const std::vector<Prediction> roofline = baseline.predict(kernels, spec);
     for (std::size_t j = 0; j < indices.size(); ++j) {
-      // Both answers as the row was timed (a row timed back to back at the sustained clock).
       const MeasuredKernel& row = rows[indices[j]];
-      predicted[indices[j]] = as_timed_us(row, model[j].latency_us, spec);
-      bound[indices[j]] = as_timed_us(row, roofline[j].latency_us, spec);
+      out.predicted[indices[j]] = as_timed_us(row, model[j].latency_us, spec);
+      out.bound[indices[j]] = as_timed_us(row, roofline[j].latency_us, spec);
       group.measured.push_back(row.duration_us);
-      group.predicted.push_back(predicted[indices[j]]);
-      group.bound.push_back(bound[indices[j]]);
+      group.predicted.push_back(out.predicted[indices[j]]);
+      group.bound.push_back(out.bound[indices[j]]);
     }
   }
-  if (arguments.ranking) return print_ranking(rows, predicted, arguments.json);
-  std::vector<double> measured;
-  for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
-  const Accuracy overall = accuracy(predicted, measured), overall_bound = accuracy(bound, measured);
+  return out;
+}
 
+void print_accuracy(const EvalArguments& arguments, const Predictor& predictor, const std::vector<MeasuredKernel>& rows,
+                    const Predicted& p, const Accuracy& overall, const Accuracy& overall_bound) {
   if (arguments.json) {
     json gpus = json::object();
-    for (const auto& [gpu, group] : groups)
+    for (const auto& [gpu, group] : p.groups)
       gpus[gpu] = {{"spec", group.spec_source},
                    {"prediction", accuracy_json(accuracy(group.predicted, group.measured))},
                    {"roofline_baseline", accuracy_json(accuracy(group.bound, group.measured))}};
     json overall_json = accuracy_json(overall);
     overall_json["roofline_baseline"] = accuracy_json(overall_bound);
     fmt::print("{}\n", json{{"overall", overall_json}, {"gpus", gpus}}.dump(2));
-  } else {
-    fmt::print("{:<16} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}   {:>13} {:>13}  spec\n", "gpu", "rows", "MAPE%", "median%",
-               "p90%", "<=10%", "<=20%", "spearman", "roofline MAPE", "roofline rho");
-    auto line = [](const std::string& name, const Accuracy& a, const Accuracy& b, const std::string& spec) {
-      fmt::print("{:<16} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.1f} {:>7.1f} {:>8.4f}   {:>13.2f} {:>13.4f}  {}\n", name, a.rows,
-                 a.mape_pct, a.median_ape_pct, a.p90_ape_pct, a.within_10_pct, a.within_20_pct, a.spearman, b.mape_pct,
-                 b.spearman, spec);
-    };
-    for (const auto& [gpu, group] : groups)
-      line(gpu, accuracy(group.predicted, group.measured), accuracy(group.bound, group.measured), group.spec_source);
-    line("overall", overall, overall_bound, "");
-    bool any_model = false;
-    for (const MeasuredKernel& row : rows) any_model = any_model || predictor.model(row.kernel.family()) != nullptr;
-    if (!any_model) fmt::print("(no trained model is bundled for these op families: the prediction is the roofline bound itself)\n");
+    return;
   }
+  fmt::print("{:<16} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}   {:>13} {:>13}  spec\n", "gpu", "rows", "MAPE%", "median%",
+             "p90%", "<=10%", "<=20%", "spearman", "roofline MAPE", "roofline rho");
+  auto line = [](const std::string& name, const Accuracy& a, const Accuracy& b, const std::string& spec) {
+    fmt::print("{:<16} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.1f} {:>7.1f} {:>8.4f}   {:>13.2f} {:>13.4f}  {}\n", name, a.rows,
+               a.mape_pct, a.median_ape_pct, a.p90_ape_pct, a.within_10_pct, a.within_20_pct, a.spearman, b.mape_pct,
+               b.spearman, spec);
+  };
+  for (const auto& [gpu, group] : p.groups)
+    line(gpu, accuracy(group.predicted, group.measured), accuracy(group.bound, group.measured), group.spec_source);
+  line("overall", overall, overall_bound, "");
+  bool any_model = false;
+  for (const MeasuredKernel& row : rows) any_model = any_model || predictor.model(row.kernel.family()) != nullptr;
+  if (!any_model) fmt::print("(no trained model is bundled for these op families: the prediction is the roofline bound itself)\n");
+}
 
-  if (!arguments.report_dir.empty()) {
-    const fs::path dir(arguments.report_dir);
-    std::string csv = "gpu,family,kernel,measured_us,predicted_us,roofline_us,ape_pct\n";
-    std::map<std::string, svg::Series> series;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      csv += fmt::format("{},{},\"{}\",{:.6g},{:.6g},{:.6g},{:.4g}\n", rows[i].gpu, to_string(rows[i].kernel.family()),
-                         to_string(rows[i].kernel), measured[i], predicted[i], bound[i],
-                         100 * std::abs(predicted[i] - measured[i]) / measured[i]);
-      series[rows[i].gpu].name = rows[i].gpu;
-      series[rows[i].gpu].points.emplace_back(measured[i], predicted[i]);
-    }
-    std::vector<svg::Series> all;
-    for (auto& [gpu, s] : series) all.push_back(std::move(s));
-    write_text(dir / "eval.csv", csv);
-    write_text(dir / "eval.svg", svg::scatter_log_log(fmt::format("predicted against measured latency, MAPE {:.2f}%", overall.mape_pct),
-                                                      "measured (us)", "predicted (us)", all));
-    if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "eval.csv").string(), (dir / "eval.svg").string());
+// --report DIR: every row's prediction as CSV, and the scatter plot.
+void write_report(const EvalArguments& arguments, const std::vector<MeasuredKernel>& rows, const std::vector<double>& measured,
+                  const Predicted& p, const Accuracy& overall) {
+  const fs::path dir(arguments.report_dir);
+  std::string csv = "gpu,family,kernel,measured_us,predicted_us,roofline_us,ape_pct\n";
+  std::map<std::string, svg::Series> series;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    csv += fmt::format("{},{},\"{}\",{:.6g},{:.6g},{:.6g},{:.4g}\n", rows[i].gpu, to_string(rows[i].kernel.family()),
+                       to_string(rows[i].kernel), measured[i], p.predicted[i], p.bound[i],
+                       100 * std::abs(p.predicted[i] - measured[i]) / measured[i]);
+    series[rows[i].gpu].name = rows[i].gpu;
+    series[rows[i].gpu].points.emplace_back(measured[i], p.predicted[i]);
   }
+  std::vector<svg::Series> all;
+  for (auto& [gpu, one] : series) all.push_back(std::move(one));
+  write_text(dir / "eval.csv", csv);
+  write_text(dir / "eval.svg", svg::scatter_log_log(fmt::format("predicted against measured latency, MAPE {:.2f}%", overall.mape_pct),
+                                                    "measured (us)", "predicted (us)", all));
+  if (!arguments.json) fmt::print("wrote {} and {}\n", (dir / "eval.csv").string(), (dir / "eval.svg").string());
+}
+
+}  // namespace
+
+int eval_command(int argc, const char* const* argv, int first) {
+  EvalArguments arguments = parse(argc, argv, first);
+  const EvaluatedModel evaluated = load_models(arguments);
+  const std::vector<MeasuredKernel> rows = scored_rows(arguments, evaluated);
+  const Predictor predictor = predictor_for(evaluated);
+  const Predicted p = predict_rows(arguments, predictor, rows);
+  if (arguments.ranking) return print_ranking(rows, p.predicted, arguments.json);
+  std::vector<double> measured;
+  for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
+  const Accuracy overall = accuracy(p.predicted, measured), overall_bound = accuracy(p.bound, measured);
+  print_accuracy(arguments, predictor, rows, p, overall, overall_bound);
+  if (!arguments.report_dir.empty()) write_report(arguments, rows, measured, p, overall);
   return 0;
+}
+
+std::vector<std::string> eval_flag_names() {
+  EvalArguments arguments;
+  return eval_flags(arguments).names();
 }
 
 }  // namespace pipeweave::cli

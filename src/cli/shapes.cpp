@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "pipeweave/error.hpp"
+#include "flags.hpp"
 #include "tools.hpp"
 
 namespace pipeweave::cli {
@@ -136,7 +137,7 @@ std::vector<std::string> row_shapes(Random& random, int count, bool norm, const 
 // `serving_decode`: decode batches only, at the contexts a serving run holds: each batch draws a
 // context cap C (64 to 8192 tokens) and every request a context up to C. The list above draws
 // contexts up to 32k for half of each batch, so a batch of 40 almost always holds a 20k+ one,
-// and a model trained on it alone overshot short-context decode (data/README.md, "End to end").
+// and a model trained on it alone overshot short-context decode (docs/experiments/measured-kernels.md).
 enum class DecodeList { none, serving, long_context };
 
 std::vector<std::string> attention_shapes(Random& random, int count, const std::vector<std::string>& dtypes,
@@ -205,70 +206,71 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
   return rows;
 }
 
-int whole_number(const std::string& flag, const std::string& text, long long low, long long high) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value < low || value > high)
-    detail::fail_field(flag, text, fmt::format("must be a whole number from {} to {}", low, high));
-  return static_cast<int>(value);
-}
-
-}  // namespace
-
-int shapes_command(int argc, char** argv, int first) {
+struct ShapesOptions {
   std::string op;
-  int count = 0;
+  int count = 0;  // 0: the op's default
   int seed = 1;
   std::string dtype_text;
-  std::optional<int> head_dim_given;  // --head-dim, for the attention lists only
-  for (int i = first; i < argc; ++i) {
-    const std::string argument = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) throw Error(argument + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (argument == "--op") op = value();
-    else if (argument == "--count") count = whole_number("--count", value(), 1, 1000000);
-    else if (argument == "--seed") seed = whole_number("--seed", value(), 0, 2147483647);
-    else if (argument == "--dtypes") dtype_text = value();
-    else if (argument == "--head-dim") {
-      const std::string text = value();
-      if (text != "64" && text != "128" && text != "256") detail::fail_field("--head-dim", text, "must be 64, 128 or 256");
-      head_dim_given = std::stoi(text);
-    }
-    else throw Error("unknown argument " + argument + " for shapes");
-  }
-  const DecodeList decode_list = op == "attention_decode"        ? DecodeList::serving
-                                 : op == "attention_decode_long" ? DecodeList::long_context
-                                                                 : DecodeList::none;
-  const bool gemm = op == "gemm", norm = op == "rmsnorm", attention = op == "attention" || decode_list != DecodeList::none;
-  if (!gemm && !norm && !attention && op != "silu_mul")
-    detail::fail_field("--op", detail::quoted(op),
-                       "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
+  std::optional<int> head_dim;  // --head-dim, for the attention lists only
+};
+
+FlagParser shapes_flags(ShapesOptions& o) {
+  FlagParser flags("shapes");
+  flags.text("--op", o.op)
+      .whole("--count", o.count, 1, 1000000)
+      .whole("--seed", o.seed, 0, 2147483647)
+      .text("--dtypes", o.dtype_text)
+      .choice("--head-dim", o.head_dim, {{"64", 64}, {"128", 128}, {"256", 256}});
+  return flags;
+}
+
+// Which list --op asks for; each draws from its own stream of the seed.
+enum class ShapeList { gemm, rmsnorm, silu_mul, attention, attention_decode, attention_decode_long };
+
+ShapeList shape_list(const std::string& op) {
+  const std::pair<const char*, ShapeList> lists[] = {{"gemm", ShapeList::gemm},
+                                                     {"rmsnorm", ShapeList::rmsnorm},
+                                                     {"silu_mul", ShapeList::silu_mul},
+                                                     {"attention", ShapeList::attention},
+                                                     {"attention_decode", ShapeList::attention_decode},
+                                                     {"attention_decode_long", ShapeList::attention_decode_long}};
+  for (const auto& [name, list] : lists)
+    if (op == name) return list;
+  detail::fail_field("--op", detail::quoted(op), "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
+}
+
+// The list's data types: --dtypes, else bf16 (and fp8_e4m3 for GEMMs).
+std::vector<std::string> list_dtypes(const std::string& dtype_text, bool gemm) {
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
   if (dtypes.empty()) detail::fail_field("--dtypes", detail::quoted(dtype_text), "must name at least one data type");
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
-  if (head_dim_given && !attention)
-    detail::fail_field("--head-dim", *head_dim_given, "applies to --op attention, attention_decode and attention_decode_long only");
-  const int head_dim = head_dim_given.value_or(128);
-  if (count == 0) count = gemm ? 2600 : decode_list == DecodeList::serving ? 800 : decode_list == DecodeList::long_context ? 400 : 3200;
+  return dtypes;
+}
 
-  Random random(static_cast<std::uint64_t>(seed) * 0x2545f4914f6cdd1dull +
-                (gemm                                        ? 1
-                 : norm                                      ? 2
-                 : decode_list == DecodeList::serving        ? 5
-                 : decode_list == DecodeList::long_context   ? 6
-                 : attention                                 ? 4
-                                                             : 3));
+}  // namespace
+
+int shapes_command(int argc, const char* const* argv, int first) {
+  ShapesOptions options;
+  shapes_flags(options).parse(argc, argv, first);
+  const ShapeList list = shape_list(options.op);
+  const bool gemm = list == ShapeList::gemm, norm = list == ShapeList::rmsnorm;
+  const DecodeList decode_list = list == ShapeList::attention_decode        ? DecodeList::serving
+                                 : list == ShapeList::attention_decode_long ? DecodeList::long_context
+                                                                            : DecodeList::none;
+  const bool attention = list == ShapeList::attention || decode_list != DecodeList::none;
+  const std::vector<std::string> dtypes = list_dtypes(options.dtype_text, gemm);
+  if (options.head_dim && !attention)
+    detail::fail_field("--head-dim", *options.head_dim, "applies to --op attention, attention_decode and attention_decode_long only");
+  constexpr int kDefaultCount[] = {2600, 3200, 3200, 3200, 800, 400};  // in ShapeList order
+  const int count = options.count > 0 ? options.count : kDefaultCount[static_cast<int>(list)];
+  // Each list's own stream (numbers kept from when the lists were added, so that seeds draw the
+  // lists they always drew).
+  constexpr std::uint64_t kStream[] = {1, 2, 3, 4, 5, 6};
+  Random random(static_cast<std::uint64_t>(options.seed) * 0x2545f4914f6cdd1dull + kStream[static_cast<int>(list)]);
   const std::vector<std::string> rows = gemm        ? gemm_shapes(random, count, dtypes)
-                                        : attention ? attention_shapes(random, count, dtypes, decode_list, head_dim)
+                                        : attention ? attention_shapes(random, count, dtypes, decode_list, options.head_dim.value_or(128))
                                                     : row_shapes(random, count, norm, dtypes);
   fmt::print("{}\n", gemm        ? "dtype,m,n,k"
                     : norm      ? "dtype,tokens,hidden,fused_residual"
@@ -276,6 +278,11 @@ int shapes_command(int argc, char** argv, int first) {
                                 : "dtype,tokens,dim");
   for (const std::string& row : rows) fmt::print("{}\n", row);
   return 0;
+}
+
+std::vector<std::string> shapes_flag_names() {
+  ShapesOptions options;
+  return shapes_flags(options).names();
 }
 
 }  // namespace pipeweave::cli

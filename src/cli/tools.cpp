@@ -19,14 +19,14 @@ namespace fs = std::filesystem;
 
 fs::path find_tool(const std::string& name, const std::string& env_var) {
   if (const char* named = std::getenv(env_var.c_str()); named && *named) {
-    if (!fs::exists(named)) throw Error(fmt::format("{} names {}, which does not exist", env_var, named));
+    if (!fs::exists(named)) throw InvalidInput(fmt::format("{} names {}, which does not exist", env_var, named));
     return named;
   }
   std::error_code error;
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   const fs::path beside = error ? fs::path(name) : self.parent_path() / name;
   if (!fs::exists(beside))
-    throw Error(fmt::format("this needs {}, one of the CUDA tools, beside this program ({}) or named by {}; it is built "
+    throw InvalidInput(fmt::format("this needs {}, one of the CUDA tools, beside this program ({}) or named by {}; it is built "
                             "when CMake finds nvcc (-DPIPEWEAVE_BUILD_CUDA=ON)",
                             name, beside.string(), env_var));
   return beside;
@@ -90,18 +90,6 @@ void write_text(const fs::path& path, const std::string& text) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary);
   if (!out || !(out << text)) throw Error("cannot write " + path.string());
-}
-
-std::optional<double> parse_number(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
-  return value;
 }
 
 std::string read_text(const fs::path& path, const std::string& what) {

@@ -11,6 +11,9 @@
 
 namespace pipeweave::cli {
 
+// The most SMs --sms may ask for: the most a GPU spec may have (gpu_spec.cpp).
+constexpr int kMostSms = 4096;
+
 // `name` as the environment variable `env_var` names it, else beside this program. Throws
 // pipeweave::Error saying how to get it when it is missing.
 std::filesystem::path find_tool(const std::string& name, const std::string& env_var);
@@ -28,10 +31,6 @@ GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::st
                      std::string& source);
 // Parses a --spec value, GPU=FILE, into `named`.
 void add_named_spec(const std::string& text, std::map<std::string, std::string>& named);
-
-// A flag's value as a number: the whole text parsed, finite; nothing otherwise (the caller
-// names the flag and what it must be).
-std::optional<double> parse_number(const std::string& text);
 
 // A comma-separated list's items, empty ones skipped ("a,,b" -> a, b).
 std::vector<std::string> split_list(const std::string& text);

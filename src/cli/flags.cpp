@@ -1,0 +1,147 @@
+// See flags.hpp.
+#include "flags.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "pipeweave/error.hpp"
+
+namespace pipeweave::cli {
+
+void FlagParser::fail(std::string_view name, std::string_view text, std::string_view requirement) {
+  throw InvalidInput(fmt::format("{} {}, got {}", name, requirement, detail::quoted(text)));
+}
+
+FlagParser& FlagParser::declare(std::string name, bool takes_value, std::function<void(const std::string&)> apply) {
+  declared_.push_back({std::move(name), takes_value, std::move(apply)});
+  return *this;
+}
+
+FlagParser& FlagParser::flag(std::string name, bool& target) {
+  return declare(std::move(name), false, [&target](const std::string&) { target = true; });
+}
+
+FlagParser& FlagParser::text(std::string name, std::string& target) {
+  return declare(std::move(name), true, [&target](const std::string& value) { target = value; });
+}
+
+FlagParser& FlagParser::texts(std::string name, std::vector<std::string>& target) {
+  return declare(std::move(name), true, [&target](const std::string& value) { target.push_back(value); });
+}
+
+namespace {
+
+std::string whole_requirement(std::int64_t low, std::int64_t high) {
+  if (high == std::numeric_limits<std::int64_t>::max() || high == std::numeric_limits<int>::max())
+    return fmt::format("must be a whole number >= {}", low);
+  return fmt::format("must be a whole number from {} to {}", low, high);
+}
+
+}  // namespace
+
+FlagParser& FlagParser::whole(std::string name, std::int64_t& target, std::int64_t low, std::int64_t high) {
+  return custom(name, [name, &target, low, high](const std::string& text) {
+    const std::optional<std::int64_t> value = parse_whole(text);
+    if (!value || *value < low || *value > high) fail(name, text, whole_requirement(low, high));
+    target = *value;
+  });
+}
+
+FlagParser& FlagParser::whole(std::string name, int& target, int low, int high) {
+  return custom(name, [name, &target, low, high](const std::string& text) {
+    const std::optional<std::int64_t> value = parse_whole(text);
+    if (!value || *value < low || *value > high) fail(name, text, whole_requirement(low, high));
+    target = static_cast<int>(*value);
+  });
+}
+
+FlagParser& FlagParser::number(std::string name, double& target, std::function<bool(double)> accept, std::string requirement) {
+  return custom(name, [name, &target, accept = std::move(accept), requirement = std::move(requirement)](const std::string& text) {
+    const std::optional<double> value = parse_number(text);
+    if (!value || !accept(*value)) fail(name, text, requirement);
+    target = *value;
+  });
+}
+
+FlagParser& FlagParser::number(std::string name, std::optional<double>& target, std::function<bool(double)> accept,
+                               std::string requirement) {
+  return custom(name, [name, &target, accept = std::move(accept), requirement = std::move(requirement)](const std::string& text) {
+    const std::optional<double> value = parse_number(text);
+    if (!value || !accept(*value)) fail(name, text, requirement);
+    target = *value;
+  });
+}
+
+FlagParser& FlagParser::custom(std::string name, std::function<void(const std::string&)> apply) {
+  return declare(std::move(name), true, std::move(apply));
+}
+
+FlagParser& FlagParser::positional(std::vector<std::string>& target) {
+  positional_ = &target;
+  return *this;
+}
+
+void FlagParser::parse(int argc, const char* const* argv, int first) {
+  for (int i = first; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (!argument.starts_with("--")) {
+      if (!positional_)
+        throw InvalidInput(fmt::format("{} takes no positional arguments, got {}", command_, detail::quoted(argument)));
+      positional_->push_back(argument);
+      continue;
+    }
+    // --name=value or --name value.
+    const std::size_t equals = argument.find('=');
+    const std::string name = argument.substr(0, equals);
+    const auto found = std::find_if(declared_.begin(), declared_.end(), [&](const Declared& d) { return d.name == name; });
+    if (found == declared_.end())
+      throw InvalidInput(fmt::format("unknown option {} for {} (pipeweave {} --help lists its options)", detail::printable(name),
+                                     command_, command_));
+    given_.push_back(name);
+    if (!found->takes_value) {
+      if (equals != std::string::npos)
+        throw InvalidInput(fmt::format("{} takes no value, got {}", name, detail::quoted(argument)));
+      found->apply({});
+    } else if (equals != std::string::npos) {
+      found->apply(argument.substr(equals + 1));
+    } else {
+      if (i + 1 >= argc) throw InvalidInput(name + " needs a value");
+      found->apply(argv[++i]);
+    }
+  }
+}
+
+bool FlagParser::given(std::string_view name) const { return std::find(given_.begin(), given_.end(), name) != given_.end(); }
+
+std::vector<std::string> FlagParser::names() const {
+  std::vector<std::string> out;
+  for (const Declared& d : declared_) out.push_back(d.name);
+  return out;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+std::optional<std::int64_t> parse_whole(const std::string& text) {
+  std::int64_t value = 0;
+  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(begin, end, value);
+  if (begin == end || *begin == '+' || (begin != text.data() && *begin == '-') || error != std::errc() || stop != end)
+    return std::nullopt;
+  return value;
+}
+
+}  // namespace pipeweave::cli

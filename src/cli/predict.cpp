@@ -1,0 +1,228 @@
+// `pipeweave gpus`, `predict` and `rank`: the library's questions asked from the command line.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "pipeweave/pipeweave.hpp"
+
+namespace pipeweave::cli {
+namespace {
+
+using nlohmann::json;
+
+struct PredictOptions {
+  std::vector<std::string> positional;
+  std::string gpu;
+  std::string kernels_file;
+  std::vector<std::string> models;  // --model: in place of the bundled model of its family
+  bool json = false;
+  int top = 10;
+};
+
+// The three commands share their options; each takes those it uses.
+enum class Asking { gpus, predict, rank };
+
+FlagParser predict_flags(Asking asking, PredictOptions& options) {
+  FlagParser flags(asking == Asking::gpus ? "gpus" : asking == Asking::predict ? "predict" : "rank");
+  flags.flag("--json", options.json);
+  if (asking == Asking::gpus) return flags;
+  flags.text("--gpu", options.gpu).texts("--model", options.models).text("--kernels", options.kernels_file).positional(options.positional);
+  if (asking == Asking::rank) flags.whole("--top", options.top, 0, std::numeric_limits<int>::max());
+  return flags;
+}
+
+PredictOptions parse(Asking asking, int argc, const char* const* argv, int first) {
+  PredictOptions options;
+  predict_flags(asking, options).parse(argc, argv, first);
+  return options;
+}
+
+double tflops(double flops_per_clk_per_sm, const GpuSpec& gpu) {
+  return flops_per_clk_per_sm * gpu.sm_count * gpu.clock_hz() / 1e12;
+}
+
+int list_gpus(const PredictOptions& arguments) {
+  if (arguments.json) {
+    json all = json::array();
+    for (const GpuSpec& gpu : gpu_catalog()) all.push_back(json::parse(to_json(gpu)));
+    fmt::print("{}\n", all.dump(2));
+    return 0;
+  }
+  // What kernels sustain (the spec predictions use) beside the data sheet's peak and clock.
+  fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n", "name", "arch", "cc", "SMs",
+             "MHz", "bf16 TF", "fp8 TF", "DRAM GB/s", "mem GB", "max MHz", "sheet TF", "x busy", "spec");
+  for (const GpuSpec& gpu : gpu_catalog()) {
+    const GpuSpec& sheet = find_gpu_datasheet(gpu.name);
+    fmt::print("{:<31} {:<9} {:>4} {:>4} {:>6.0f} {:>9.1f} {:>9.1f} {:>9.0f} {:>7.0f} {:>8.0f} {:>9.1f} {:>7.3f}  {}\n", gpu.name,
+               gpu.architecture, fmt::format("{}.{}", gpu.compute_capability_major, gpu.compute_capability_minor),
+               gpu.sm_count, gpu.sm_clock_mhz, tflops(gpu.tensor_flops_per_clk_per_sm.fp16_bf16, gpu),
+               tflops(gpu.tensor_flops_per_clk_per_sm.fp8, gpu), gpu.dram_bandwidth_gb_s, gpu.memory_gb, gpu.max_clock_mhz,
+               tflops(sheet.tensor_flops_per_clk_per_sm.fp16_bf16, sheet), gpu.sustained_slowdown(),
+               gpu.source.starts_with("pipeweave calibrate") ? "calibrated" : "estimated");
+  }
+  fmt::print("MHz: the clock under a dense tensor load; sheet TF: the data sheet's dense bf16 peak; x busy: tensor-bound\n"
+             "kernels' time back to back at the power limit over their time alone (docs/experiments/gpu-specs.md)\n");
+  return 0;
+}
+
+std::vector<std::string> read_kernel_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open kernels file " + path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    lines.push_back(line.substr(first, line.find_last_not_of(" \t\r") - first + 1));
+  }
+  return lines;
+}
+
+// The bundled models, each --model in the place of its family's.
+Predictor predictor_for(const PredictOptions& arguments) {
+  std::vector<Mlp> models;
+  for (const std::string& path : arguments.models) models.push_back(load_mlp(path));
+  return models.empty() ? Predictor() : Predictor().with(std::move(models));
+}
+
+// What predict and rank are asked: the GPU, and the kernels from the command line and --kernels
+// (`none_given` says what is missing when there are none).
+struct Asked {
+  GpuSpec gpu;
+  std::vector<std::string> texts;
+  std::vector<Kernel> kernels;
+};
+
+Asked asked(const PredictOptions& arguments, const std::string& command, const std::string& none_given) {
+  if (arguments.gpu.empty()) throw InvalidInput(command + " needs --gpu NAME or --gpu spec.json");
+  Asked out{resolve_gpu(arguments.gpu), arguments.positional, {}};
+  if (!arguments.kernels_file.empty())
+    for (std::string& line : read_kernel_lines(arguments.kernels_file)) out.texts.push_back(std::move(line));
+  if (out.texts.empty()) throw InvalidInput(command + " needs " + none_given);
+  for (const std::string& text : out.texts) out.kernels.push_back(parse_kernel(text));
+  return out;
+}
+
+int predict(const PredictOptions& arguments) {
+  const Asked question = asked(arguments, "predict", "at least one KERNEL (e.g. gemm:m=4096,n=4096,k=4096)");
+  const GpuSpec& gpu = question.gpu;
+  const std::vector<std::string>& texts = question.texts;
+  const std::vector<Kernel>& kernels = question.kernels;
+
+  const Predictor predictor = predictor_for(arguments);
+  const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
+  if (arguments.json) {
+    json rows = json::array();
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      const Prediction& p = predictions[i];
+      rows.push_back({{"kernel", to_string(kernels[i])},
+                      {"op_family", to_string(kernels[i].family())},
+                      {"latency_us", p.latency_us},
+                      {"lower_bound_us", p.lower_bound_us},
+                      {"efficiency", p.efficiency},
+                      {"bottleneck", to_string(p.bottleneck)},
+                      {"source", to_string(p.source)},
+                      {"config", describe_config(predictor.configured(kernels[i], gpu), gpu)},
+                      {"config_defaulted", p.config_defaulted},
+                      {"extrapolated", p.extrapolated}});
+    }
+    fmt::print("{}\n", json{{"gpu", gpu.name}, {"predictions", rows}}.dump(2));
+    return 0;
+  }
+  fmt::print("GPU {} ({} SMs at {:.0f} MHz)\n", gpu.name, gpu.sm_count, gpu.sm_clock_mhz);
+  fmt::print("{:>12} {:>12} {:>6} {:<10} {:<16} {}\n", "latency_us", "bound_us", "eff", "bottleneck", "source",
+             "kernel [config]");
+  double total = 0;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Prediction& p = predictions[i];
+    total += p.latency_us;
+    fmt::print("{:>12.2f} {:>12.2f} {:>6.3f} {:<10} {:<16} {} [{}]\n", p.latency_us, p.lower_bound_us, p.efficiency,
+               to_string(p.bottleneck), to_string(p.source), texts[i], describe_config(predictor.configured(kernels[i], gpu), gpu));
+  }
+  if (kernels.size() > 1) fmt::print("{:>12.2f} total\n", total);
+  return 0;
+}
+
+// One GEMM without a config: the library's candidates; otherwise the kernels as given.
+int rank(const PredictOptions& arguments) {
+  Asked question = asked(arguments, "rank", "a GEMM (e.g. gemm:m=4096,n=4096,k=4096), a fused_moe, or the candidate KERNELs");
+  const GpuSpec& gpu = question.gpu;
+  const std::vector<std::string>& texts = question.texts;
+  std::vector<Kernel>& candidates = question.kernels;
+  const Gemm* gemm = candidates.size() == 1 ? candidates.front().get_if<Gemm>() : nullptr;
+  const FusedMoe* moe = candidates.size() == 1 ? candidates.front().get_if<FusedMoe>() : nullptr;
+  if (candidates.size() == 1 && !(gemm && !gemm->config) && !(moe && !moe->config))
+    throw InvalidInput("rank takes one GEMM or fused_moe without a config (its candidates are enumerated) or two or more KERNELs, got " +
+                    texts.front());
+  // The one shape given, once with each of its configs (the shape is copied before the list it
+  // came from is cleared).
+  const auto with_each_config = [&candidates](auto shape, const auto& configs) {
+    candidates.clear();
+    for (const auto& config : configs) {
+      shape.config = config;
+      candidates.push_back(shape);
+    }
+  };
+  if (moe) with_each_config(*moe, fused_moe_candidates(*moe, gpu));
+  if (gemm) {
+    with_each_config(*gemm, gemm_candidates(*gemm, gpu));
+    if (candidates.empty()) throw InvalidInput("no GEMM config fits " + gpu.name + "'s shared memory for " + texts.front());
+  }
+  const Predictor predictor = predictor_for(arguments);
+  const std::vector<RankedCandidate> ranked = predictor.rank(candidates, gpu);
+  const std::size_t shown = arguments.top == 0 ? ranked.size() : std::min<std::size_t>(ranked.size(), arguments.top);
+  if (arguments.json) {
+    json rows = json::array();
+    for (std::size_t r = 0; r < shown; ++r) {
+      const Prediction& p = ranked[r].prediction;
+      rows.push_back({{"rank", r + 1},
+                      {"kernel", to_string(candidates[ranked[r].index])},
+                      {"latency_us", p.latency_us},
+                      {"lower_bound_us", p.lower_bound_us},
+                      {"efficiency", p.efficiency},
+                      {"bottleneck", to_string(p.bottleneck)},
+                      {"source", to_string(p.source)},
+                      {"extrapolated", p.extrapolated}});
+    }
+    fmt::print("{}\n", json{{"gpu", gpu.name}, {"candidates", ranked.size()}, {"ranked", rows}}.dump(2));
+    return 0;
+  }
+  fmt::print("GPU {}: {} candidates, fastest first\n", gpu.name, ranked.size());
+  fmt::print("{:>5} {:>12} {:>12} {:>6} {:<10} {}\n", "rank", "latency_us", "bound_us", "eff", "bottleneck", "kernel");
+  for (std::size_t r = 0; r < shown; ++r) {
+    const Prediction& p = ranked[r].prediction;
+    fmt::print("{:>5} {:>12.2f} {:>12.2f} {:>6.3f} {:<10} {}\n", r + 1, p.latency_us, p.lower_bound_us, p.efficiency,
+               to_string(p.bottleneck), to_string(candidates[ranked[r].index]));
+  }
+  if (shown < ranked.size()) fmt::print("({} more; --top 0 prints all)\n", ranked.size() - shown);
+  if (!ranked.empty() && ranked.front().prediction.source == PredictionSource::analytical_bound)
+    fmt::print("(no trained model for this op family: ranked by the roofline bound alone)\n");
+  return 0;
+}
+
+}  // namespace
+
+int gpus_command(int argc, const char* const* argv, int first) { return list_gpus(parse(Asking::gpus, argc, argv, first)); }
+int predict_command(int argc, const char* const* argv, int first) { return predict(parse(Asking::predict, argc, argv, first)); }
+int rank_command(int argc, const char* const* argv, int first) { return rank(parse(Asking::rank, argc, argv, first)); }
+
+std::vector<std::string> gpus_flag_names() {
+  PredictOptions options;
+  return predict_flags(Asking::gpus, options).names();
+}
+std::vector<std::string> predict_flag_names() {
+  PredictOptions options;
+  return predict_flags(Asking::predict, options).names();
+}
+std::vector<std::string> rank_flag_names() {
+  PredictOptions options;
+  return predict_flags(Asking::rank, options).names();
+}
+
+}  // namespace pipeweave::cli
