@@ -3,7 +3,8 @@
 # and CLI tests) and once under AddressSanitizer + UndefinedBehaviorSanitizer; then the
 # thread-safety tests ("[thread]") under ThreadSanitizer; then the Python package, installed with
 # `pip install .` into a virtual environment and tested with pytest; then a minute of fuzzing for
-# each input surface (tests/fuzz/). Warnings are errors in all.
+# each input surface (tests/fuzz/), and the complexity rule (tests/complexity.sh). Warnings are
+# errors in all.
 # Build trees: build/, build-sanitize/, build-tsan/, build-python/ and build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,10 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${norandom[@]}" build-tsan
 python3 -m venv build-python/venv
 build-python/venv/bin/python -m pip install --quiet ".[test]"
 PIPEWEAVE_CLI="$PWD/build/pipeweave" build-python/venv/bin/python -m pytest -q tests/python
+
+# No function past a cyclomatic complexity of 30 (lizard, from PyPI, in the same environment).
+build-python/venv/bin/python -m pip install --quiet "lizard>=1.17"
+bash tests/complexity.sh build-python/venv/bin/lizard
 
 # Fuzzing (libFuzzer, clang): every input surface for 60 s a target, from seeds out of data/ and
 # tests/. The longer campaign, an hour a target: `bash tests/fuzz/run.sh 3600`.
