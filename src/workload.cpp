@@ -598,6 +598,18 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path) {
   return trace_from_csv(detail::read_file(csv_path, "trace"), csv_path.string());
 }
 
+std::map<std::int64_t, double> measured_iterations_from_csv(std::string_view csv_text, const std::string& source) {
+  std::map<std::int64_t, double> out;
+  detail::for_each_csv_row(csv_text, source, {"iteration", "measured_us"},
+                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.positive("measured_us"); });
+  if (out.empty()) throw InvalidInput(source + ": no measured iteration");
+  return out;
+}
+
+std::map<std::int64_t, double> load_measured_iterations(const std::filesystem::path& csv_path) {
+  return measured_iterations_from_csv(detail::read_file(csv_path, "measured iterations"), csv_path.string());
+}
+
 void SchedulerPolicy::validate() const {
   detail::require_positive("scheduler.max_batched_tokens", max_batched_tokens);
   detail::require_positive("scheduler.max_sequences", max_sequences);

@@ -211,9 +211,9 @@ pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_hea
                    shapes --op attention --count 5 --head-dim 256)
 pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got \"96\"" shapes --op attention --head-dim 96)
 pipeweave_cli_failure(shapes_no_dtypes "--dtypes must name at least one data type, got \",\"" shapes --op gemm --dtypes ,)
-pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got 128"
+pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got \"128\""
                       shapes --op gemm --head-dim 128)
-pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got fp8_e4m3" shapes --op rmsnorm --dtypes fp8_e4m3)
+pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got \"fp8_e4m3\"" shapes --op rmsnorm --dtypes fp8_e4m3)
 pipeweave_cli_failure(shapes_bad_count "--count must be a whole number from 1 to 1000000, got \"-3\"" shapes --op gemm --count -3)
 
 set(raw_gemm "${cli_data}/collect_raw_gemm.jsonl")
@@ -377,14 +377,14 @@ pipeweave_cli_test(eval_configless_per_dtype "\nH100-SXM +3 [^\n]*\noverall +3 "
 # One model that lists its type is scored on that type's rows alone (2 of the 3 shapes are bf16).
 pipeweave_cli_test(eval_configless_one_dtype "\nH100-SXM +2 [^\n]*\noverall +2 "
                    eval --model "${tiny_configless_bf16}" --data "${ranking_csv}")
-pipeweave_cli_failure(eval_configless_same_dtype_twice "--model [^ ]*tiny_gemm_configless_bf16\\.json answers for a data type an earlier --model answers for \\(give one model per type\\), got bf16"
+pipeweave_cli_failure(eval_configless_same_dtype_twice "--model [^ ]*tiny_gemm_configless_bf16\\.json answers for a data type an earlier --model answers for \\(give one model per type\\), got \"bf16\""
                       eval --model "${tiny_configless_bf16}" --model "${tiny_configless_bf16}" --data "${ranking_csv}")
 # A type with no rows beside one of its tensor path that has them (fp16 with bf16); alone, refused.
 pipeweave_cli_test(train_dtypes_by_tensor_path "gemm 2 rows: .*wrote [^\n]*tiny_gemm_configless_bf16_fp16\\.json"
                    train --op gemm --without-configs --dtypes bf16,fp16 --data "${ranking_csv}"
                    --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_bf16_fp16.json" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
-pipeweave_cli_failure(train_dtypes_alone_without_rows "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got fp16"
+pipeweave_cli_failure(train_dtypes_alone_without_rows "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got \"fp16\""
                       train --op gemm --without-configs --dtypes fp16 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_init_other "answers for other data types than --dtypes lists"
                       train --op gemm --without-configs --init "${tiny_configless_bf16}" --dtypes fp8 --data "${ranking_csv}"
@@ -398,7 +398,7 @@ pipeweave_cli_failure(train_dtypes_needs_without_configs "--dtypes trains a mode
                       train --op gemm --dtypes bf16 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_unknown "--dtypes must list data types \\(bf16, fp8_e4m3, ...\\), got \"fp4\""
                       train --op gemm --without-configs --dtypes bf16,fp4 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got int8"
+pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got \"int8\""
                       train --op gemm --without-configs --dtypes int8 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_empty "--dtypes must name at least one data type, got \",\""
                       train --op gemm --without-configs --dtypes , --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
@@ -448,7 +448,7 @@ pipeweave_cli_failure(train_wrong_family "train_sample_silu_mul\\.csv holds silu
                       train --op gemm --data "${train_sample}" --out "${tiny_model}")
 pipeweave_cli_failure(train_bad_hidden "--hidden must be layer widths" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --hidden 16,,8)
 pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0, got \"-1\"" train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --rank-weight -1)
-pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got B200"
+pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got \"B200\""
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
 

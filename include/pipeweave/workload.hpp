@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -198,6 +199,12 @@ inline constexpr std::int64_t kMaxWorkloadIterations = 1'000'000;
 // and one per decode step). Errors name the line and column.
 std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_view source = "trace");
 std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path);
+
+// A serving run's iterations as measured, to hold predictions against: CSV with a header naming
+// iteration and measured_us (other columns ignored); iteration -> microseconds. Errors name the
+// line and column; a file without a row is refused.
+std::map<std::int64_t, double> measured_iterations_from_csv(std::string_view csv_text, const std::string& source);
+std::map<std::int64_t, double> load_measured_iterations(const std::filesystem::path& csv_path);
 
 // Continuous batching as vLLM and SGLang do it; every request is waiting at the start.
 //  - chunked_prefill (vLLM's default): each iteration first gives every running request its

@@ -86,7 +86,7 @@ int collect_command(int argc, const char* const* argv, int first) {
       throw InvalidInput("attention is measured through PyTorch's FlashAttention by cuda_kernels/collect_attention.py; "
                   "convert its output with pipeweave collect --from-raw FILE --out FILE.csv");
     if (op != "gemm" && op != "rmsnorm" && op != "silu_mul")
-      detail::fail_field("--op", detail::quoted(op), "must be gemm, rmsnorm or silu_mul");
+      FlagParser::fail("--op", op, "must be gemm, rmsnorm or silu_mul");
     if (shapes.empty()) throw InvalidInput("collect needs --shapes FILE (make one with pipeweave shapes)");
     if (!fs::exists(shapes)) throw Error("cannot open shape list " + shapes);
     const fs::path program = find_tool("pipeweave-collect", "PIPEWEAVE_COLLECT");

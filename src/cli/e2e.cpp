@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 
-#include "../csv_support.hpp"
 #include "commands.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "svg.hpp"
@@ -118,14 +117,6 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
   return a;
 }
 
-// iteration -> measured microseconds, from a CSV with (at least) columns iteration, measured_us.
-std::map<std::int64_t, double> read_measured(const std::string& path) {
-  std::map<std::int64_t, double> out;
-  detail::for_each_csv_row(read_text(path, "measured iterations"), path, {"iteration", "measured_us"},
-                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.positive("measured_us"); });
-  if (out.empty()) throw InvalidInput(path + ": no measured iteration");
-  return out;
-}
 
 // The workload the run is: read, or generated from the model config and trace.
 Workload run_workload(const E2eArguments& a) {
@@ -157,7 +148,7 @@ struct Compared {
 std::vector<Compared> compare_measured(const E2eArguments& a, const WorkloadPrediction& p) {
   std::vector<Compared> compared;
   if (a.measured.empty()) return compared;
-  const std::map<std::int64_t, double> measured = read_measured(a.measured);
+  const std::map<std::int64_t, double> measured = load_measured_iterations(a.measured);
   for (const IterationTime& it : p.iterations)
     if (const auto found = measured.find(it.iteration); found != measured.end())
       compared.push_back({&it, found->second, 100 * (it.total_us() - found->second) / found->second});

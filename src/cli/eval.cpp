@@ -206,7 +206,7 @@ void add_further_model(const EvalArguments& arguments, const std::string& path, 
   for (const Mlp& earlier : evaluated.configless_models)
     for (DType dtype : kAllDTypes)
       if (earlier.answers_for(dtype) && further.answers_for(dtype))
-        detail::fail_field("--model " + path, std::string(to_string(dtype)),
+        FlagParser::fail("--model " + path, std::string(to_string(dtype)),
                            "answers for a data type an earlier --model answers for (give one model per type)");
   evaluated.configless_models.push_back(std::move(further));
 }

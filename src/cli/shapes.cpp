@@ -236,16 +236,16 @@ ShapeList shape_list(const std::string& op) {
                                                      {"attention_decode_long", ShapeList::attention_decode_long}};
   for (const auto& [name, list] : lists)
     if (op == name) return list;
-  detail::fail_field("--op", detail::quoted(op), "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
+  FlagParser::fail("--op", op, "must be gemm, rmsnorm, silu_mul, attention, attention_decode or attention_decode_long");
 }
 
 // The list's data types: --dtypes, else bf16 (and fp8_e4m3 for GEMMs).
 std::vector<std::string> list_dtypes(const std::string& dtype_text, bool gemm) {
   const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
-  if (dtypes.empty()) detail::fail_field("--dtypes", detail::quoted(dtype_text), "must name at least one data type");
+  if (dtypes.empty()) FlagParser::fail("--dtypes", dtype_text, "must name at least one data type");
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
-      detail::fail_field("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
+      FlagParser::fail("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
   return dtypes;
 }
 
@@ -262,7 +262,7 @@ int shapes_command(int argc, const char* const* argv, int first) {
   const bool attention = list == ShapeList::attention || decode_list != DecodeList::none;
   const std::vector<std::string> dtypes = list_dtypes(options.dtype_text, gemm);
   if (options.head_dim && !attention)
-    detail::fail_field("--head-dim", *options.head_dim, "applies to --op attention, attention_decode and attention_decode_long only");
+    FlagParser::fail("--head-dim", std::to_string(*options.head_dim), "applies to --op attention, attention_decode and attention_decode_long only");
   constexpr int kDefaultCount[] = {2600, 3200, 3200, 3200, 800, 400};  // in ShapeList order
   const int count = options.count > 0 ? options.count : kDefaultCount[static_cast<int>(list)];
   // Each list's own stream (numbers kept from when the lists were added, so that seeds draw the

@@ -1,4 +1,5 @@
 // See tools.hpp.
+#include "flags.hpp"
 #include "tools.hpp"
 
 #include <fmt/format.h>
@@ -82,7 +83,7 @@ GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::st
 void add_named_spec(const std::string& text, std::map<std::string, std::string>& named) {
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
-    detail::fail_field("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
+    FlagParser::fail("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
   named[text.substr(0, equals)] = text.substr(equals + 1);
 }
 

@@ -33,7 +33,7 @@ std::vector<int> parse_hidden(const std::string& text) {
       used = 0;
     }
     if (used != item.size() || item.empty() || value < 1 || value > Mlp::kMaxWidth)
-      detail::fail_field("--hidden", text, fmt::format("must be layer widths from 1 to {} joined by commas", Mlp::kMaxWidth));
+      FlagParser::fail("--hidden", text, fmt::format("must be layer widths from 1 to {} joined by commas", Mlp::kMaxWidth));
     sizes.push_back(value);
     start = comma + 1;
   }
@@ -129,7 +129,7 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
   }
   if (!a.chooser_path.empty() && !a.configless) throw InvalidInput("--chooser picks the configs for --without-configs; give both");
   if (a.configless && family != OpFamily::gemm)
-    detail::fail_field("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
+    FlagParser::fail("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
   if (a.configless && a.options.rank_weight > 0)
     throw InvalidInput("--rank-weight orders a shape's configs; --without-configs keeps one row per shape");
 }
@@ -139,8 +139,8 @@ std::optional<Mlp> start_model(const TrainArguments& a, OpFamily family) {
   if (a.init_path.empty()) return std::nullopt;
   Mlp init = load_mlp(a.init_path);
   if (init.family() != family)
-    detail::fail_field("the start model's op family", std::string(to_string(init.family())),
-                       "must be the family trained (" + std::string(to_string(family)) + ")");
+    throw InvalidInput(fmt::format("the start model's op family must be the family trained ({}), got {}", to_string(family),
+                                   to_string(init.family())));
   if (init.description().for_configless_gemm != a.configless)
     throw InvalidInput(a.init_path + (a.configless
                                           ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
@@ -157,12 +157,12 @@ std::vector<DType> answered_dtypes(const TrainArguments& a, const std::optional<
   std::vector<DType> dtypes;
   for (const std::string& name : split_list(a.dtypes_text)) {
     const std::optional<DType> dtype = parse_dtype(name);
-    if (!dtype) detail::fail_field("--dtypes", detail::quoted(name), "must list data types (bf16, fp8_e4m3, ...)");
+    if (!dtype) FlagParser::fail("--dtypes", name, "must list data types (bf16, fp8_e4m3, ...)");
     if (std::find(dtypes.begin(), dtypes.end(), *dtype) != dtypes.end())
-      detail::fail_field("--dtypes", detail::quoted(name), "is listed twice");
+      FlagParser::fail("--dtypes", name, "is listed twice");
     dtypes.push_back(*dtype);
   }
-  if (dtypes.empty()) detail::fail_field("--dtypes", detail::quoted(a.dtypes_text), "must name at least one data type");
+  if (dtypes.empty()) FlagParser::fail("--dtypes", a.dtypes_text, "must name at least one data type");
   if (init && !init->description().dtypes.empty() && init->description().dtypes != dtypes)
     throw InvalidInput(a.init_path + " answers for other data types than --dtypes lists: fine-tune it on its own (leave --dtypes out)");
   return dtypes;
@@ -181,7 +181,7 @@ void keep_dtypes(const std::vector<DType>& dtypes, std::vector<MeasuredKernel>& 
     if (!has_rows(dtype) && std::none_of(dtypes.begin(), dtypes.end(), [&](DType other) {
           return other != dtype && tensor_path(other) == tensor_path(dtype) && has_rows(other);
         }))
-      detail::fail_field("--dtypes", std::string(to_string(dtype)),
+      FlagParser::fail("--dtypes", std::string(to_string(dtype)),
                          "must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them "
                          "(fp16 with bf16, fp8_e5m2 with fp8_e4m3)");
   std::erase_if(rows, [&](const MeasuredKernel& row) {
@@ -198,7 +198,7 @@ std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const st
   const Predictor chooser = a.chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(a.chooser_path)});
   const std::string chooser_name = a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path;
   if (!chooser.model(OpFamily::gemm))
-    detail::fail_field("--chooser", chooser_name, "must hold a GEMM model for GEMMs with their config (it picks the configs)");
+    FlagParser::fail("--chooser", chooser_name, "must hold a GEMM model for GEMMs with their config (it picks the configs)");
   // The test shapes must be new to the chooser too: the same split as its training...
   const std::map<std::string, std::string> recorded(chooser.model(OpFamily::gemm)->description().provenance.begin(),
                                                     chooser.model(OpFamily::gemm)->description().provenance.end());
@@ -315,7 +315,7 @@ void print_held_out(const TrainArguments& a, const Mlp& model, const std::vector
 int train_command(int argc, const char* const* argv, int first) {
   TrainArguments a = parse(argc, argv, first);
   const auto family = parse_op_family(a.op);
-  if (!family) detail::fail_field("--op", detail::quoted(a.op), "must be an op family (gemm, attention, rmsnorm, silu_mul, ...)");
+  if (!family) FlagParser::fail("--op", a.op, "must be an op family (gemm, attention, rmsnorm, silu_mul, ...)");
   if (a.data.empty()) throw InvalidInput("train needs --data FILE.csv (a measurement CSV; see docs/formats.md)");
   if (a.out.empty()) throw InvalidInput("train needs --out MODEL.json");
 
@@ -327,7 +327,7 @@ int train_command(int argc, const char* const* argv, int first) {
   std::set<std::string> gpus;
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   if (!a.holdout_gpu.empty() && !gpus.count(a.holdout_gpu))
-    detail::fail_field("--holdout-gpu", a.holdout_gpu, "must be a GPU the data holds");
+    FlagParser::fail("--holdout-gpu", a.holdout_gpu, "must be a GPU the data holds");
   std::map<std::string, std::string> spec_sources;
   const SpecFor spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, a.specs, a.specs_dir, spec_sources[gpu]); };
   if (a.configless) rows = chosen_config_rows(a, rows, gpus, spec_for);
