@@ -734,3 +734,13 @@ TEST_CASE("workload: requests are followed through a long run, finished ones not
   CHECK(p.requests[0].output_tokens == 4);    // the decode steps seen
   CHECK(p.time_to_first_token_us.median == 0);  // no request whose first token was seen
 }
+
+TEST_CASE("measured iterations: iteration -> microseconds, other columns ignored, bad cells and empty files refused",
+          "[workload]") {
+  const auto measured = pipeweave::measured_iterations_from_csv("phase,iteration,measured_us\nprefill,0,12.5\ndecode,3,8\n", "m.csv");
+  CHECK(measured == std::map<std::int64_t, double>{{0, 12.5}, {3, 8.0}});
+  CHECK_THROWS_WITH(pipeweave::measured_iterations_from_csv("iteration,measured_us\n0,-1\n", "m.csv"),
+                    Catch::Contains("m.csv line 2 column measured_us must be a positive number"));
+  CHECK_THROWS_WITH(pipeweave::measured_iterations_from_csv("iteration,measured_us\n", "m.csv"), "m.csv: no measured iteration");
+  CHECK_THROWS_AS(pipeweave::measured_iterations_from_csv("iteration\n0\n", "m.csv"), pipeweave::InvalidInput);
+}
