@@ -691,7 +691,7 @@ std::vector<GpuSpec> datasheets_with_boards() {
   std::vector<GpuSpec> gpus = build_datasheets();
   for (GpuSpec& gpu : gpus) {
     const Board* board = board_of(gpu.name);
-    if (!board) throw InvalidInput("catalog.cpp: no board facts for " + gpu.name + " (a bug)");
+    if (!board) throw Error("catalog.cpp: no board facts for " + gpu.name + " (a bug)");
     gpu.max_clock_mhz = board->max_clock_mhz;
     gpu.power_limit_w = board->power_limit_w;
   }

@@ -637,8 +637,8 @@ void check_parallel_split(const ModelParams& params, const Deployment& deploymen
   if (mlp % tp != 0) detail::fail_field("tp", tp, "must divide the MLP width (" + std::to_string(mlp) + ")");
 }
 
-Error too_many_iterations(std::int64_t iterations) {
-  return Error("the trace makes a workload of at least " + std::to_string(iterations) + " iterations, more than the " +
+InvalidInput too_many_iterations(std::int64_t iterations) {
+  return InvalidInput("the trace makes a workload of at least " + std::to_string(iterations) + " iterations, more than the " +
                std::to_string(kMaxWorkloadIterations) + " one workload holds: run it in parts");
 }
 
@@ -772,7 +772,7 @@ Workload generate_workload(std::string model, const ModelParams& params, std::sp
   Workload w{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
   while (!scheduler.done()) {
     const Batch batch = scheduler.next();
-    if (batch.q.empty()) throw InvalidInput("the scheduler made no progress (a bug): please report the trace");
+    if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
     const auto index = static_cast<std::int64_t>(w.iterations.size());
     if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
     w.iterations.push_back(iteration_of(batch, index, params, deployment));

@@ -38,7 +38,7 @@ pipeweave_cli_failure(rank_needs_gpu "rank needs --gpu" rank ${gemm_text})
 pipeweave_cli_failure(rank_needs_kernels "rank needs a GEMM" rank --gpu H100-SXM)
 pipeweave_cli_failure(rank_one_configured "one GEMM or fused_moe without a config .* or two or more KERNELs, got gemm:m=64"
                       rank --gpu H100-SXM gemm:m=64,n=64,k=64,tile_m=64,tile_n=64,tile_k=64)
-pipeweave_cli_failure(rank_bad_top "--top must be a whole number >= 0, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
+pipeweave_cli_failure(rank_bad_top "--top must be a whole number from 0 to 2147483647, got \"-2\"" rank --gpu H100-SXM --top -2 ${gemm_text})
 pipeweave_cli_failure(rank_fp8_on_a100 "fp8" rank --gpu A100-SXM4-80GB gemm:m=64,n=4096,k=4096,dtype=fp8)
 
 # ---- Listing GPUs --------------------------------------------------------------------------

@@ -46,6 +46,10 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
 // A row timed back to back (the published fp8 split) is refused: its time alone depends on the
 // tile that ran, which a config chosen for the bare shape would misstate.
 std::vector<MeasuredKernel> configless_first_choices(std::span<const MeasuredKernel> rows);
+[[deprecated("renamed configless_first_choices")]] inline std::vector<MeasuredKernel> first_choices_without_configs(
+    std::span<const MeasuredKernel> rows) {
+  return configless_first_choices(rows);
+}
 
 // One CSV line split into cells; quoted cells may hold commas and doubled quotes.
 std::vector<std::string> split_csv_line(std::string_view line);

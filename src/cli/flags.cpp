@@ -35,8 +35,7 @@ FlagParser& FlagParser::texts(std::string name, std::vector<std::string>& target
 namespace {
 
 std::string whole_requirement(std::int64_t low, std::int64_t high) {
-  if (high == std::numeric_limits<std::int64_t>::max() || high == std::numeric_limits<int>::max())
-    return fmt::format("must be a whole number >= {}", low);
+  if (high == std::numeric_limits<std::int64_t>::max()) return fmt::format("must be a whole number >= {}", low);
   return fmt::format("must be a whole number from {} to {}", low, high);
 }
 

@@ -27,7 +27,7 @@ fs::path find_tool(const std::string& name, const std::string& env_var) {
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   const fs::path beside = error ? fs::path(name) : self.parent_path() / name;
   if (!fs::exists(beside))
-    throw InvalidInput(fmt::format("this needs {}, one of the CUDA tools, beside this program ({}) or named by {}; it is built "
+    throw Error(fmt::format("this needs {}, one of the CUDA tools, beside this program ({}) or named by {}; it is built "
                             "when CMake finds nvcc (-DPIPEWEAVE_BUILD_CUDA=ON)",
                             name, beside.string(), env_var));
   return beside;
