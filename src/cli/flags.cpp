@@ -34,44 +34,49 @@ FlagParser& FlagParser::texts(std::string name, std::vector<std::string>& target
 
 namespace {
 
-std::string whole_requirement(std::int64_t low, std::int64_t high) {
-  if (high == std::numeric_limits<std::int64_t>::max()) return fmt::format("must be a whole number >= {}", low);
-  return fmt::format("must be a whole number from {} to {}", low, high);
+// The setter of a whole-number flag: `target` is an int or an int64, the range within it.
+template <typename Integer>
+std::function<void(const std::string&)> whole_setter(std::string name, Integer& target, std::int64_t low, std::int64_t high) {
+  return [name = std::move(name), &target, low, high](const std::string& text) {
+    const std::optional<std::int64_t> value = parse_whole(text);
+    if (!value || *value < low || *value > high)
+      FlagParser::fail(name, text,
+                       high == std::numeric_limits<std::int64_t>::max()
+                           ? fmt::format("must be a whole number >= {}", low)
+                           : fmt::format("must be a whole number from {} to {}", low, high));
+    target = static_cast<Integer>(*value);
+  };
+}
+
+// The setter of a number flag: `target` is a double or an optional one.
+template <typename Target>
+std::function<void(const std::string&)> number_setter(std::string name, Target& target, std::function<bool(double)> accept,
+                                                      std::string requirement) {
+  return [name = std::move(name), &target, accept = std::move(accept),
+          requirement = std::move(requirement)](const std::string& text) {
+    const std::optional<double> value = parse_number(text);
+    if (!value || !accept(*value)) FlagParser::fail(name, text, requirement);
+    target = *value;
+  };
 }
 
 }  // namespace
 
 FlagParser& FlagParser::whole(std::string name, std::int64_t& target, std::int64_t low, std::int64_t high) {
-  return custom(name, [name, &target, low, high](const std::string& text) {
-    const std::optional<std::int64_t> value = parse_whole(text);
-    if (!value || *value < low || *value > high) fail(name, text, whole_requirement(low, high));
-    target = *value;
-  });
+  return custom(name, whole_setter(name, target, low, high));
 }
 
 FlagParser& FlagParser::whole(std::string name, int& target, int low, int high) {
-  return custom(name, [name, &target, low, high](const std::string& text) {
-    const std::optional<std::int64_t> value = parse_whole(text);
-    if (!value || *value < low || *value > high) fail(name, text, whole_requirement(low, high));
-    target = static_cast<int>(*value);
-  });
+  return custom(name, whole_setter(name, target, low, high));
 }
 
 FlagParser& FlagParser::number(std::string name, double& target, std::function<bool(double)> accept, std::string requirement) {
-  return custom(name, [name, &target, accept = std::move(accept), requirement = std::move(requirement)](const std::string& text) {
-    const std::optional<double> value = parse_number(text);
-    if (!value || !accept(*value)) fail(name, text, requirement);
-    target = *value;
-  });
+  return custom(name, number_setter(name, target, std::move(accept), std::move(requirement)));
 }
 
 FlagParser& FlagParser::number(std::string name, std::optional<double>& target, std::function<bool(double)> accept,
                                std::string requirement) {
-  return custom(name, [name, &target, accept = std::move(accept), requirement = std::move(requirement)](const std::string& text) {
-    const std::optional<double> value = parse_number(text);
-    if (!value || !accept(*value)) fail(name, text, requirement);
-    target = *value;
-  });
+  return custom(name, number_setter(name, target, std::move(accept), std::move(requirement)));
 }
 
 FlagParser& FlagParser::custom(std::string name, std::function<void(const std::string&)> apply) {
