@@ -24,17 +24,10 @@ std::vector<int> parse_hidden(const std::string& text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || value < 1 || value > Mlp::kMaxWidth)
+    const std::optional<std::int64_t> value = parse_whole(text.substr(start, comma - start));
+    if (!value || *value < 1 || *value > Mlp::kMaxWidth)
       FlagParser::fail("--hidden", text, fmt::format("must be layer widths from 1 to {} joined by commas", Mlp::kMaxWidth));
-    sizes.push_back(value);
+    sizes.push_back(static_cast<int>(*value));
     start = comma + 1;
   }
   return sizes;
