@@ -5,13 +5,14 @@
 // SM count / SMs of them in whole rounds (a uniform offset that changes no SM's rank),
 // then its remainder r goes to the r least-loaded SMs, one each. That is exactly what
 // dealing them one by one to the least-loaded SM does whenever the load spread is under
-// one CTA's cost (always so for longest-first order), at O(SMs) per class instead of
-// O(r log SMs): SMs stay sorted by load, the remainder takes the front r, and the two
-// sorted runs are merged back, with no comparison sort per class.
+// one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and each of
+// those goes back after the entries of no greater load, found by binary search: O(r log SMs)
+// comparisons and one move of the entries before the last insertion point per class, with no
+// comparison sort.
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
-#include <utility>
 #include <vector>
 
 #include "pipeweave/pipes.hpp"
@@ -31,9 +32,10 @@ inline double cta_cycles(const PipeWork& work, const PipeArray& rate) {
   return cycles;
 }
 
-// Schedules the classes in the order given and returns the demand of the whole grid.
-inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec& gpu, double tensor_rate,
-                            double resident_ctas_per_sm) {
+// Schedules classes[order[0]], classes[order[1]], ... (every class in the order given when
+// `order` is empty) and returns the demand of the whole grid.
+inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vector<std::uint32_t>& order, const GpuSpec& gpu,
+                            double tensor_rate, double resident_ctas_per_sm) {
   const PipeArray rate = per_sm_rates(gpu, tensor_rate);
   const std::size_t sm_count = static_cast<std::size_t>(gpu.sm_count);
   // SMs in groups of g, g the greatest common divisor of the SM count and every remainder:
@@ -49,8 +51,14 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
   }
   const std::size_t sms = sm_count / group;
   // (load, group) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
-  std::vector<std::pair<double, std::size_t>> by_load(sms), merged(sms);
+  // A plain struct, so that moving a run of them is one memmove.
+  struct Entry {
+    double load;
+    std::size_t sm;
+  };
+  std::vector<Entry> by_load(sms);
   for (std::size_t i = 0; i < sms; ++i) by_load[i] = {0.0, i};
+  std::vector<Entry> dealt;  // the front entries given a CTA of the class in hand
   // The work each SM was dealt beyond the whole rounds, kept per SM (memory by SM count, not by
   // the CTAs dealt), so the busiest SM's is at hand at the end.
   std::vector<PipeWork> dealt_work(sms, PipeWork{});
@@ -58,31 +66,47 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
   PipeWork every_sm{}, total{};
   double every_sm_ctas = 0, ctas = 0;
 
-  for (std::size_t c = 0; c < classes.size(); ++c) {
-    const CtaClass& cta_class = classes[c];
-    if (cta_class.count > 0) {
-      const double cost = cta_cycles(cta_class.work, rate);
-      const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
-      const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)) / group;
-      for (std::size_t i = 0; i < kPipeCount; ++i) {
-        every_sm[i] += rounds * cta_class.work[i];
-        total[i] += cta_class.count * cta_class.work[i];
+  const std::size_t class_count = order.empty() ? classes.size() : order.size();
+  for (std::size_t c = 0; c < class_count; ++c) {
+    const CtaClass& cta_class = classes[order.empty() ? c : order[c]];
+    if (!(cta_class.count > 0)) continue;
+    const double cost = cta_cycles(cta_class.work, rate);
+    const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
+    const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)) / group;
+    for (std::size_t i = 0; i < kPipeCount; ++i) {
+      every_sm[i] += rounds * cta_class.work[i];
+      total[i] += cta_class.count * cta_class.work[i];
+    }
+    every_sm_ctas += rounds;
+    ctas += cta_class.count;
+    if (remainder == 0) continue;
+    dealt.assign(by_load.begin(), by_load.begin() + static_cast<std::ptrdiff_t>(remainder));
+    for (Entry& entry : dealt) {
+      entry.load += cost;
+      PipeWork& work = dealt_work[entry.sm];
+      for (std::size_t i = 0; i < kPipeCount; ++i) work[i] += cta_class.work[i];
+      dealt_ctas[entry.sm] += 1;
+    }
+    // Merge the dealt entries (still in order) back among the others: each goes after every
+    // other entry of no greater load (the untouched first on a tie, as a merge of the two runs
+    // would), found by binary search; only the entries before the last insertion point move.
+    auto next = by_load.begin() + static_cast<std::ptrdiff_t>(remainder);
+    auto write = by_load.begin();
+    for (const Entry& entry : dealt) {
+      // upper_bound without branches on the loads (which go either way: a branch mispredicts)
+      auto place = next;
+      for (auto n = by_load.end() - next; n > 1;) {
+        const auto half = n / 2;
+        place = place[half].load <= entry.load ? place + half : place;
+        n -= half;
       }
-      every_sm_ctas += rounds;
-      ctas += cta_class.count;
-      for (std::size_t r = 0; r < remainder; ++r) {
-        by_load[r].first += cost;
-        PipeWork& work = dealt_work[by_load[r].second];
-        for (std::size_t i = 0; i < kPipeCount; ++i) work[i] += cta_class.work[i];
-        dealt_ctas[by_load[r].second] += 1;
-      }
-      const auto split = by_load.begin() + static_cast<std::ptrdiff_t>(remainder);
-      std::merge(split, by_load.end(), by_load.begin(), split, merged.begin(),
-                 [](const auto& a, const auto& b) { return a.first < b.first; });
-      by_load.swap(merged);
+      if (place != by_load.end() && place->load <= entry.load) ++place;
+      write = std::move(next, place, write);
+      *write++ = entry;
+      next = place;
     }
   }
-  const std::size_t busiest = by_load.back().second;
+  const std::size_t busiest = by_load.back().sm;
   PipeWork busiest_work = every_sm;
   for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += dealt_work[busiest][i];
   const double busiest_ctas = every_sm_ctas + dealt_ctas[busiest];
@@ -93,6 +117,11 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec&
   demand.resident_ctas_per_sm = resident_ctas_per_sm;
   fill_cycles(demand, total, busiest_work, gpu, tensor_rate);
   return demand;
+}
+
+inline Demand list_schedule(const std::vector<CtaClass>& classes, const GpuSpec& gpu, double tensor_rate,
+                            double resident_ctas_per_sm) {
+  return list_schedule(classes, {}, gpu, tensor_rate, resident_ctas_per_sm);
 }
 
 }  // namespace pipeweave::detail
