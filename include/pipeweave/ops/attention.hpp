@@ -339,6 +339,104 @@ inline AttentionConfig effective_config(const Attention& attention, const GpuSpe
   return config;
 }
 
+namespace detail {
+
+// The classes of an attention kernel's CTAs, one per (sequence, query tile), with what the
+// demand needs beside them.
+struct AttentionClasses {
+  std::vector<CtaClass> classes;
+  std::vector<double> kv_tiles;  // each class's KV tiles: its tensor work, in whole tiles
+  double combine_bytes = 0;      // the split-KV combine's fp32 partials, read and written
+  double longest_kv_rows = 0;
+};
+
+inline AttentionClasses attention_classes(const Attention& attention, const AttentionConfig& config,
+                                          const std::vector<int>& sequence_splits, bool decode, double head_units,
+                                          double rows_per_position, std::size_t query_tiles) {
+  const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
+  const double bytes = dtype_bytes(attention.dtype);
+  AttentionClasses built;
+  std::vector<CtaClass>& classes = built.classes;
+  std::vector<double>& kv_tiles = built.kv_tiles;
+  classes.reserve(query_tiles);
+  kv_tiles.reserve(query_tiles);
+  double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
+  std::size_t previous_begin = 0;  // the classes of the sequence before, from here to the end
+  for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
+    const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
+    const double splits = sequence_splits[s];
+    const std::size_t begin = classes.size();
+    if (s > 0 && attention.q_lens[s] == attention.q_lens[s - 1] && attention.kv_lens[s] == attention.kv_lens[s - 1] &&
+        sequence_splits[s] == sequence_splits[s - 1]) {
+      // A sequence like the one before (a batch of equal prompts, or decode at one context
+      // length) has its classes: copied, not worked out again.
+      for (std::size_t c = previous_begin; c < begin; ++c) {
+        classes.push_back(classes[c]);
+        kv_tiles.push_back(kv_tiles[c]);
+        l2_total += at(classes[c].work, Pipe::l2) * classes[c].count;
+      }
+    }
+    previous_begin = begin;
+    const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
+    const double rows = attention_rows(attention, s, config.impl, decode);
+    const double q_tiles = classes.size() > begin ? 0 : ceil_div(rows, tq);
+    for (double tile = 0; tile < q_tiles; ++tile) {
+      const double real_rows = std::min(tq, rows - tile * tq);
+      // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
+      const double last_position = std::min(q, std::ceil((tile + 1) * tq / rows_per_position));
+      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + last_position) : kv;
+      const double tiles = ceil_div(ceil_div(visible, tkv), splits);
+      const double kv_rows = tiles * tkv;
+      longest_kv_rows = std::max(longest_kv_rows, kv_rows);
+      CtaClass cta;
+      at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
+      at(cta.work, Pipe::xu) = tq * kv_rows;
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
+      at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
+      double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
+      if (attention.page_size > 0) l2 += ceil_div(kv_rows, static_cast<double>(attention.page_size)) * 4;
+      at(cta.work, Pipe::l2) = l2;
+      cta.count = head_units * splits;
+      l2_total += l2 * cta.count;
+      classes.push_back(cta);
+      kv_tiles.push_back(tiles);
+    }
+    dram_total += q * attention.heads * hd * bytes * 2 + kv * attention.kv_heads * hd * bytes * 2;
+    if (splits > 1) combine_bytes += 2 * splits * q * attention.heads * hd * 4;
+  }
+  dram_total += combine_bytes;
+  // Each CTA's DRAM share follows its L2 traffic: what the chip must fetch, spread by who asks.
+  for (auto& cta : classes) at(cta.work, Pipe::dram) = at(cta.work, Pipe::l2) * (dram_total - combine_bytes / 2) / l2_total;
+  built.combine_bytes = combine_bytes;
+  built.longest_kv_rows = longest_kv_rows;
+  return built;
+}
+
+// FlashAttention-3's order: the classes by tensor work, descending, ties in launch order. A
+// class's tensor work grows with its KV rows alone, whole KV tiles, so the order sorts (tiles,
+// index) packed in one integer, the tiles inverted: a stable sort by tensor work, at the cost of
+// sorting integers.
+inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass>& classes, const std::vector<double>& kv_tiles) {
+  std::vector<std::uint32_t> order(classes.size());
+  const double most_tiles = std::ldexp(1.0, 31);  // the query-tile cap keeps indices below 2^26
+  if (!kv_tiles.empty() && *std::max_element(kv_tiles.begin(), kv_tiles.end()) < most_tiles) {
+    std::vector<std::uint64_t> keyed(classes.size());
+    for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(most_tiles - kv_tiles[i]) << 32) | i;
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = static_cast<std::uint32_t>(keyed[i]);
+    return order;
+  }
+  // KV of 2^31 tiles and more: sorted by the work itself
+  for (std::size_t i = 0; i < classes.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return at(classes[a].work, Pipe::tensor) > at(classes[b].work, Pipe::tensor);
+  });
+  return order;
+}
+
+}  // namespace detail
+
+
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
   AttentionConfig config = effective_config(attention, gpu);
@@ -386,78 +484,13 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
                                                std::to_string(attention.q_lens.size()) + " sequences",
                        "must make at most " + std::to_string(static_cast<std::int64_t>(most_query_tiles)) + " query tiles in all on " +
                            std::to_string(gpu.sm_count) + " SMs (2^25 tile-SM passes; longer prompts or a larger tile_q)");
-  std::vector<detail::CtaClass> classes;
-  classes.reserve(static_cast<std::size_t>(query_tiles));
-  std::vector<double> kv_tiles;  // each class's KV tiles: its tensor work, in whole tiles
-  kv_tiles.reserve(static_cast<std::size_t>(query_tiles));
-  double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
-  std::size_t previous_begin = 0;  // the classes of the sequence before, from here to the end
-  for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
-    const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
-    const double splits = sequence_splits[s];
-    const std::size_t begin = classes.size();
-    if (s > 0 && attention.q_lens[s] == attention.q_lens[s - 1] && attention.kv_lens[s] == attention.kv_lens[s - 1] &&
-        sequence_splits[s] == sequence_splits[s - 1]) {
-      // A sequence like the one before (a batch of equal prompts, or decode at one context
-      // length) has its classes: copied, not worked out again.
-      for (std::size_t c = previous_begin; c < begin; ++c) {
-        classes.push_back(classes[c]);
-        kv_tiles.push_back(kv_tiles[c]);
-        l2_total += at(classes[c].work, Pipe::l2) * classes[c].count;
-      }
-    }
-    previous_begin = begin;
-    const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
-    const double rows = attention_rows(attention, s, config.impl, decode);
-    const double q_tiles = classes.size() > begin ? 0 : ceil_div(rows, tq);
-    for (double tile = 0; tile < q_tiles; ++tile) {
-      const double real_rows = std::min(tq, rows - tile * tq);
-      // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
-      const double last_position = std::min(q, std::ceil((tile + 1) * tq / rows_per_position));
-      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + last_position) : kv;
-      const double tiles = ceil_div(ceil_div(visible, tkv), splits);
-      const double kv_rows = tiles * tkv;
-      longest_kv_rows = std::max(longest_kv_rows, kv_rows);
-      detail::CtaClass cta;
-      at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
-      at(cta.work, Pipe::xu) = tq * kv_rows;
-      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
-      at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
-      double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
-      if (attention.page_size > 0) l2 += ceil_div(kv_rows, static_cast<double>(attention.page_size)) * 4;
-      at(cta.work, Pipe::l2) = l2;
-      cta.count = head_units * splits;
-      l2_total += l2 * cta.count;
-      classes.push_back(cta);
-      kv_tiles.push_back(tiles);
-    }
-    dram_total += q * attention.heads * hd * bytes * 2 + kv * attention.kv_heads * hd * bytes * 2;
-    if (splits > 1) combine_bytes += 2 * splits * q * attention.heads * hd * 4;
-  }
-  dram_total += combine_bytes;
-  // Each CTA's DRAM share follows its L2 traffic: what the chip must fetch, spread by who asks.
-  for (auto& cta : classes) at(cta.work, Pipe::dram) = at(cta.work, Pipe::l2) * (dram_total - combine_bytes / 2) / l2_total;
-
+  const detail::AttentionClasses built = detail::attention_classes(attention, config, sequence_splits, decode, head_units,
+                                                                   rows_per_position, static_cast<std::size_t>(query_tiles));
+  const std::vector<detail::CtaClass>& classes = built.classes;
+  const double combine_bytes = built.combine_bytes, longest_kv_rows = built.longest_kv_rows;
   const bool fa3 = config.impl == AttentionImpl::flash3;
-  // FlashAttention-3 hands out the longest units first: the classes by tensor work, descending,
-  // ties in launch order. A class's tensor work grows with its KV rows alone, whole KV tiles, so
-  // the order sorts (tiles, index) packed in one integer, the tiles inverted: a stable sort by
-  // tensor work, at the cost of sorting integers.
-  std::vector<std::uint32_t> order;
-  const double most_tiles = std::ldexp(1.0, 31);  // the query-tile cap above keeps indices below 2^26
-  if (fa3 && !kv_tiles.empty() && *std::max_element(kv_tiles.begin(), kv_tiles.end()) < most_tiles) {
-    std::vector<std::uint64_t> keyed(classes.size());
-    for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(most_tiles - kv_tiles[i]) << 32) | i;
-    std::sort(keyed.begin(), keyed.end());
-    order.resize(keyed.size());
-    for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = static_cast<std::uint32_t>(keyed[i]);
-  } else if (fa3) {  // KV of 2^31 tiles and more: sorted by the work itself
-    order.resize(classes.size());
-    for (std::size_t i = 0; i < classes.size(); ++i) order[i] = static_cast<std::uint32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return at(classes[a].work, Pipe::tensor) > at(classes[b].work, Pipe::tensor);
-    });
-  }
+  // FlashAttention-3 hands out the longest units first; FlashAttention-2's grid runs in launch order.
+  const std::vector<std::uint32_t> order = fa3 ? detail::longest_first_order(classes, built.kv_tiles) : std::vector<std::uint32_t>{};
   const double threads = fa3 ? 384 : 128;
   const double smem = (tq + (fa3 ? 4 : 2) * tkv) * hd * bytes;  // Q, and K+V (two stages on FA3)
   const double resident = detail::resident_ctas(gpu, threads, smem, 0, "attention CTA");
