@@ -51,7 +51,7 @@ Options parse(int argc, char** argv) {
   if (options.logs.empty())
     for (int run = 1; run <= 3; ++run)
       options.logs.push_back((kData / "gpus/H200-SXM.calibration" / ("microbench-" + std::to_string(run) + ".json")).string());
-  if (options.data.empty()) options.data = (kData / "measurements/H200-SXM/gemm.csv").string();
+  if (options.data.empty()) options.data = (kData / "measurements/H200-SXM/gemm.csv.gz").string();
   if (options.init.empty()) options.init = (kData / "models/holdout/gemm_without_h200.json").string();
   return options;
 }

@@ -24,9 +24,9 @@ ask() {
     i=$((i + 1))
     "$B" eval --data "$f" --specs data/gpus --json > "$O/eval_$i.txt" 2>&1; echo "rc=$?" >> "$O/eval_$i.txt"
   done
-  "$B" eval --data data/measurements/H100-SXM/gemm.csv --without-configs --json > "$O/eval_configless.txt" 2>&1
-  "$B" eval --data data/measurements/H100-SXM/gemm.csv --default-configs --json > "$O/eval_default.txt" 2>&1
-  "$B" eval --data data/measurements/H100-SXM/gemm.csv --ranking --json > "$O/eval_ranking.txt" 2>&1
+  "$B" eval --data data/measurements/H100-SXM/gemm.csv.gz --without-configs --json > "$O/eval_configless.txt" 2>&1
+  "$B" eval --data data/measurements/H100-SXM/gemm.csv.gz --default-configs --json > "$O/eval_default.txt" 2>&1
+  "$B" eval --data data/measurements/H100-SXM/gemm.csv.gz --ranking --json > "$O/eval_ranking.txt" 2>&1
   i=0
   for w in data/e2e/workload_llama8b_48.json data/e2e/workload_llama8b_48_tp2.json tests/data/workload_llama_tp2.json \
            tests/data/published/*.json; do

@@ -16,7 +16,7 @@ out=data/models/report/ranking_study
 models=$(mktemp -d)
 trap 'rm -r "$models"' EXIT
 mkdir -p "$out"
-files=(--data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus)
+files=(--data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus)
 gemm_options=(--epochs 300 --patience 300 --lr 3e-3 --batch 512)
 variant() {
   local name=$1

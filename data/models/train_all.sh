@@ -83,19 +83,19 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
 done
 [[ -n ${ONLY:-} ]] && exit 0
 # The autotuner's question: how well the GEMM model orders each held-out shape's cuBLASLt candidates.
-"$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.ranking.json"
-"$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+"$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm.ranking.json"
+"$cli" eval --model data/models/gemm.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # A GEMM given without its config (what a serving workload asks): the GEMM model picks the
 # config; scored against the time of what cuBLAS ran first. First the GEMM model alone (its
 # prediction for the pick times its configless_scale), then the bundled network for GEMMs
 # without a config, trained on cuBLAS's first choices with the demand of the configs the GEMM
 # model just trained picks (--chooser; eval pairs the network with the chooser it records).
-"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm.configless_scale.json"
-"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm.configless_scale.json"
+"$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # One network per data type (--dtypes; the features carry none), bf16 and fp8 side by side;
 # each also answers for the type of its tensor path measured by neither (fp16, fp8_e5m2).
 configless_options=(--without-configs --epochs 300 --patience 300 --lr 3e-3 --batch 128)
@@ -103,49 +103,49 @@ pids=()
 for types in bf16,fp16 fp8_e4m3,fp8_e5m2; do
   name=${types%%,*}
   name=${name%_e4m3}
-  "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+  "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
     "${configless_options[@]}" --dtypes "$types" --chooser data/models/gemm.json --out "data/models/gemm_configless_$name.json" \
     2> "$report/gemm_configless_$name.train.log" &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
 configless=(--model data/models/gemm_configless_bf16.json --model data/models/gemm_configless_fp8.json)
-"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless.eval.json"
-"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_configless.eval.json"
+"$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # The unseen GPU: GEMM trained without any H200 row, scored on the H200's held-out shapes.
-"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
   "${gemm_options[@]}" --holdout-gpu H200-SXM --out data/models/holdout/gemm_without_h200.json 2> "$report/gemm_without_h200.train.log"
-"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
   --json > "$report/gemm_without_h200.eval.json"
-"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv" --specs data/gpus
-"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --without-configs --data "$data/H200-SXM/gemm.csv" \
+"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
+"$cli" eval --model data/models/holdout/gemm_without_h200.json --held-out --without-configs --data "$data/H200-SXM/gemm.csv.gz" \
   --specs data/gpus --json > "$report/gemm_without_h200.configless_scale.json"
 # ...and a network for GEMMs without a config with no H200 row either (that model choosing).
-"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
   "${configless_options[@]}" --chooser data/models/holdout/gemm_without_h200.json --holdout-gpu H200-SXM \
   --out data/models/holdout/gemm_configless_without_h200.json 2> "$report/gemm_configless_without_h200.train.log"
 "$cli" eval --model data/models/holdout/gemm_configless_without_h200.json --held-out --without-configs \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_configless_without_h200.eval.json"
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_configless_without_h200.eval.json"
 "$cli" eval --model data/models/holdout/gemm_configless_without_h200.json --held-out --without-configs \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # The autotuner's variant: the same GEMM training with the ranking term, four networks from
 # seeds 1-4 (two at a time on two cores), and its ranking report.
 mkdir -p data/models/ranking
-"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" --specs data/gpus \
+"$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
   "${gemm_options[@]}" --rank-weight 3 --networks 4 --out data/models/ranking/gemm_rank3.json 2> "$report/gemm_rank3.train.log"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_rank3.eval.json"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus --json > "$report/gemm_rank3.ranking.json"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv" \
-  --data "$data/H200-SXM/gemm.csv" --specs data/gpus
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_rank3.eval.json"
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_rank3.ranking.json"
+"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+  --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # Does a held-out shape's error depend on what the GPU ran before it in the collection? (It did
 # before the GEMMs were measured with rest: docs/experiments/reproducibility.md.)
 if command -v python3 > /dev/null; then
   rows=$(mktemp -d)
-  "$cli" eval --model data/models/gemm.json --held-out --data "$data/H100-SXM/gemm.csv" --data "$data/H200-SXM/gemm.csv" \
+  "$cli" eval --model data/models/gemm.json --held-out --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" \
     --specs data/gpus --report "$rows" > /dev/null
   for gpu in H100-SXM H200-SXM; do
     python3 cuda_kernels/history_bias.py "$rows/eval.csv" data/shapes/gemm.csv "$data/$gpu/gemm.csv" --gpu "$gpu"
