@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The fused-MoE model held out by family, trained on the H100's and the H200's rows together
+# (docs/experiments/fused-moe.md, "Both GPUs"):
+#   bash data/models/fused_moe_both_gpus.sh [BUILD_DIR] [PYTHON]   (default: build, build-python/venv/bin/python)
+# The same recipe as fused_moe.sh's step 1 (four networks with a ranking term, seed 1), trained on
+# the uniform rows of Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B from both GPUs, scored on
+# DeepSeek-V2-Lite and OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result
+# on each GPU's fully measured held-out shapes -> report/fused_moe/both_gpus/. About 15 minutes on 2 cores.
+# The bundled model (fused_moe.json, fused_moe.sh step 3) is still the H100's alone.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cli="${1:-build}/pipeweave"
+python="${2:-build-python/venv/bin/python}"
+report=data/models/report/fused_moe/both_gpus
+mkdir -p "$report"
+gpus=(H100-SXM H200-SXM)
+held_out=(DeepSeek-V2-Lite OLMoE-1B-7B)
+model=$(mktemp --suffix=.json)
+trap 'rm -f "$model"' EXIT
+args=()
+for gpu in "${gpus[@]}"; do
+  for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do args+=(--data "data/measurements/$gpu/fused_moe/$family.uniform.csv.gz"); done
+done
+"$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
+for gpu in "${gpus[@]}"; do
+  for routing in uniform skewed; do
+    "$cli" eval --model "$model" --data "data/measurements/$gpu/fused_moe/${held_out[0]}.$routing.csv.gz" \
+      --data "data/measurements/$gpu/fused_moe/${held_out[1]}.$routing.csv.gz" | tee "$report/eval_$gpu.$routing.txt"
+  done
+  "$python" data/models/fused_moe_tuning.py --model "$model" --gpu "$gpu" \
+    --data "data/measurements/$gpu/fused_moe/${held_out[0]}.uniform.csv.gz" \
+    --data "data/measurements/$gpu/fused_moe/${held_out[1]}.uniform.csv.gz" --csv "$report/tuning_$gpu.csv" | tee "$report/tuning_$gpu.txt"
+done
