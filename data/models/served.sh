@@ -18,20 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 out=data/models/report/served
-mkdir -p "$out" data/models/served
-split=$(mktemp -d)
-trap 'rm -rf "$split"' EXIT
-data=data/measurements/H100-SXM
-python3 data/models/split_served.py "$split" "$data/gemm_served_bf16.csv.gz" "$data/gemm_served_fp8.csv.gz" | tee "$out/split.txt"
-
-score() {  # name, then eval's arguments: the eval's output and its per-family table
-  local name=$1
-  shift
-  "$cli" eval "$@" --data "$split/test.csv" --specs data/gpus --report "$split/$name" > "$out/$name.txt"
-  python3 data/models/served_report.py "$split/$name/eval.csv" "$split/test.csv" --csv "$out/$name.families.csv" \
-    >> "$out/$name.txt"
-  cat "$out/$name.txt"
-}
+gpu=H100-SXM
+mkdir -p data/models/served
+source data/models/served_split.sh
 score bundled_without_configs --without-configs
 score bundled_with_cublas_config
 pids=()
