@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# GEMMs as served, on the model families held out, trained on both GPUs (docs/experiments/served-gemms.md):
+#   bash data/models/served_both_gpus.sh [BUILD_DIR]
+# Splits the H100's and the H200's served rows as served.sh does (split_served.py: the same ten
+# families and fifth of the random shapes held out on both), trains the networks for GEMMs without
+# a config on both GPUs' training rows (as served.sh trains them on the H100's: one per data type,
+# the bundled GEMM model choosing the configs) and scores them on each GPU's held-out rows from
+# the shape alone. The networks are not kept (the tree's size). Writes
+# data/models/report/served/both_gpus/{h100,h200}/ and the training logs. About 40 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cli="${1:-build}/pipeweave"
+root=data/models/report/served/both_gpus
+splits=()
+gpu=H100-SXM out=$root/h100
+source data/models/served_split.sh
+h100_split=$split
+gpu=H200-SXM out=$root/h200
+source data/models/served_split.sh
+h200_split=$split
+pids=()
+for dtype in bf16 fp8; do  # side by side, a core each
+  "$cli" train --op gemm --without-configs --dtypes "$dtype" --chooser data/models/gemm.json \
+    --data "$h100_split/train.csv" --data "$h200_split/train.csv" \
+    --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
+    --out "$h100_split/configless_$dtype.json" 2> "$root/train_$dtype.log" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
+models=(--model "$h100_split/configless_bf16.json" --model "$h100_split/configless_fp8.json")
+split=$h100_split out=$root/h100 score served_both_without_configs "${models[@]}"
+split=$h200_split out=$root/h200 score served_both_without_configs "${models[@]}"
