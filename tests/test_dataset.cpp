@@ -103,6 +103,25 @@ TEST_CASE("RMSNorm, SiLU-mul and attention rows become their kernels") {
   CHECK(attention[0].shape == "attention:bf16,1/1,4000/9000,32,8,128,1");
 }
 
+TEST_CASE("fused-MoE rows become FusedMoe kernels, the routing's skew from the zipf column") {
+  const std::string header = "gpu,dtype,tokens,experts,top_k,hidden,intermediate,block_m,block_n,block_k,stages,group_m,warps,"
+                             "duration_us,is_default,zipf\n";
+  const auto rows = measurements_from_csv(header + "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,113.4,0,1.2\n"
+                                                   "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,120.5,0,0\n"
+                                                   "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,121.0,1,\n");
+  REQUIRE(rows.size() == 3);
+  CHECK(std::get<FusedMoe>(rows[0].kernel.op()).zipf == 1.2);
+  CHECK(std::get<FusedMoe>(rows[1].kernel.op()).zipf == 0);
+  CHECK(std::get<FusedMoe>(rows[2].kernel.op()).zipf == 0);  // an empty cell: uniform
+  // Skewed and uniform routing of one shape are two shapes (an autotuner ranks each's configs).
+  CHECK(rows[0].shape == "fused_moe:bf16,64,64,6,2048,1408,zipf=1.2");
+  CHECK(rows[1].shape == "fused_moe:bf16,64,64,6,2048,1408");
+  CHECK_FALSE(rows[0].is_default);
+  CHECK(rows[2].is_default);
+  CHECK_THROWS_WITH(measurements_from_csv(header + "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,113.4,0,9\n"),
+                    Catch::Contains("fused_moe.zipf"));
+}
+
 TEST_CASE("measurement CSVs: errors name the line and the column") {
   const std::string header = "gpu,dtype,tokens,dim,threads,duration_us\n";
   CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,3,two,1024,2.5\n", "f.csv"); }),

@@ -326,6 +326,54 @@ TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_mo
   CHECK_THROWS_WITH(pipeweave::Kernel(make_moe(512, 100000, 2, 256, 128)), Catch::Contains("fused_moe.experts must be at most 65536"));
 }
 
+TEST_CASE("fused_moe demand: skewed routing touches fewer experts and pads differently", "[demand][fused_moe]") {
+  const auto gpu = synthetic_gpu(4);
+  // 4 experts, top-1, Zipf exponent 1: popularity 1, 1/2, 1/3, 1/4 (sum 25/12), so a token picks
+  // expert i with 12/25 x popularity: 0.48, 0.24, 0.16, 0.12. Two tokens touch expert i with
+  // 1 - (1 - p)^2: 0.7296, 0.4224, 0.2944, 0.2256 -> 1.672 experts (uniform: 4 x 0.4375 = 1.75).
+  auto skewed = make_moe(2, 4, 1, 256, 128);
+  skewed.zipf = 1;
+  const std::vector<double> chance = {0.48, 0.24, 0.16, 0.12};
+  double active = 0;
+  for (double p : chance) active += 1 - (1 - p) * (1 - p);
+  REQUIRE(active == Approx(1.672).epsilon(1e-12));
+  const pipeweave::FusedMoeConfig config{.block_m = 16, .block_n = 32, .block_k = 64};
+  auto load = pipeweave::detail::expert_load(skewed, 16);
+  CHECK(load.active == Approx(active).epsilon(1e-12));
+  CHECK(load.blocks == Approx(active).epsilon(1e-12));  // each touched expert's rows fit one block
+  // The DRAM the two launches read: the touched experts' weights, the same activations and outputs.
+  skewed.config = config;
+  auto uniform = skewed;
+  uniform.zipf = 0;
+  const double uniform_active = 4 * (1 - 0.75 * 0.75);
+  CHECK(pipeweave::detail::expert_load(uniform, 16).active == Approx(uniform_active).epsilon(1e-12));
+  const double weight_bytes = (256.0 * 256 + 256.0 * 128) * 2;
+  CHECK(at(pipeweave::demand(uniform, gpu).gpu_cycles, Pipe::dram) - at(pipeweave::demand(skewed, gpu).gpu_cycles, Pipe::dram) ==
+        Approx((uniform_active - active) * weight_bytes / 1024).epsilon(1e-9));
+  // The most popular experts saturate: top-2 of 4 at exponent 4 (popularity 1, 1/16, 1/81, 1/256)
+  // would give expert 0 a chance of 2 x 1/1.079 > 1, so it is always picked and the other pick
+  // is shared in proportion to 1/16, 1/81, 1/256: 0.791, 0.156, 0.049.
+  auto steep = make_moe(1000, 4, 2, 256, 128);
+  steep.zipf = 4;
+  const double rest = 1.0 / 16 + 1.0 / 81 + 1.0 / 256;
+  const std::vector<double> steep_chance = {1, (1.0 / 16) / rest, (1.0 / 81) / rest, (1.0 / 256) / rest};
+  double steep_blocks = 0;
+  for (double p : steep_chance) steep_blocks += std::ceil(1000 * p / 64);  // 1000 tokens: all touched
+  load = pipeweave::detail::expert_load(steep, 64);
+  CHECK(load.active == Approx(4).epsilon(1e-9));
+  CHECK(load.blocks == Approx(steep_blocks).epsilon(1e-9));  // 16 + 13 + 3 + 1 = 33 (uniform: 4 x 8 = 32)
+  CHECK(steep_blocks == 33);
+  // One token: top_k experts either way.
+  auto single = make_moe(1, 64, 6, 256, 128);
+  single.zipf = 1.2;
+  CHECK(pipeweave::detail::expert_load(single, 16).active == Approx(6).epsilon(1e-12));
+  // The exponent is checked.
+  for (double bad : {-0.5, 4.5, std::nan("")}) {
+    single.zipf = bad;
+    CHECK_THROWS_WITH(pipeweave::Kernel(single), Catch::Contains("fused_moe.zipf"));
+  }
+}
+
 TEST_CASE("fused_moe configs: checked knobs and the tuning grid", "[demand][fused_moe]") {
   const auto gpu = synthetic_gpu(4);
   auto moe = make_moe(64, 8, 2, 4096, 1024);

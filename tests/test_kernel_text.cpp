@@ -393,6 +393,10 @@ TEST_CASE("parse_kernel: rmsnorm, silu_mul, fused_moe, elementwise", "[kernel_te
   CHECK(parse_kernel("fused_moe:tokens=512,experts=64,top_k=6,hidden=2048,intermediate=1408,dtype=fp8,block_m=16,"
                      "block_n=32,block_k=64,stages=5,group_m=16,warps=8") == Kernel(configured));
   CHECK(parse_kernel(to_string(Kernel(configured))) == Kernel(configured));
+  configured.zipf = 1.2;  // skewed routing, written only when not uniform
+  CHECK(parse_kernel(to_string(Kernel(configured))) == Kernel(configured));
+  CHECK(to_string(Kernel(configured)).find(",zipf=1.2,") != std::string::npos);
+  CHECK(to_string(Kernel(make_moe(512, 8, 2, 4096, 14336))).find("zipf") == std::string::npos);
 
   CHECK(parse_kernel("elementwise:bytes=1e9,flops=2.5e8") == Kernel(make_elementwise(1e9, 2.5e8, 0)));
   CHECK(parse_kernel("elementwise:bytes=4096") == Kernel(make_elementwise(4096, 0, 0)));
@@ -518,6 +522,9 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
     CHECK_THAT(parse_error("rmsnorm:tokens=2"), Contains("rmsnorm.hidden"));
     CHECK_THAT(parse_error("silu_mul:dim=2"), Contains("silu_mul.tokens"));
     CHECK_THAT(parse_error("fused_moe:tokens=1,experts=8,top_k=2,hidden=64"), Contains("fused_moe.intermediate"));
+    CHECK_THAT(parse_error("fused_moe:tokens=1,experts=8,top_k=2,hidden=64,intermediate=64,zipf=-1"),
+               Contains("fused_moe.zipf must be within [0, 4]"));
+    CHECK_THAT(parse_error("fused_moe:tokens=1,experts=8,top_k=2,hidden=64,intermediate=64,zipf=nan"), Contains("fused_moe.zipf"));
     CHECK_THAT(parse_error("elementwise:flops=1"), Contains("elementwise.bytes"));
     CHECK_THAT(parse_error("all_reduce:bytes=1024"), Contains("all_reduce.ranks"));
     CHECK_THAT(parse_error("collective:ranks=2"), Contains("collective.bytes"));

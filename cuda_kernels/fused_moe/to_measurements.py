@@ -7,9 +7,11 @@ routing, for `pipeweave train --op fused_moe` and `pipeweave eval`:
 
 Writes <family>.<routing>.csv.gz with the measurement columns (gpu, dtype, tokens, experts, top_k,
 hidden, intermediate, block_m, block_n, block_k, stages, group_m, warps, duration_us = gate-up +
-down, is_default = vLLM's default config) and the collector's own (model, tp, routing,
+down, is_default = vLLM's default config, zipf = the routing's skew as the op takes it: 0 for
+uniform, the collector's exponent 1.2 for skewed) and the collector's own (model, tp, routing,
 experts_touched, max_expert_rows, padded_rows, gemm1_us, gemm2_us, full, run: the input file's
-place in the list). Rows of every input are kept, each its own measurement.
+place in the list). Rows of every input are kept, each its own measurement. An input already in
+this format (an earlier output) is rewritten with the columns of today, its run numbers kept.
 """
 import argparse
 import collections
@@ -18,8 +20,11 @@ import gzip
 import io
 import os
 
+# collect_fused_moe.py's skewed routing: Zipf popularity of this exponent over the experts.
+ZIPF = {"uniform": 0, "skewed": 1.2}
+
 COLUMNS = ["gpu", "dtype", "tokens", "experts", "top_k", "hidden", "intermediate", "block_m", "block_n", "block_k",
-           "stages", "group_m", "warps", "duration_us", "is_default", "model", "tp", "routing", "experts_touched",
+           "stages", "group_m", "warps", "duration_us", "is_default", "zipf", "model", "tp", "routing", "experts_touched",
            "max_expert_rows", "padded_rows", "gemm1_us", "gemm2_us", "full", "run"]
 
 
@@ -38,13 +43,17 @@ def main():
     files = collections.defaultdict(list)
     for run, path in enumerate(args.runs, start=1):
         for r in read(path):
+            if "duration_us" in r:  # an earlier output: the same row with today's columns
+                r["zipf"] = ZIPF[r["routing"]]
+                files[(r["model"], r["routing"])].append({c: r[c] for c in COLUMNS})
+                continue
             dtype = "fp8_e4m3" if r["dtype"] == "fp8" else r["dtype"]
             row = {"gpu": args.gpu, "dtype": dtype, "tokens": r["tokens"], "experts": r["experts"], "top_k": r["top_k"],
                    "hidden": r["hidden"], "intermediate": r["intermediate"], "block_m": r["BLOCK_SIZE_M"],
                    "block_n": r["BLOCK_SIZE_N"], "block_k": r["BLOCK_SIZE_K"], "stages": r["num_stages"],
                    "group_m": r["GROUP_SIZE_M"], "warps": r["num_warps"],
                    "duration_us": round(float(r["gemm1_us"]) + float(r["gemm2_us"]), 3), "is_default": r["vllm_default"],
-                   "model": r["model"], "tp": r["tp"], "routing": r["routing"], "experts_touched": r["experts_touched"],
+                   "zipf": ZIPF[r["routing"]], "model": r["model"], "tp": r["tp"], "routing": r["routing"], "experts_touched": r["experts_touched"],
                    "max_expert_rows": r["max_expert_rows"], "padded_rows": r["padded_rows"], "gemm1_us": r["gemm1_us"],
                    "gemm2_us": r["gemm2_us"], "full": r["full"], "run": run}
             files[(r["model"], r["routing"])].append(row)

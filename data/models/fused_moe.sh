@@ -8,7 +8,9 @@
 # 2. The tuning result on the held-out families' fully measured shapes: the predicted-fastest
 #    config against vLLM's default and the measured fastest (fused_moe_tuning.py, which needs the
 #    Python package: pip install .) -> report/fused_moe/tuning.{txt,csv}
-# 3. The bundled model: the same ensemble trained on all five families' uniform rows -> fused_moe.json
+# 3. The bundled model: the same ensemble trained on all five families' rows of the H100 and the
+#    H200, uniform and skewed routing (fused_moe_both_gpus.sh holds families out of that recipe)
+#    -> fused_moe.json
 # The ensemble of four with the ranking term was chosen on a split of the training families alone
 # (Mixtral and Qwen1.5 to train, Qwen3's fully measured shapes to score; the held-out families
 # were not looked at): the pick's gap to the measured fastest 6.06%, against 7.67% (four networks),
@@ -36,5 +38,9 @@ tuning=()
 for family in "${held_out[@]}"; do tuning+=(--data "$data/$family.uniform.csv.gz"); done
 "$python" data/models/fused_moe_tuning.py --model "$holdout" "${tuning[@]}" --csv "$report/tuning.csv" | tee "$report/tuning.txt"
 args=()
-for family in "${train[@]}" "${held_out[@]}"; do args+=(--data "$data/$family.uniform.csv.gz"); done
+for gpu in H100-SXM H200-SXM; do
+  for family in "${train[@]}" "${held_out[@]}"; do
+    for routing in uniform skewed; do args+=(--data "data/measurements/$gpu/fused_moe/$family.$routing.csv.gz"); done
+  done
+done
 "$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out data/models/fused_moe.json | tail -2 | tee "$report/train_bundled.txt"

@@ -3,10 +3,11 @@
 # (docs/experiments/fused-moe.md, "Both GPUs"):
 #   bash data/models/fused_moe_both_gpus.sh [BUILD_DIR] [PYTHON]   (default: build, build-python/venv/bin/python)
 # The same recipe as fused_moe.sh's step 1 (four networks with a ranking term, seed 1), trained on
-# the uniform rows of Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B from both GPUs, scored on
-# DeepSeek-V2-Lite and OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result
-# on each GPU's fully measured held-out shapes -> report/fused_moe/both_gpus/. About 15 minutes on 2 cores.
-# The bundled model (fused_moe.json, fused_moe.sh step 3) is still the H100's alone.
+# the rows of Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B from both GPUs, uniform and skewed
+# routing (the rows' zipf column: the op takes the routing's skew), scored on DeepSeek-V2-Lite and
+# OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result on each GPU's fully
+# measured held-out shapes -> report/fused_moe/both_gpus/. About 20 minutes on 2 cores.
+# The bundled model (fused_moe.json, fused_moe.sh step 3) is this recipe on all five families.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
@@ -19,7 +20,9 @@ model=$(mktemp --suffix=.json)
 trap 'rm -f "$model"' EXIT
 args=()
 for gpu in "${gpus[@]}"; do
-  for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do args+=(--data "data/measurements/$gpu/fused_moe/$family.uniform.csv.gz"); done
+  for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do
+    for routing in uniform skewed; do args+=(--data "data/measurements/$gpu/fused_moe/$family.$routing.csv.gz"); done
+  done
 done
 "$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
 for gpu in "${gpus[@]}"; do

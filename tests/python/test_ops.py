@@ -50,6 +50,7 @@ def test_fields_and_to_dict():
     (lambda: pw.AttentionConfig(impl="flash9"), "attention.impl"),
     (lambda: pw.RmsNorm(tokens=0, hidden=4096), "rmsnorm.tokens"),
     (lambda: pw.FusedMoe(tokens=8, experts=4, top_k=5, hidden=8, intermediate=8), "fused_moe.top_k"),
+    (lambda: pw.FusedMoe(tokens=8, experts=4, top_k=2, hidden=8, intermediate=8, zipf=-1), "fused_moe.zipf"),
     (lambda: pw.Elementwise(bytes=float("nan")), "elementwise.bytes"),
     (lambda: pw.Collective("broadcast", bytes=1, ranks=2), "collective.kind"),
     (lambda: pw.Collective("all_reduce", bytes=1, ranks=1), "collective.ranks"),

@@ -123,3 +123,8 @@ def test_fused_moe_configs(predictor, h100):
         pw.FusedMoe(tokens=256, experts=8, top_k=2, hidden=4096, intermediate=7168, config=configs[-1]), h100).latency_us
     with pytest.raises(pw.Error, match="fused_moe.block_m must be a power of two"):
         pw.FusedMoeConfig(block_m=48, block_n=64, block_k=64)
+    # Skewed routing: a few tokens touch fewer experts, so fewer weights are read (the same kernel
+    # string round trip keeps the skew).
+    few, skewed = (pw.FusedMoe(tokens=8, experts=64, top_k=6, hidden=2048, intermediate=1408, zipf=z) for z in (0, 1.2))
+    assert skewed.zipf == 1.2 and pw.parse_kernel(str(skewed)) == pw.Kernel(skewed)
+    assert predictor.predict(skewed, h100).lower_bound_us < predictor.predict(few, h100).lower_bound_us

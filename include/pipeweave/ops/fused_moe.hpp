@@ -4,8 +4,9 @@
 // rows padded to BLOCK_SIZE_M; one launch computes gate-up ([rows, hidden] x [hidden,
 // 2*intermediate]) and a second the down projection ([rows, intermediate] x [intermediate,
 // hidden]). The SiLU between them and the top-k sum after are separate kernels (silu_mul,
-// elementwise). Routing is taken as uniform: each of the experts a batch touches gets the same
-// share of the tokens * top_k rows.
+// elementwise). Routing: each token picks top_k distinct experts, uniformly, or (zipf > 0) in
+// proportion to a Zipf popularity of that exponent over the experts, as skewed loads route; the
+// demand takes each expert's expected share of the rows.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,6 +56,9 @@ struct FusedMoe {
   std::int64_t hidden = 0;
   std::int64_t intermediate = 0;  // per expert, after any tensor-parallel split
   DType dtype = DType::bf16;
+  // The routing's skew: expert i (of the popularity order) is picked in proportion to
+  // 1 / (i + 1)^zipf; 0 is uniform. Engines see about 0.5-1.5 on real traffic.
+  double zipf = 0;
   std::optional<FusedMoeConfig> config;
 
   void validate() const {
@@ -65,6 +69,7 @@ struct FusedMoe {
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
     detail::require_positive("fused_moe.hidden", hidden);
     detail::require_positive("fused_moe.intermediate", intermediate);
+    if (!(zipf >= 0 && zipf <= 4)) detail::fail_field("fused_moe.zipf", zipf, "must be within [0, 4] (0: uniform routing)");
     if (config) config->validate();
   }
   bool operator==(const FusedMoe&) const = default;
@@ -146,16 +151,53 @@ inline Demand moe_gemm(double active_experts, double blocks, double grid_blocks,
   return demand;
 }
 
+// The experts a batch is expected to touch and the row blocks of BLOCK_SIZE_M their rows fill.
+struct ExpertLoad {
+  double active = 0;
+  double blocks = 0;
+};
+
+inline ExpertLoad expert_load(const FusedMoe& moe, int block_m) {
+  const double experts = moe.experts, tokens = moe.tokens, routed_rows = tokens * moe.top_k;
+  if (moe.zipf == 0) {
+    // Each expert is among a token's top_k with probability p = top_k / experts; touched by a
+    // batch with 1 - (1 - p)^tokens, written so that a small p keeps its digits (1 - 2e-17 is 1 in
+    // a double: no expert touched).
+    const double active = experts * -std::expm1(tokens * std::log1p(-double(moe.top_k) / experts));
+    return {active, active * std::ceil(routed_rows / active / block_m)};
+  }
+  // Skewed: expert i's chance of being among a token's top_k, taken as min(1, c * popularity_i)
+  // with c such that the chances add up to top_k (the most popular experts saturate at 1, the
+  // rest share what is left in proportion to their popularity).
+  const std::size_t count = static_cast<std::size_t>(moe.experts);
+  std::vector<double> chance(count);
+  double rest = 0;
+  for (std::size_t i = 0; i < count; ++i) rest += chance[i] = std::pow(double(i + 1), -moe.zipf);
+  double left = double(moe.top_k);
+  std::size_t saturated = 0;  // the popularity order is decreasing: the saturated ones lead
+  while (saturated < count && chance[saturated] * left >= rest) {
+    rest -= chance[saturated];
+    chance[saturated++] = 1;
+    left -= 1;
+  }
+  for (std::size_t i = saturated; i < count; ++i) chance[i] *= left / rest;
+  ExpertLoad load;
+  for (double p : chance) {
+    // Touched with 1 - (1 - p)^tokens; when touched, its expected rows fill whole blocks.
+    const double touched = p >= 1 ? 1.0 : -std::expm1(tokens * std::log1p(-p));
+    if (touched <= 0) continue;
+    load.active += touched;
+    load.blocks += touched * std::ceil(tokens * p / touched / block_m);
+  }
+  return load;
+}
+
 }  // namespace detail
 
 inline Demand demand(const FusedMoe& moe, const GpuSpec& gpu) {
   const FusedMoeConfig config = moe.config ? *moe.config : default_config(moe, gpu);
   const double experts = moe.experts, tokens = moe.tokens, routed_rows = tokens * moe.top_k;
-  // Expected experts touched when each token picks top_k of them uniformly: 1 - (1 - p)^tokens,
-  // written so that a small p keeps its digits (1 - 2e-17 is 1 in a double: no expert touched).
-  const double active = experts * -std::expm1(tokens * std::log1p(-double(moe.top_k) / experts));
-  const double rows_per_expert = routed_rows / active;
-  const double blocks = active * std::ceil(rows_per_expert / config.block_m);
+  const auto [active, blocks] = detail::expert_load(moe, config.block_m);
   // vLLM sizes the sorted id list, and so the grid, for every expert padded by a block less one
   // row; a batch of fewer routed rows than experts, for each row its own block.
   const double max_padded = routed_rows < experts ? routed_rows * config.block_m : routed_rows + experts * (config.block_m - 1);
