@@ -7,7 +7,10 @@ Each RUN_DIR is one collect_served.sh output (served_{bf16,fp8}.jsonl.gz and sha
 shapes.csv.gz), given in seed order. Each run's raw records become rows through
 `pipeweave collect --from-raw`; each row gains the columns family, tp and layer of its shape in that
 run's shapes.csv, and shape_seed, the run's place in the list (1, 2, ...). A shape measured by two
-runs keeps the first run's row. Writes DIR/gemm_served_{bf16,fp8}.csv.gz.
+runs keeps the first run's row. Writes DIR/gemm_served_{bf16,fp8}.csv.gz (--name NAME:
+DIR/NAME_{bf16,fp8}.csv.gz). --exclude FILE.csv.gz (repeatable) drops the shapes (dtype, m, n, k)
+that FILE already holds: a later seed's run kept apart as shapes no model was trained on; those
+rows go to DIR/NAME_repeats_{bf16,fp8}.csv.gz (data/models/served_shift.py compares them with FILE's).
 """
 import argparse
 import csv
@@ -43,15 +46,30 @@ def run_rows(cli, run_dir, dtype):
             return next(reader), list(reader)
 
 
+def write(path, header, rows):
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header + ["family", "tp", "layer", "shape_seed"])
+    writer.writerows(rows)
+    with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
+        f.write(text.getvalue().encode())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", default="build/pipeweave")
     parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--name", default="gemm_served")
+    parser.add_argument("--exclude", action="append", default=[])
     parser.add_argument("runs", nargs="+")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
+    excluded = set()
+    for path in args.exclude:
+        with open_text(path) as f:
+            excluded |= {(r["dtype"], r["m"], r["n"], r["k"]) for r in csv.DictReader(f)}
     for dtype in ("bf16", "fp8"):
-        header, kept, seen, repeats = None, [], set(), 0
+        header, kept, seen, repeats, again = None, [], set(), 0, []
         for seed, run_dir in enumerate(args.runs, start=1):
             columns = shape_columns(run_dir)
             run_header, rows = run_rows(args.cli, run_dir, dtype)
@@ -61,22 +79,22 @@ def main():
             at = {name: i for i, name in enumerate(header)}
             for row in rows:
                 key = (row[at["dtype"]], row[at["m"]], row[at["n"]], row[at["k"]])
-                if key in seen:
+                if key in seen or key in excluded:
                     repeats += 1
+                    if key in excluded and key not in seen:
+                        seen.add(key)
+                        again.append(row + list(columns.get(key, ("", "", ""))) + [str(seed)])
                     continue
                 seen.add(key)
                 family = columns.get(key)
                 if family is None:
                     sys.exit(f"served_to_measurements: {run_dir}: {key} is not in the run's shapes.csv")
                 kept.append(row + list(family) + [str(seed)])
-        path = os.path.join(args.out_dir, f"gemm_served_{dtype}.csv.gz")
-        text = io.StringIO()
-        writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(header + ["family", "tp", "layer", "shape_seed"])
-        writer.writerows(kept)
-        with gzip.GzipFile(path, "wb", compresslevel=9, mtime=0) as f:
-            f.write(text.getvalue().encode())
-        print(f"{path}: {len(kept)} rows ({repeats} repeats of an earlier run's shape dropped)")
+        path = os.path.join(args.out_dir, f"{args.name}_{dtype}.csv.gz")
+        write(path, header, kept)
+        if args.exclude:
+            write(os.path.join(args.out_dir, f"{args.name}_repeats_{dtype}.csv.gz"), header, again)
+        print(f"{path}: {len(kept)} rows ({repeats} repeats of an earlier run's or an excluded file's shape dropped)")
 
 
 if __name__ == "__main__":
