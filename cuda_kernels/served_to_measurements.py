@@ -7,7 +7,7 @@ Each RUN_DIR is one collect_served.sh output (served_{bf16,fp8}.jsonl.gz and sha
 shapes.csv.gz), given in seed order. Each run's raw records become rows through
 `pipeweave collect --from-raw`; each row gains the columns family, tp and layer of its shape in that
 run's shapes.csv, and shape_seed, the run's place in the list (1, 2, ...). A shape measured by two
-runs keeps the first run's row. Writes DIR/gemm_served_{bf16,fp8}.csv.gz (--name NAME:
+runs keeps the first run's row. --first-seed N (default 1): the first run's shape_seed. Writes DIR/gemm_served_{bf16,fp8}.csv.gz (--name NAME:
 DIR/NAME_{bf16,fp8}.csv.gz). --exclude FILE.csv.gz (repeatable) drops the shapes (dtype, m, n, k)
 that FILE already holds: a later seed's run kept apart as shapes no model was trained on; those
 rows go to DIR/NAME_repeats_{bf16,fp8}.csv.gz (data/models/served_shift.py compares them with FILE's).
@@ -60,6 +60,7 @@ def main():
     parser.add_argument("--cli", default="build/pipeweave")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("--name", default="gemm_served")
+    parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--exclude", action="append", default=[])
     parser.add_argument("runs", nargs="+")
     args = parser.parse_args()
@@ -70,7 +71,7 @@ def main():
             excluded |= {(r["dtype"], r["m"], r["n"], r["k"]) for r in csv.DictReader(f)}
     for dtype in ("bf16", "fp8"):
         header, kept, seen, repeats, again = None, [], set(), 0, []
-        for seed, run_dir in enumerate(args.runs, start=1):
+        for seed, run_dir in enumerate(args.runs, start=args.first_seed):
             columns = shape_columns(run_dir)
             run_header, rows = run_rows(args.cli, run_dir, dtype)
             header = header or run_header

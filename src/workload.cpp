@@ -153,9 +153,14 @@ WorkloadRows read_rows(const json& object, const std::string& prefix, std::strin
 
 WorkloadMoe read_moe(const json& object, const std::string& prefix) {
   const Fields m(object, prefix + "moe.");
-  m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count"});
-  return WorkloadMoe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
-                     m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
+  m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count", "zipf"});
+  WorkloadMoe moe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
+                  m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
+  if (m.has("zipf")) {
+    moe.zipf = m.number("zipf");
+    if (!(moe.zipf >= 0 && moe.zipf <= 4)) detail::fail_field(prefix + "moe.zipf", moe.zipf, "must be within [0, 4] (0: uniform routing)");
+  }
+  return moe;
 }
 
 // One entry of "communication" (`at`: its field path, ending in '.').
@@ -226,6 +231,7 @@ ordered_json operators_json(const WorkloadOperators& ops, int tp_size) {
   if (ops.moe)
     out["moe"] = {{"tokens", ops.moe->tokens}, {"experts", ops.moe->experts}, {"top_k", ops.moe->top_k},
                   {"hidden", ops.moe->hidden}, {"intermediate", ops.moe->intermediate}, {"count", ops.moe->count}};
+  if (ops.moe && ops.moe->zipf != 0) out["moe"]["zipf"] = ops.moe->zipf;
   ordered_json transfers = ordered_json::array();
   for (const WorkloadCollective& c : ops.communication) {
     const CollectiveKind kind = collective_kind(c.name, "communication.name");
@@ -524,7 +530,8 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
   if (ops.moe)
     out.push_back({"fused_moe",
                    FusedMoe{.tokens = ops.moe->tokens, .experts = ops.moe->experts, .top_k = ops.moe->top_k,
-                            .hidden = ops.moe->hidden, .intermediate = ops.moe->intermediate, .dtype = dtype},
+                            .hidden = ops.moe->hidden, .intermediate = ops.moe->intermediate, .dtype = dtype,
+                            .zipf = ops.moe->zipf},
                    ops.moe->count});
   for (std::size_t i = 0; i < ops.communication.size(); ++i) {
     const WorkloadCollective& c = ops.communication[i];

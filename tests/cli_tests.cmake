@@ -497,6 +497,17 @@ pipeweave_cli_test(e2e_json "\"median_decode_iteration_us\": [0-9.]+.*\"operator
 pipeweave_cli_test(e2e_report "wrote [^\n]*iterations\\.csv, [^\n]*requests\\.csv, [^\n]*timeline\\.svg, [^\n]*operators\\.svg\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --report "${CMAKE_CURRENT_BINARY_DIR}/e2e_report")
 pipeweave_cli_failure(e2e_needs_gpu "e2e needs --gpu" e2e --workload "${cli_data}/workload_llama_tp2.json")
+# --moe-zipf routes a mixture of experts' tokens with skew (fewer experts' weights read, so a
+# different fused_moe time), is checked, and is refused for a model without experts.
+set(e2e_mixtral "${cli};e2e;--gpu;H100-SXM;--model;${cli_data}/models/Mixtral-8x7B/config.json;--trace;${small_trace};--tp;2")
+add_test(NAME cli.e2e_moe_zipf
+         COMMAND ${CMAKE_COMMAND} "-DFIRST=${e2e_mixtral}" "-DSECOND=${e2e_mixtral};--moe-zipf;1.2"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
+set_tests_properties(cli.e2e_moe_zipf PROPERTIES LABELS cli)
+pipeweave_cli_failure(e2e_moe_zipf_range "--moe-zipf must be a Zipf exponent within \\[0, 4\\]"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --moe-zipf 5)
+pipeweave_cli_failure(e2e_moe_zipf_dense "--moe-zipf: the run has no mixture-of-experts layer"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --moe-zipf 1)
 pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
 pipeweave_cli_failure(e2e_model_needs_trace "--model and --trace go together" e2e --gpu H100-SXM --model "${llama_config}")
 pipeweave_cli_failure(e2e_bad_tp "--tp must be a whole number from 1 to 65536, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)

@@ -363,6 +363,17 @@ TEST_CASE("fused_moe demand: skewed routing touches fewer experts and pads diffe
   CHECK(load.active == Approx(4).epsilon(1e-9));
   CHECK(load.blocks == Approx(steep_blocks).epsilon(1e-9));  // 16 + 13 + 3 + 1 = 33 (uniform: 4 x 8 = 32)
   CHECK(steep_blocks == 33);
+  // Many experts, most of them picked, steep skew: the chances still add up to top_k, each
+  // within [0, 1] (the least popular experts' popularity is far below the sum's rounding).
+  auto wide = make_moe(100, 65536, 20000, 256, 128);
+  wide.zipf = 4;
+  load = pipeweave::detail::expert_load(wide, 16);
+  CHECK(load.active < 65536);
+  CHECK(load.active >= 20000);  // one token alone touches top_k experts
+  // The rows the blocks hold add up to the routed rows (each touched expert's expected rows,
+  // rounded up to whole blocks): at least 100 x 20000 / 16 blocks of rows in all.
+  CHECK(load.blocks >= 100.0 * 20000 / 16);
+  CHECK(load.blocks <= 100.0 * 20000 / 16 + 65536);
   // One token: top_k experts either way.
   auto single = make_moe(1, 64, 6, 256, 128);
   single.zipf = 1.2;

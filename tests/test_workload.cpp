@@ -230,6 +230,22 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
   CHECK(moe.operators.moe->intermediate == 7168);
   CHECK(gemm_named(moe, "router").n == 8);
   CHECK_FALSE(moe.operators.siluandmul);
+  CHECK(moe.operators.moe->zipf == 0);  // uniform routing unless the run says otherwise
+
+  // The routing's skew travels from the workload file to the fused-MoE kernel.
+  Workload skewed = generate_workload("mixtral", mixtral, small_trace(), Deployment{.tp = 2}, policy);
+  for (WorkloadIteration& iteration : skewed.iterations) iteration.operators.moe->zipf = 1.2;
+  const std::string text = to_json(skewed);
+  CHECK_THAT(text, Contains("\"zipf\": 1.2"));
+  CHECK(workload_from_json(text) == skewed);
+  CHECK_THAT(to_json(generate_workload("mixtral", mixtral, small_trace(), Deployment{.tp = 2}, policy)), !Contains("zipf"));
+  bool found = false;
+  for (const WorkloadKernel& k : iteration_kernels(skewed.iterations.front(), DType::bf16))
+    if (const FusedMoe* m = k.kernel.get_if<FusedMoe>()) found = m->zipf == 1.2;
+  CHECK(found);
+  std::string bad = text;
+  bad.replace(bad.find("\"zipf\": 1.2"), 11, "\"zipf\": 9.0");
+  CHECK_THAT(error_of([&] { workload_from_json(bad); }), Contains("moe.zipf") && Contains("must be within [0, 4]"));
 }
 
 TEST_CASE("workload: the JSON layout reads back what it writes, and names what is wrong", "[workload]") {

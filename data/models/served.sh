@@ -30,7 +30,9 @@ for dtype in bf16 fp8; do  # side by side, a core each
     --out "data/models/served/gemm_configless_served_$dtype.json" 2> "$out/train_$dtype.log" &
   pids+=($!)
 done
-for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
+for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
+  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
+done
 score served_without_configs --model data/models/served/gemm_configless_served_bf16.json \
   --model data/models/served/gemm_configless_served_fp8.json
 grep -v ",unknown," "$split/train.csv" > "$split/train_configs.csv"

@@ -29,7 +29,9 @@ for types in bf16,fp16 fp8_e4m3,fp8_e5m2; do  # side by side, a core each
     --out "$models/configless_$dtype.json" 2> "$out/served_all/train_$dtype.log" &
   pids+=($!)
 done
-for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
+for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
+  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
+done
 trained=(--model "$models/configless_bf16.json" --model "$models/configless_fp8.json")
 OUT="$out/bundled" bash data/models/served_fresh.sh "$build"
 OUT="$out/served_all" bash data/models/served_fresh.sh "$build" "${trained[@]}"

@@ -26,7 +26,9 @@ for dtype in bf16 fp8; do  # side by side, a core each
     --out "$h100_split/configless_$dtype.json" 2> "$root/train_$dtype.log" &
   pids+=($!)
 done
-for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
+for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
+  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
+done
 models=(--model "$h100_split/configless_bf16.json" --model "$h100_split/configless_fp8.json")
 split=$h100_split out=$root/h100 score served_both_without_configs "${models[@]}"
 split=$h200_split out=$root/h200 score served_both_without_configs "${models[@]}"

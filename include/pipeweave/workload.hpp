@@ -100,9 +100,12 @@ struct WorkloadRows {
   std::int64_t count = 1;
   bool operator==(const WorkloadRows&) const = default;
 };
+// moe: the fused-MoE layers' expert GEMMs; zipf (the project's optional addition, absent: 0) the
+// routing's skew, as FusedMoe takes it.
 struct WorkloadMoe {
   std::int64_t tokens = 0, experts = 0, top_k = 0, hidden = 0, intermediate = 0;
   std::int64_t count = 1;
+  double zipf = 0;
   bool operator==(const WorkloadMoe&) const = default;
 };
 // A transfer between GPUs. Published: {name, type, volume_bytes, count}; `type` is

@@ -35,6 +35,7 @@ struct E2eArguments {
   std::vector<std::string> kernel_models;  // --kernel-model: in place of the bundled model of its family
   DType dtype = DType::bf16;
   std::optional<AttentionImpl> attention_impl;
+  std::optional<double> moe_zipf;  // --moe-zipf: the MoE layers' routing skew
   bool unchunked = false;  // --no-chunked-prefill
   bool json = false;
 };
@@ -62,6 +63,8 @@ FlagParser e2e_flags(E2eArguments& a) {
       .flag("--no-chunked-prefill", a.unchunked)
       .choice("--dtype", a.dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp8", DType::fp8_e4m3}})
       .choice("--attention-impl", a.attention_impl, {{"flash2", AttentionImpl::flash2}, {"flash3", AttentionImpl::flash3}})
+      .number("--moe-zipf", a.moe_zipf, [](double s) { return s >= 0 && s <= 4; },
+              "must be a Zipf exponent within [0, 4] (0: uniform routing)")
       .custom("--engine", [&a](const std::string& name) { a.options.engine = EngineProfile::named(name); })
       .custom("--engine-terms",
               [&a](const std::string& text) {
@@ -134,6 +137,12 @@ Workload run_workload(const E2eArguments& a) {
   if (a.attention_impl)  // what the run uses (PyTorch's flash backend: FlashAttention-2, also on Hopper)
     for (WorkloadIteration& iteration : workload.iterations)
       if (iteration.operators.attention) iteration.operators.attention->impl = *a.attention_impl;
+  if (a.moe_zipf) {  // the traffic's routing, as --attention-impl the engine's kernel: for files too
+    bool any_moe = false;
+    for (WorkloadIteration& iteration : workload.iterations)
+      if (iteration.operators.moe) iteration.operators.moe->zipf = *a.moe_zipf, any_moe = true;
+    if (!any_moe) throw InvalidInput("--moe-zipf: the run has no mixture-of-experts layer to route");
+  }
   if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
   if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
   return workload;

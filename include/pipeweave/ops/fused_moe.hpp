@@ -171,16 +171,18 @@ inline ExpertLoad expert_load(const FusedMoe& moe, int block_m) {
   // rest share what is left in proportion to their popularity).
   const std::size_t count = static_cast<std::size_t>(moe.experts);
   std::vector<double> chance(count);
-  double rest = 0;
-  for (std::size_t i = 0; i < count; ++i) rest += chance[i] = std::pow(double(i + 1), -moe.zipf);
+  for (std::size_t i = 0; i < count; ++i) chance[i] = std::pow(double(i + 1), -moe.zipf);
+  // The popularity of the experts from i on, summed from the least popular up (no subtraction:
+  // a running total less the saturated ones would lose every digit when the rest is tiny).
+  std::vector<double> tail(count + 1, 0.0);
+  for (std::size_t i = count; i-- > 0;) tail[i] = tail[i + 1] + chance[i];
   double left = double(moe.top_k);
   std::size_t saturated = 0;  // the popularity order is decreasing: the saturated ones lead
-  while (saturated < count && chance[saturated] * left >= rest) {
-    rest -= chance[saturated];
+  while (saturated < count && left > 0 && chance[saturated] * left >= tail[saturated]) {
     chance[saturated++] = 1;
     left -= 1;
   }
-  for (std::size_t i = saturated; i < count; ++i) chance[i] *= left / rest;
+  for (std::size_t i = saturated; i < count; ++i) chance[i] *= left / tail[saturated];
   ExpertLoad load;
   for (double p : chance) {
     // Touched with 1 - (1 - p)^tokens; when touched, its expected rows fill whole blocks.
