@@ -19,19 +19,9 @@ out=data/models/report/served/fresh
 models=$(mktemp -d)
 trap 'rm -rf "$models"' EXIT
 mkdir -p "$out/served_all"
-pids=()
-for types in bf16,fp16 fp8_e4m3,fp8_e5m2; do  # side by side, a core each
-  dtype=${types%%,*}
-  dtype=${dtype%_e4m3}
-  "$cli" train --op gemm --without-configs --dtypes "$types" --chooser data/models/gemm.json \
-    --data "data/measurements/H100-SXM/gemm_served_$dtype.csv.gz" --data "data/measurements/H200-SXM/gemm_served_$dtype.csv.gz" \
-    --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
-    --out "$models/configless_$dtype.json" 2> "$out/served_all/train_$dtype.log" &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
-  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
-done
+source data/models/served_train.sh
+train_served "$models" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
+  --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
 trained=(--model "$models/configless_bf16.json" --model "$models/configless_fp8.json")
 OUT="$out/bundled" bash data/models/served_fresh.sh "$build"
 OUT="$out/served_all" bash data/models/served_fresh.sh "$build" "${trained[@]}"

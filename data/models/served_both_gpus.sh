@@ -18,17 +18,8 @@ h100_split=$split
 gpu=H200-SXM out=$root/h200
 source data/models/served_split.sh
 h200_split=$split
-pids=()
-for dtype in bf16 fp8; do  # side by side, a core each
-  "$cli" train --op gemm --without-configs --dtypes "$dtype" --chooser data/models/gemm.json \
-    --data "$h100_split/train.csv" --data "$h200_split/train.csv" \
-    --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
-    --out "$h100_split/configless_$dtype.json" 2> "$root/train_$dtype.log" &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
-  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
-done
+source data/models/served_train.sh
+train_served "$h100_split" "$root" bf16 fp8 --data "$h100_split/train.csv" --data "$h200_split/train.csv"
 models=(--model "$h100_split/configless_bf16.json" --model "$h100_split/configless_fp8.json")
 split=$h100_split out=$root/h100 score served_both_without_configs "${models[@]}"
 split=$h200_split out=$root/h200 score served_both_without_configs "${models[@]}"
