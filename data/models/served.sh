@@ -23,16 +23,8 @@ mkdir -p data/models/served
 source data/models/served_split.sh
 score bundled_without_configs --without-configs
 score bundled_with_cublas_config
-pids=()
-for dtype in bf16 fp8; do  # side by side, a core each
-  "$cli" train --op gemm --without-configs --dtypes "$dtype" --chooser data/models/gemm.json --data "$split/train.csv" \
-    --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
-    --out "data/models/served/gemm_configless_served_$dtype.json" 2> "$out/train_$dtype.log" &
-  pids+=($!)
-done
-for pid in "${pids[@]}"; do  # a bare wait would not fail with a failed training; the other one stops too
-  wait "$pid" || { kill "${pids[@]}" 2>/dev/null; exit 1; }
-done
+source data/models/served_train.sh
+train_served "data/models/served/gemm_configless_served_{dtype}.json" "$out" bf16 fp8 --data "$split/train.csv"
 score served_without_configs --model data/models/served/gemm_configless_served_bf16.json \
   --model data/models/served/gemm_configless_served_fp8.json
 grep -v ",unknown," "$split/train.csv" > "$split/train_configs.csv"

@@ -20,7 +20,7 @@ models=$(mktemp -d)
 trap 'rm -rf "$models"' EXIT
 mkdir -p "$out/served_all"
 source data/models/served_train.sh
-train_served "$models" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
+train_served "$models/configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
 trained=(--model "$models/configless_bf16.json" --model "$models/configless_fp8.json")
 OUT="$out/bundled" bash data/models/served_fresh.sh "$build"

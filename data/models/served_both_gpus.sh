@@ -19,7 +19,7 @@ gpu=H200-SXM out=$root/h200
 source data/models/served_split.sh
 h200_split=$split
 source data/models/served_train.sh
-train_served "$h100_split" "$root" bf16 fp8 --data "$h100_split/train.csv" --data "$h200_split/train.csv"
+train_served "$h100_split/configless_{dtype}.json" "$root" bf16 fp8 --data "$h100_split/train.csv" --data "$h200_split/train.csv"
 models=(--model "$h100_split/configless_bf16.json" --model "$h100_split/configless_fp8.json")
 split=$h100_split out=$root/h100 score served_both_without_configs "${models[@]}"
 split=$h200_split out=$root/h200 score served_both_without_configs "${models[@]}"
