@@ -4,7 +4,7 @@
 # 1. Held out by model family: an ensemble of four networks with a ranking term (--rank-weight 1)
 #    trained on the uniform-routing rows of
 #    Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B, scored on DeepSeek-V2-Lite and OLMoE-1B-7B
-#    (uniform and skewed routing; the op assumes uniform) -> report/fused_moe/eval_*.txt
+#    (uniform and skewed routing; the skewed rows carry their zipf) -> report/fused_moe/eval_*.txt
 # 2. The tuning result on the held-out families' fully measured shapes: the predicted-fastest
 #    config against vLLM's default and the measured fastest (fused_moe_tuning.py, which needs the
 #    Python package: pip install .) -> report/fused_moe/tuning.{txt,csv}

@@ -6,7 +6,7 @@
 # the rows of Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B from both GPUs, uniform and skewed
 # routing (the rows' zipf column: the op takes the routing's skew), scored on DeepSeek-V2-Lite and
 # OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result on each GPU's fully
-# measured held-out shapes -> report/fused_moe/both_gpus/. About 20 minutes on 2 cores.
+# measured held-out shapes -> report/fused_moe/both_gpus/. About 5 minutes on 2 cores.
 # The bundled model (fused_moe.json, fused_moe.sh step 3) is this recipe on all five families.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
