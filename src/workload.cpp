@@ -158,7 +158,7 @@ WorkloadMoe read_moe(const json& object, const std::string& prefix) {
                   m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
   if (m.has("zipf")) {
     moe.zipf = m.number("zipf");
-    if (!(moe.zipf >= 0 && moe.zipf <= 4)) detail::fail_field(prefix + "moe.zipf", moe.zipf, "must be within [0, 4] (0: uniform routing)");
+    if (!valid_zipf(moe.zipf)) detail::fail_field(prefix + "moe.zipf", moe.zipf, "must be " + std::string(kZipfRange));
   }
   return moe;
 }

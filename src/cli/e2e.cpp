@@ -63,8 +63,7 @@ FlagParser e2e_flags(E2eArguments& a) {
       .flag("--no-chunked-prefill", a.unchunked)
       .choice("--dtype", a.dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp8", DType::fp8_e4m3}})
       .choice("--attention-impl", a.attention_impl, {{"flash2", AttentionImpl::flash2}, {"flash3", AttentionImpl::flash3}})
-      .number("--moe-zipf", a.moe_zipf, [](double s) { return s >= 0 && s <= 4; },
-              "must be a Zipf exponent within [0, 4] (0: uniform routing)")
+      .number("--moe-zipf", a.moe_zipf, valid_zipf, "must be a Zipf exponent " + std::string(kZipfRange))
       .custom("--engine", [&a](const std::string& name) { a.options.engine = EngineProfile::named(name); })
       .custom("--engine-terms",
               [&a](const std::string& text) {

@@ -48,6 +48,11 @@ struct FusedMoeConfig {
   }
 };
 
+// The routing skews FusedMoe takes (FusedMoe::zipf): Zipf exponents from 0 (uniform) to 4 (nearly
+// every token to the most popular experts). Workload files and e2e's --moe-zipf check the same.
+inline bool valid_zipf(double zipf) { return zipf >= 0 && zipf <= 4; }
+inline constexpr std::string_view kZipfRange = "within [0, 4] (0: uniform routing)";
+
 struct FusedMoe {
   static constexpr OpFamily family = OpFamily::fused_moe;
   std::int64_t tokens = 0;
@@ -69,7 +74,7 @@ struct FusedMoe {
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
     detail::require_positive("fused_moe.hidden", hidden);
     detail::require_positive("fused_moe.intermediate", intermediate);
-    if (!(zipf >= 0 && zipf <= 4)) detail::fail_field("fused_moe.zipf", zipf, "must be within [0, 4] (0: uniform routing)");
+    if (!valid_zipf(zipf)) detail::fail_field("fused_moe.zipf", zipf, "must be " + std::string(kZipfRange));
     if (config) config->validate();
   }
   bool operator==(const FusedMoe&) const = default;
