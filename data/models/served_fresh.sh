@@ -19,22 +19,9 @@ trap 'rm -rf "$work"' EXIT
 for gpu in H100-SXM H200-SXM; do
   files=(data/measurements/$gpu/gemm_served_seed4_bf16.csv.gz data/measurements/$gpu/gemm_served_seed4_fp8.csv.gz)
   [[ -f ${files[0]} ]] || continue
-  python3 - "$work/$gpu.csv" "${files[@]}" <<'PY'
-import csv, gzip, sys
-out, files = sys.argv[1], sys.argv[2:]
-with open(out, "w", newline="") as f:
-    writer = None
-    for path in files:
-        with gzip.open(path, "rt", newline="") as src:
-            reader = csv.reader(src)
-            header = next(reader)
-            if writer is None:
-                writer = csv.writer(f)
-                writer.writerow(header)
-            writer.writerows(reader)
-PY
-  "$cli" eval --without-configs "$@" --data "$work/$gpu.csv" --specs data/gpus --report "$work/$gpu" > "$out/$gpu.txt"
-  python3 data/models/served_report.py "$work/$gpu/eval.csv" "$work/$gpu.csv" --csv "$out/$gpu.families.csv" >> "$out/$gpu.txt"
+  "$cli" eval --without-configs "$@" --data "${files[0]}" --data "${files[1]}" --specs data/gpus --report "$work/$gpu" \
+    > "$out/$gpu.txt"
+  python3 data/models/served_report.py "$work/$gpu/eval.csv" "${files[@]}" --csv "$out/$gpu.families.csv" >> "$out/$gpu.txt"
   cat "$out/$gpu.txt"
   # The shapes seeds 1-3 had measured, measured again: how far the fresh run sits from them.
   for dtype in bf16 fp8; do

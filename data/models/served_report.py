@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-family accuracy of a GEMM model on the served measurements, from eval's per-row report:
 
-    python3 data/models/served_report.py EVAL.csv DATA.csv [--csv OUT.csv]
+    python3 data/models/served_report.py EVAL.csv DATA.csv[.gz] [DATA.csv[.gz] ...] [--csv OUT.csv]
 
 EVAL.csv is `pipeweave eval --report DIR`'s eval.csv, DATA.csv the rows it scored (with the
 family, tp and layer columns of the served files). Prints MAPE and mean signed error (bias:
@@ -19,7 +19,7 @@ import statistics
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("eval_csv")
-    parser.add_argument("data_csv")
+    parser.add_argument("data_csv", nargs="+")
     parser.add_argument("--csv")
     args = parser.parse_args()
     predicted = {}
@@ -29,20 +29,21 @@ def main():
             dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
             predicted[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
     groups = collections.defaultdict(list)
-    opener = gzip.open if args.data_csv.endswith(".gz") else open
-    with opener(args.data_csv, "rt", newline="") as f:
-        for r in csv.DictReader(f):
-            key = (r["dtype"], r["m"], r["n"], r["k"])
-            if key not in predicted:
-                continue
-            measured, guess = predicted[key]
-            error = (guess - measured) / measured * 100
-            dtype = "bf16" if r["dtype"] == "bf16" else "fp8"
-            m = int(r["m"])
-            band = "m 1-256" if m <= 256 else "m 257-8192" if m <= 8192 else "m 8193-65536"
-            kind = "random shapes" if r["family"] == "random" else "model families"
-            for group in ("all", kind, band) + (("family " + r["family"],) if r["family"] != "random" else ()):
-                groups[(dtype, group)].append(error)
+    for path in args.data_csv:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", newline="") as f:
+            for r in csv.DictReader(f):
+                key = (r["dtype"], r["m"], r["n"], r["k"])
+                if key not in predicted:
+                    continue
+                measured, guess = predicted[key]
+                error = (guess - measured) / measured * 100
+                dtype = "bf16" if r["dtype"] == "bf16" else "fp8"
+                m = int(r["m"])
+                band = "m 1-256" if m <= 256 else "m 257-8192" if m <= 8192 else "m 8193-65536"
+                kind = "random shapes" if r["family"] == "random" else "model families"
+                for group in ("all", kind, band) + (("family " + r["family"],) if r["family"] != "random" else ()):
+                    groups[(dtype, group)].append(error)
     order = ["all", "model families", "random shapes", "m 1-256", "m 257-8192", "m 8193-65536"]
     keys = sorted(groups, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else len(order), k[1]))
     table = [(dtype, group, len(groups[(dtype, group)]), statistics.fmean(abs(e) for e in groups[(dtype, group)]),
