@@ -216,32 +216,65 @@ void BM_BundledGemmBatchNoConfig(benchmark::State& state) {
 }
 BENCHMARK(BM_BundledGemmBatchNoConfig)->Arg(4096);
 
-// A GEMM without a config, seen for the first time: enumerate gemm_candidates() and score
-// them all (every iteration a new m, so a new shape; the memo is emptied when full).
-void BM_BestGemmConfigFirstTime(benchmark::State& state) {
+// The full config search of a GEMM shape (every gemm_candidates() entry in order of bound, none
+// scored past the best latency found; random weights, so nearly all scored), as
+// best_gemm_config() runs it at its grid of m.
+void BM_FullSearchGemmConfig(benchmark::State& state) {
   const pw::Predictor predictor = trained_predictor();
   const pw::GpuSpec& gpu = pw::default_gpu();
-  std::int64_t m = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = 1000 + ++m, .n = 6144, .k = 4096}, gpu));
+  const pw::Gemm gemm{.m = 1001, .n = 6144, .k = 4096};
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.full_search_gemm_config(gemm, gpu));
 }
-BENCHMARK(BM_BestGemmConfigFirstTime);
+BENCHMARK(BM_FullSearchGemmConfig);
 
-// The same with the bundled models, whose efficiencies (unlike random weights') let the search
-// stop early: candidates in order of bound, none scored past the best latency found. range(0):
-// the first m (1: decode sizes, 1-256; 1000: prompt chunks).
+// best_gemm_config() with the bundled models on shapes never asked before, as a scheduler meets
+// them: m counts through 256 sizes of one layer, then n moves on (the grid points' searches
+// spread over the m between). range(0): the first m (1: decode sizes, 1-256; 1000: prompt chunks).
 void BM_BestGemmConfigFirstTimeBundled(benchmark::State& state) {
   const pw::Predictor predictor = pw::Predictor().with({});  // the bundled models, a memo of its own
   const pw::GpuSpec& gpu = pw::default_gpu();
   const std::int64_t first = state.range(0);
   std::int64_t m = 0;
   for (auto _ : state) {
-    // Shapes never asked before: m counts through 256 sizes, then n moves on.
     const std::int64_t step = m++;
     const pw::Gemm gemm{.m = first + step % 256, .n = 6144 + 128 * (step / 256), .k = 4096};
     benchmark::DoNotOptimize(predictor.best_gemm_config(gemm, gpu));
   }
 }
 BENCHMARK(BM_BestGemmConfigFirstTimeBundled)->Arg(1)->Arg(1000);
+
+// A new m of a layer whose two grid points either side were searched before: the best of their
+// shortlists scored at m. Every m off the grid from 1,000 to 5,096 once; then the next layer,
+// its grid points searched with the clock stopped.
+void BM_BestGemmConfigBetweenGridBundled(benchmark::State& state) {
+  const pw::Predictor predictor = pw::Predictor().with({});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  constexpr std::int64_t kFirst = 1000, kLast = 5096, kGrid = pw::Predictor::kConfigGridM;
+  std::int64_t n = 6144, m = kLast;
+  for (auto _ : state) {
+    if (++m % kGrid == 0) ++m;
+    if (m >= kLast) {
+      state.PauseTiming();
+      n += 128;
+      for (std::int64_t point = kFirst / kGrid * kGrid; point <= kLast; point += kGrid)
+        benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = point, .n = n, .k = 4096}, gpu));
+      m = kFirst + 1;
+      state.ResumeTiming();
+    }
+    benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = m, .n = n, .k = 4096}, gpu));
+  }
+}
+BENCHMARK(BM_BestGemmConfigBetweenGridBundled);
+
+// The first question about a layer, off the grid of m: both grid points either side searched in
+// full, then the m between (a new n every time).
+void BM_BestGemmConfigNewLayerBundled(benchmark::State& state) {
+  const pw::Predictor predictor = pw::Predictor().with({});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  std::int64_t n = 6144;
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = 1001, .n = n += 8, .k = 4096}, gpu));
+}
+BENCHMARK(BM_BestGemmConfigNewLayerBundled);
 
 // At most `count` of a 4096 x 6144 x 4096 GEMM's candidates, as kernels.
 std::vector<pw::Kernel> gemm_candidate_kernels(std::size_t count, const pw::GpuSpec& gpu) {

@@ -625,7 +625,10 @@ NB_MODULE(_core, m) {
           },
           "candidates"_a, "gpu"_a, "The candidates ordered by predicted latency, fastest first: the autotuner's question.")
       .def("best_gemm_config", &pw::Predictor::best_gemm_config, "gemm"_a, "gpu"_a,
-           "The config this predictor expects to run fastest for a GEMM given only its shape.")
+           "The config this predictor expects to run fastest for a GEMM given only its shape (remembered; at m off "
+           "its grid of every 16, the best of the shortlists of the grid points either side).")
+      .def("full_search_gemm_config", &pw::Predictor::full_search_gemm_config, "gemm"_a, "gpu"_a,
+           "The best predicted of every gemm_candidates() entry, not remembered: best_gemm_config() at its grid of m.")
       .def("configured", [](const pw::Predictor& p, const pw::Kernel& kernel, const pw::GpuSpec& gpu) { return op_object(p.configured(kernel, gpu)); },
            "kernel"_a, "gpu"_a, "The kernel as predict() runs it: a GEMM without a config gets best_gemm_config().")
       .def(

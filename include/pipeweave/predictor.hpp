@@ -12,7 +12,7 @@
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
 // A Predictor is immutable after construction: every method is const and thread-safe (the
-// one shared state, the memo of those choices, is locked).
+// one shared state, the memos of those choices, is locked).
 
 #include <algorithm>
 #include <array>
@@ -88,6 +88,7 @@ class Predictor {
   Predictor with(std::vector<Mlp> models) const {
     Predictor copy = *this;
     copy.gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
+    copy.gemm_shortlists_ = std::make_shared<detail::GemmShortlistCache>();
     copy.place(std::move(models));
     return copy;
   }
@@ -170,11 +171,21 @@ class Predictor {
     return ranked;
   }
 
-  // The config this predictor expects to run fastest for a GEMM given only its shape: the
-  // best predicted of gemm_candidates(), remembered per GPU and shape (predict() answers with
-  // the config-less GEMM model on it, or its prediction times the model's configless_scale). With no GEMM model
-  // there is nothing to rank by (the bound favours configs that real kernels run slowly):
-  // the analytical default_config. Throws pipeweave::InvalidInput when the GPU cannot run the GEMM.
+  // The config this predictor expects to run fastest for a GEMM given only its shape, remembered
+  // per GPU and shape (predict() answers with the config-less GEMM model on it, or its
+  // prediction times the model's configless_scale). With no GEMM model there is nothing to
+  // rank by (the bound favours configs that real kernels run slowly): the analytical
+  // default_config. Throws pipeweave::InvalidInput when the GPU cannot run the GEMM.
+  //
+  // At m up to kConfigGridM and at its multiples, the best predicted of all gemm_candidates()
+  // (full_search_gemm_config). Between two such m, the best predicted at m of the
+  // kConfigShortlist best configs of each (those that are candidates at m): a serving scheduler
+  // meets a new token count almost every iteration, and this scores about ten candidates where
+  // the full search scores up to a few hundred, after the two grid points' searches (remembered
+  // for every m between them). Over every m from 1 to 8,192 of eight layers the answer differs
+  // from the full search's at 6 of 65,536 shapes, by at most 0.69% of predicted latency
+  // (benchmarks/gemm_search_study, docs/experiments/config-search.md). A fixed grid keeps the
+  // answer for a shape independent of what was asked before.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
     const Mlp* mlp = model(OpFamily::gemm);
     // Nothing to rank by without a network, nor with one that never saw this architecture (its
@@ -182,54 +193,51 @@ class Predictor {
     // configs better than the default one: trained on the H20 and H800 without configs, the
     // H20's held-out shapes came out 2.9% off with its picks, 6.3% with the default configs.
     if (!mlp || !mlp->covers_compute_capability(compute_capability(gpu))) return default_config(gemm, gpu);
-    const detail::GemmConfigCache::Key key{detail::SpecFingerprint(gpu).value(), gemm.m, gemm.n, gemm.k, gemm.dtype};
+    const std::uint64_t spec = detail::SpecFingerprint(gpu).value();
+    const detail::GemmConfigCache::Key key{spec, gemm.m, gemm.n, gemm.k, gemm.dtype};
     if (auto known = gemm_configs_->find(key)) return *known;
-    const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
-    if (candidates.empty()) return default_config(gemm, gpu);  // no tile fits: demand() names why
-    // Ordered by the network alone, also where a candidate's inputs lie outside its training
-    // range and predict() would answer it from the pipe table: the table knows a kernel's
-    // bottleneck and size, not its config, so it cannot tell a shape's configs apart, while the
-    // network's order carries (the comment above). Scoring such candidates by the table instead
-    // made a configless model of the published fp8 split (its rows read as shapes, as they were
-    // then) 3.78% off where this gave 2.84% (docs/experiments/transfer.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
-    // first a config other than this one where the candidates lie off the network's ground.
-    // The network's efficiency is at most 1, so a candidate's latency is at least its bound: in
-    // order of bound, the candidates whose bound is past the best latency found cannot win and
-    // are never scored. The same pick as scoring all of them (on a tie, the earlier candidate),
-    // for a fraction of the network passes.
-    std::vector<Features> rows(candidates.size());
-    std::vector<double> bounds(candidates.size());
-    std::vector<std::size_t> order(candidates.size());
-    Gemm tuned = gemm;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      tuned.config = candidates[i];
-      const Demand demand = pipeweave::demand(tuned, gpu);
-      bounds[i] = demand.bound_cycles();
-      rows[i] = features(demand, gpu);
-      order[i] = i;
-    }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
-    constexpr std::size_t kChunk = 16;
-    std::size_t best = candidates.size();
-    double best_latency = std::numeric_limits<double>::infinity();
-    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch;
-    for (std::size_t start = 0; start < order.size() && !(bounds[order[start]] > best_latency); start += kChunk) {
-      const std::size_t end = std::min(order.size(), start + kChunk);
-      batch.resize(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(end - start));
-      for (std::size_t j = start; j < end; ++j)
-        batch.col(static_cast<Eigen::Index>(j - start)) =
-            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[order[j]].data());
-      const Eigen::VectorXd efficiency = mlp->efficiency(batch);
-      for (std::size_t j = start; j < end; ++j) {
-        const std::size_t i = order[j];
-        const double latency = bounds[i] / efficiency(static_cast<Eigen::Index>(j - start));
-        if (latency < best_latency || (latency == best_latency && i < best)) best = i, best_latency = latency;
+    const bool on_grid = gemm.m <= kConfigGridM || gemm.m % kConfigGridM == 0 ||
+                         gemm.m > std::numeric_limits<std::int64_t>::max() - kConfigGridM;
+    std::vector<GemmConfig> proposed;  // off the grid: the grid points' shortlists, as far as they are candidates here
+    if (!on_grid) {
+      Gemm grid_point = gemm;
+      for (const std::int64_t m : {gemm.m / kConfigGridM * kConfigGridM, (gemm.m / kConfigGridM + 1) * kConfigGridM}) {
+        grid_point.m = m;
+        for (const GemmConfig& config : shortlist(grid_point, gpu, *mlp, spec))
+          if (std::find(proposed.begin(), proposed.end(), config) == proposed.end() && is_gemm_candidate(config, gemm, gpu))
+            proposed.push_back(config);
       }
     }
-    if (best == candidates.size()) best = 0;  // no finite latency (a broken model): predict() names why
-    gemm_configs_->insert(key, candidates[best]);
-    return candidates[best];
+    const std::vector<GemmConfig> picked = on_grid             ? shortlist(gemm, gpu, *mlp, spec)
+                                           : proposed.empty() ? fastest_configs(gemm, gpu, *mlp, gemm_candidates(gemm, gpu), 1)
+                                                              : fastest_configs(gemm, gpu, *mlp, proposed, 1);
+    GemmConfig best;
+    if (!picked.empty()) {
+      best = picked.front();
+    } else {
+      const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
+      if (candidates.empty()) return default_config(gemm, gpu);  // no tile fits: demand() names why
+      best = candidates.front();  // none with a finite latency (a broken model): predict() names why
+    }
+    gemm_configs_->insert(key, best);
+    return best;
   }
+
+  // The best predicted of every gemm_candidates() for this shape, not remembered: what
+  // best_gemm_config() answers at its grid of m, for comparing the two elsewhere.
+  GemmConfig full_search_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
+    const Mlp* mlp = model(OpFamily::gemm);
+    if (!mlp || !mlp->covers_compute_capability(compute_capability(gpu))) return default_config(gemm, gpu);
+    const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
+    if (candidates.empty()) return default_config(gemm, gpu);
+    const std::vector<GemmConfig> picked = fastest_configs(gemm, gpu, *mlp, candidates, 1);
+    return picked.empty() ? candidates.front() : picked.front();
+  }
+
+  // The spacing of m at which best_gemm_config() searches every candidate, and how many of the
+  // best there it keeps to propose for the m between.
+  static constexpr std::int64_t kConfigGridM = 16;
+  static constexpr std::size_t kConfigShortlist = 8;
 
   // The kernel as predict() runs it: a GEMM without a config gets best_gemm_config(); any
   // other kernel is returned as given (its family's default config applies inside the
@@ -243,6 +251,66 @@ class Predictor {
   }
 
  private:
+  // A grid point's kConfigShortlist best configs, fastest first, searched once per GPU and shape.
+  std::vector<GemmConfig> shortlist(const Gemm& gemm, const GpuSpec& gpu, const Mlp& mlp, std::uint64_t spec) const {
+    const detail::GemmShortlistCache::Key key{spec, gemm.m, gemm.n, gemm.k, gemm.dtype};
+    if (auto known = gemm_shortlists_->find(key)) return *std::move(known);
+    std::vector<GemmConfig> best = fastest_configs(gemm, gpu, mlp, gemm_candidates(gemm, gpu), kConfigShortlist);
+    gemm_shortlists_->insert(key, best);
+    return best;
+  }
+
+  // The `keep` lowest predicted latencies of `candidates` for this shape, fastest first (on a
+  // tie, the earlier candidate); none with a finite latency: empty.
+  // Ordered by the network alone, also where a candidate's inputs lie outside its training
+  // range and predict() would answer it from the pipe table: the table knows a kernel's
+  // bottleneck and size, not its config, so it cannot tell a shape's configs apart, while the
+  // network's order carries (best_gemm_config's comment). Scoring such candidates by the table instead
+  // made a configless model of the published fp8 split (its rows read as shapes, as they were
+  // then) 3.78% off where this gave 2.84% (docs/experiments/transfer.md, "Tried and withdrawn"). So rank, which lists each candidate's own prediction, can put
+  // first a config other than this one where the candidates lie off the network's ground.
+  // The network's efficiency is at most 1, so a candidate's latency is at least its bound: in
+  // order of bound, the candidates whose bound is past the keep-th latency found cannot be among
+  // the best and are never scored. The same answer as scoring all of them, for a fraction of the
+  // network passes.
+  static std::vector<GemmConfig> fastest_configs(const Gemm& gemm, const GpuSpec& gpu, const Mlp& mlp,
+                                                 const std::vector<GemmConfig>& candidates, std::size_t keep) {
+    std::vector<Features> rows(candidates.size());
+    std::vector<double> bounds(candidates.size());
+    std::vector<std::size_t> order(candidates.size());
+    Gemm tuned = gemm;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      tuned.config = candidates[i];
+      const Demand demand = pipeweave::demand(tuned, gpu);
+      bounds[i] = demand.bound_cycles();
+      rows[i] = features(demand, gpu);
+      order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
+    constexpr std::size_t kChunk = 16;
+    std::vector<std::pair<double, std::size_t>> best;  // (latency, candidate), fastest first, at most `keep`
+    auto threshold = [&] { return best.size() < keep ? std::numeric_limits<double>::infinity() : best.back().first; };
+    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch;
+    for (std::size_t start = 0; start < order.size() && !(bounds[order[start]] > threshold()); start += kChunk) {
+      const std::size_t end = std::min(order.size(), start + kChunk);
+      batch.resize(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(end - start));
+      for (std::size_t j = start; j < end; ++j)
+        batch.col(static_cast<Eigen::Index>(j - start)) =
+            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[order[j]].data());
+      const Eigen::VectorXd efficiency = mlp.efficiency(batch);
+      for (std::size_t j = start; j < end; ++j) {
+        const std::pair<double, std::size_t> scored{bounds[order[j]] / efficiency(static_cast<Eigen::Index>(j - start)), order[j]};
+        if (!(scored.first <= threshold())) continue;  // NaN too
+        best.insert(std::upper_bound(best.begin(), best.end(), scored), scored);
+        if (best.size() > keep) best.pop_back();
+      }
+    }
+    std::vector<GemmConfig> configs;
+    configs.reserve(best.size());
+    for (const auto& [latency, index] : best) configs.push_back(candidates[index]);
+    return configs;
+  }
+
   // A GEMM without a config runs the best predicted one; every other kernel as given.
   Demand resolved_demand(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
@@ -326,6 +394,7 @@ class Predictor {
   std::array<std::shared_ptr<const Mlp>, kAllDTypes.size()> configless_gemm_{};
   // Shared by copies: they hold the same models, so the same choices.
   std::shared_ptr<detail::GemmConfigCache> gemm_configs_ = std::make_shared<detail::GemmConfigCache>();
+  std::shared_ptr<detail::GemmShortlistCache> gemm_shortlists_ = std::make_shared<detail::GemmShortlistCache>();
 };
 
 }  // namespace pipeweave

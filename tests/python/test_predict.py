@@ -71,6 +71,9 @@ def test_rank_and_the_best_config(predictor, h100):
     assert latencies == sorted(latencies) and sorted(r.index for r in ranked) == list(range(len(candidates)))
     best = predictor.best_gemm_config(shape, h100)
     assert best == configs[ranked[0].index]
+    assert predictor.full_search_gemm_config(shape, h100) == best  # m = 64: on the grid, a full search
+    off_grid = pw.Gemm(m=70, n=4096, k=4096)
+    assert predictor.best_gemm_config(off_grid, h100) in pw.gemm_candidates(off_grid, h100)
     assert predictor.configured(shape, h100) == pw.Gemm(m=64, n=4096, k=4096, config=best)
     assert pw.default_gemm_config(shape, h100).tile_m > 0
 

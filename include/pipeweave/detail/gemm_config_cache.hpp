@@ -1,6 +1,7 @@
 #pragma once
-// The best predicted config of a GEMM that came without one, remembered per GPU and shape.
-// Choosing it scores every candidate (some hundred network passes); a scheduler asks about
+// The best predicted config of a GEMM that came without one, remembered per GPU and shape
+// (and, at the m where the search runs in full, the few best: Predictor::best_gemm_config).
+// Choosing it scores many candidates (up to some hundred network passes); a scheduler asks about
 // the same few shapes over and over, and then pays one lookup. Readers share a lock, so
 // concurrent predictions do not serialise; a full cache is emptied rather than managed
 // (what a serving run asks about refills it at once).
@@ -11,6 +12,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/ops/gemm.hpp"
@@ -45,7 +47,8 @@ class SpecFingerprint {
   std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
-class GemmConfigCache {
+template <typename Value, std::size_t Capacity>
+class GemmShapeCache {
  public:
   struct Key {
     std::uint64_t gpu = 0;
@@ -53,19 +56,19 @@ class GemmConfigCache {
     DType dtype = DType::bf16;
     bool operator==(const Key&) const = default;
   };
-  static constexpr std::size_t kCapacity = 1 << 16;
+  static constexpr std::size_t kCapacity = Capacity;
 
-  std::optional<GemmConfig> find(const Key& key) const {
+  std::optional<Value> find(const Key& key) const {
     const std::shared_lock lock(mutex_);
     const auto found = entries_.find(key);
     if (found == entries_.end()) return std::nullopt;
     return found->second;
   }
 
-  void insert(const Key& key, const GemmConfig& config) {
+  void insert(const Key& key, const Value& value) {
     const std::unique_lock lock(mutex_);
     if (entries_.size() >= kCapacity) entries_.clear();
-    entries_.insert_or_assign(key, config);
+    entries_.insert_or_assign(key, value);
   }
 
   std::size_t size() const {
@@ -84,7 +87,12 @@ class GemmConfigCache {
     }
   };
   mutable std::shared_mutex mutex_;
-  std::unordered_map<Key, GemmConfig, KeyHash> entries_;
+  std::unordered_map<Key, Value, KeyHash> entries_;
 };
+
+using GemmConfigCache = GemmShapeCache<GemmConfig, 1 << 16>;
+// The best few configs, fastest first, of a shape searched in full: one m in 16 of those asked,
+// each a few hundred bytes.
+using GemmShortlistCache = GemmShapeCache<std::vector<GemmConfig>, 1 << 14>;
 
 }  // namespace pipeweave::detail

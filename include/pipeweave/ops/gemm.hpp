@@ -234,6 +234,17 @@ inline std::optional<GemmConfig> gemm_tile_with_stages(const Gemm& gemm, const G
   return base;
 }
 
+// Whether gemm_candidates offers this tile for this GEMM (before the shared-memory check):
+// small tiles only where m is small, none larger than the smallest that covers its dimension,
+// accumulators that fit in registers.
+inline bool gemm_tile_offered(const GemmTileMenu& menu, const Gemm& gemm, bool swap_ab, int tile_m, int tile_n) {
+  const std::vector<int>& m_tiles = (swap_ab || !menu.hopper) ? menu.fine_tiles : menu.coarse_tiles;
+  return std::find(m_tiles.begin(), m_tiles.end(), tile_m) != m_tiles.end() &&
+         std::find(menu.coarse_tiles.begin(), menu.coarse_tiles.end(), tile_n) != menu.coarse_tiles.end() &&
+         tile_m <= covering_tile(m_tiles, gemm.m) && !(tile_m < 64 && tile_m * 8 < gemm.m) &&
+         tile_n <= covering_tile(menu.coarse_tiles, gemm.n) && tile_m * tile_n <= menu.max_outputs;
+}
+
 // Every split-K, cluster, schedule and raster gemm_candidates offers for one tile, in its order.
 inline void append_gemm_variants(std::vector<GemmConfig>& candidates, const GemmConfig& base, const Gemm& gemm,
                                  const GpuSpec& gpu, bool hopper) {
@@ -296,13 +307,9 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
   std::vector<GemmConfig> candidates;
   // Hopper: swap_ab first (tokens on the MMA's N side), then without; before Hopper one orientation.
   for (const bool swap_ab : menu.hopper ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
-    const std::vector<int>& m_tiles = (swap_ab || !menu.hopper) ? menu.fine_tiles : menu.coarse_tiles;
-    const int largest_m = detail::covering_tile(m_tiles, gemm.m);
-    const int largest_n = detail::covering_tile(menu.coarse_tiles, gemm.n);
-    for (int tile_m : m_tiles) {
-      if (tile_m > largest_m || (tile_m < 64 && tile_m * 8 < gemm.m)) continue;
+    for (int tile_m : (swap_ab || !menu.hopper) ? menu.fine_tiles : menu.coarse_tiles) {
       for (int tile_n : menu.coarse_tiles) {
-        if (tile_n > largest_n || tile_m * tile_n > menu.max_outputs) continue;
+        if (!detail::gemm_tile_offered(menu, gemm, swap_ab, tile_m, tile_n)) continue;
         for (auto [step_bytes, most_stages] : menu.k_steps_and_stages) {
           const int tile_k = static_cast<int>(step_bytes / k_bytes);
           const std::optional<GemmConfig> base =
@@ -313,6 +320,25 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
     }
   }
   return candidates;
+}
+
+// Whether gemm_candidates(gemm, gpu) lists this config, without listing them all.
+inline bool is_gemm_candidate(const GemmConfig& config, const Gemm& gemm, const GpuSpec& gpu) {
+  const detail::GemmTileMenu menu = detail::gemm_tile_menu(gpu);
+  if (config.swap_ab && !menu.hopper) return false;
+  if (!detail::gemm_tile_offered(menu, gemm, config.swap_ab, config.tile_m, config.tile_n)) return false;
+  const double k_bytes = std::max(1.0, dtype_bytes(gemm.dtype));
+  for (auto [step_bytes, most_stages] : menu.k_steps_and_stages) {
+    const int tile_k = static_cast<int>(step_bytes / k_bytes);
+    if (tile_k != config.tile_k) continue;
+    const std::optional<GemmConfig> base =
+        detail::gemm_tile_with_stages(gemm, gpu, menu.hopper, config.swap_ab, config.tile_m, config.tile_n, tile_k, most_stages);
+    if (!base) continue;
+    std::vector<GemmConfig> variants;
+    detail::append_gemm_variants(variants, *base, gemm, gpu, menu.hopper);
+    if (std::find(variants.begin(), variants.end(), config) != variants.end()) return true;
+  }
+  return false;
 }
 
 inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
