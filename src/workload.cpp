@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <numeric>
 #include <nlohmann/json.hpp>
 
@@ -912,7 +913,7 @@ struct RequestTracker {
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<Live> requests;
   std::multimap<std::int64_t, std::size_t> by_kv;  // a request's latest KV length -> its index
-  std::map<std::int64_t, std::size_t> by_id;       // a request id the workload gives -> its index
+  std::unordered_map<std::int64_t, std::size_t> by_id;  // a request id the workload gives -> its index (looked up for every entry of every iteration)
   std::size_t iteration = 0;
 
   std::size_t take(std::int64_t kv, bool in_prompt) {
