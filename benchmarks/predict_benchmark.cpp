@@ -256,7 +256,7 @@ void BM_BestGemmConfigBetweenGridBundled(benchmark::State& state) {
     if (m >= kLast) {
       state.PauseTiming();
       n += 128;
-      for (std::int64_t point = kFirst / kGrid * kGrid; point <= kLast; point += kGrid)
+      for (std::int64_t point = kFirst / kGrid * kGrid; point <= kLast + kGrid; point += kGrid)
         benchmark::DoNotOptimize(predictor.best_gemm_config(pw::Gemm{.m = point, .n = n, .k = 4096}, gpu));
       m = kFirst + 1;
       state.ResumeTiming();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes a request trace for `pipeweave e2e --trace`, for timing the scheduler and predictor on
 long runs (not a measurement of anything): prompts uniform in [--prompt-min, --prompt-max]
-tokens, outputs uniform in [--output-min, --output-max], seeded.
+tokens, decode steps uniform in [--output-min, --output-max] (the output one token more: the
+prompt's last iteration gives the first), seeded.
 
     python3 benchmarks/synthetic_trace.py --requests 100000 --seed 1 --out /tmp/trace_100k.csv
     /usr/bin/time -f "%e s" build/pipeweave e2e --gpu H100-SXM --model data/e2e/Llama-3.1-8B/config.json \\
@@ -32,7 +33,7 @@ def main():
         for _ in range(args.requests):
             prompt = rng.randint(args.prompt_min, args.prompt_max)
             output = rng.randint(args.output_min, args.output_max)
-            out.write(f"{prompt},{output},{output}\n")
+            out.write(f"{prompt},{output},{output + 1}\n")
 
 
 if __name__ == "__main__":

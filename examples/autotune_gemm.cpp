@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < std::min<std::size_t>(5, ranked.size()); ++r) line(r);
     if (ranked.size() > 5) line(ranked.size() - 1);
 
-    // predict() on the GEMM without a config uses the same choice; its latency comes from the
+    // predict() on the GEMM without a config uses the same choice (at m up to 16 and every multiple of
+    // 16; between, nearly always: Predictor::best_gemm_config); its latency comes from the
     // network for GEMMs without a config (bundled), which corrects the bias of choosing the
     // least of many predictions: the time to expect from it.
     const pw::Prediction plain = predictor.predict(gemm, gpu);

@@ -479,7 +479,7 @@ NB_MODULE(_core, m) {
   m.def("default_gemm_config", [](const pw::Gemm& gemm, const pw::GpuSpec& gpu) { return pw::default_config(gemm, gpu); }, "gemm"_a,
         "gpu"_a, "The analytical default config of a GEMM on a GPU (what a prediction without a GEMM model assumes).");
   m.def("gemm_candidates", [](const pw::Gemm& gemm, const pw::GpuSpec& gpu) { return pw::gemm_candidates(gemm, gpu); }, "gemm"_a,
-        "gpu"_a, "The configs a GEMM library would consider for this GEMM on this GPU (what best_gemm_config ranks).");
+        "gpu"_a, "The configs a GEMM library would consider for this GEMM on this GPU (what full_search_gemm_config ranks; best_gemm_config picks from them).");
   m.def("fused_moe_candidates", [](const pw::FusedMoe& moe, const pw::GpuSpec& gpu) { return pw::fused_moe_candidates(moe, gpu); },
         "moe"_a, "gpu"_a, "The configs vLLM's tuning script searches that fit this GPU's shared memory: what an autotuner ranks.");
   m.def("default_fused_moe_config", [](const pw::FusedMoe& moe, const pw::GpuSpec& gpu) { return pw::default_config(moe, gpu); },

@@ -41,7 +41,7 @@ struct MlpDescription {
   // costs its own inference time. Empty: one network.
   std::vector<std::vector<MlpLayer>> further_networks;
   // GEMM models only. A GEMM given without its config is predicted at the least prediction over
-  // the library's candidates, and the least of a few hundred predictions, each a few percent
+  // the library's candidates (Predictor::best_gemm_config's pick, or nearly it), and the least of a few hundred predictions, each a few percent
   // off, is biased low (the chosen config tends to be one the network under-predicts). Per data
   // type, the factor that takes that least prediction to the measured time of the config cuBLAS
   // ran (its first choice): the median ratio over the training shapes (fit_configless_scale in

@@ -7,7 +7,8 @@
 // keeps efficiency in (0, 1], so no prediction falls below that bound. An op family with
 // no trained model answers with the bound itself and says so (source = analytical_bound).
 // A GEMM that comes without its config runs the best predicted of the configs a GEMM library
-// would consider (gemm_candidates). Its latency: with a config-less GEMM model
+// would consider (gemm_candidates; exactly at a grid of m, from shortlists between: see
+// best_gemm_config). Its latency: with a config-less GEMM model
 // (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config; else the
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
@@ -179,11 +180,13 @@ class Predictor {
   //
   // At m up to kConfigGridM and at its multiples, the best predicted of all gemm_candidates()
   // (full_search_gemm_config). Between two such m, the best predicted at m of the
-  // kConfigShortlist best configs of each (those that are candidates at m): a serving scheduler
+  // kConfigShortlist best configs of each (those that are candidates at m; on a tie, the one
+  // below's first): a serving scheduler
   // meets a new token count almost every iteration, and this scores about ten candidates where
   // the full search scores up to a few hundred, after the two grid points' searches (remembered
-  // for every m between them). Over every m from 1 to 8,192 of eight layers the answer differs
-  // from the full search's at 6 of 65,536 shapes, by at most 0.69% of predicted latency
+  // for every m between them). Over every m from 1 to 8,192 of eight layers on the H100 the
+  // answer differs from the full search's at 6 of 65,536 shapes, by at most 0.69% of predicted
+  // latency (the H200: 5, 1.16%; the H20: none)
   // (benchmarks/gemm_search_study, docs/experiments/config-search.md). A fixed grid keeps the
   // answer for a shape independent of what was asked before.
   GemmConfig best_gemm_config(const Gemm& gemm, const GpuSpec& gpu) const {
@@ -217,7 +220,7 @@ class Predictor {
     } else {
       const std::vector<GemmConfig> candidates = gemm_candidates(gemm, gpu);
       if (candidates.empty()) return default_config(gemm, gpu);  // no tile fits: demand() names why
-      best = candidates.front();  // none with a finite latency (a broken model): predict() names why
+      best = candidates.front();  // every latency NaN (a broken model): predict() names why
     }
     gemm_configs_->insert(key, best);
     return best;
@@ -261,7 +264,7 @@ class Predictor {
   }
 
   // The `keep` lowest predicted latencies of `candidates` for this shape, fastest first (on a
-  // tie, the earlier candidate); none with a finite latency: empty.
+  // tie, the earlier candidate); NaN latencies are dropped, so a broken model's: empty.
   // Ordered by the network alone, also where a candidate's inputs lie outside its training
   // range and predict() would answer it from the pipe table: the table knows a kernel's
   // bottleneck and size, not its config, so it cannot tell a shape's configs apart, while the

@@ -97,7 +97,7 @@ std::vector<double> predict_latencies(const Mlp& model, std::span<const Training
 
 // For a GEMM model: per data type, the median over `rows`' shapes of the measured time of the
 // config cuBLAS ran first (rows with is_default) over what `model` predicts for the GEMM given
-// without its config (the least prediction over gemm_candidates; the model's own
+// without its config (best_gemm_config's pick: the least prediction over gemm_candidates, or nearly; the model's own
 // configless_scale, if any, is not applied). The result is MlpDescription::configless_scale.
 // Rows of other families, rows that are not is_default, and every is_default row of a GPU and
 // shape after its first are skipped; a data type with no such row gets no factor. `progress`,

@@ -91,8 +91,8 @@ class GemmShapeCache {
 };
 
 using GemmConfigCache = GemmShapeCache<GemmConfig, 1 << 16>;
-// The best few configs, fastest first, of a shape searched in full: one m in 16 of those asked,
-// each a few hundred bytes.
+// The best few configs, fastest first, of a shape searched in full (a grid point: one m in 16 of
+// a layer's, but two for each unrelated shape asked), each a few hundred bytes.
 using GemmShortlistCache = GemmShapeCache<std::vector<GemmConfig>, 1 << 14>;
 
 }  // namespace pipeweave::detail

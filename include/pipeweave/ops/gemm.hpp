@@ -174,7 +174,7 @@ inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const Gpu
 //    the SM count, at most 16;
 //  - stages: as many as fit in shared memory (at most 8); cluster 2x1 on Hopper and later
 //    when there are at least as many tiles as SMs.
-// Predictor::predict does not use it: it takes the best predicted of gemm_candidates().
+// Predictor::predict does not use it: it takes the config best_gemm_config picks from gemm_candidates().
 // It remains the analytical stage's choice (compute_demand of a GEMM without a config).
 inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
   GemmConfig config;
@@ -278,7 +278,7 @@ inline void append_gemm_variants(std::vector<GemmConfig>& candidates, const Gemm
 }  // namespace detail
 
 // The configs a GEMM library would consider for this GEMM on this GPU, for a caller that
-// knows only m, n, k (an autotuner ranks them; Predictor::predict takes the best).
+// knows only m, n, k (an autotuner ranks them; Predictor::best_gemm_config picks from them).
 //  - on Hopper and later, tile_k 128 bytes of K per step, as in default_config, and both MMA
 //    orientations: with swap_ab the tokens (m) run along the MMA's N side, in steps of 8
 //    (tile_m from {8, 16, 32, 64, 128, 192, 256}) and n along its M side (tile_n from
