@@ -7,10 +7,13 @@
 # the bundled GEMM model choosing the configs) and scores them on each GPU's held-out rows from
 # the shape alone. The networks are not kept (the tree's size). Writes
 # data/models/report/served/both_gpus/{h100,h200}/ and the training logs. About 40 minutes on 2 cores.
+# NETWORKS=4 in the environment: each network an ensemble of four (served_train.sh), the reports in
+# data/models/report/served/both_gpus_ensemble4/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 root=data/models/report/served/both_gpus
+[[ ${NETWORKS:-1} == 1 ]] || root+=_ensemble${NETWORKS}
 splits=()
 gpu=H100-SXM out=$root/h100
 source data/models/served_split.sh
