@@ -94,6 +94,7 @@ nb::dict prediction_dict(const pw::Prediction& p) {
   d["latency_us"] = p.latency_us, d["efficiency"] = p.efficiency, d["lower_bound_us"] = p.lower_bound_us;
   d["tensor_us"] = p.tensor_us;
   d["bottleneck"] = pw::to_string(p.bottleneck), d["source"] = pw::to_string(p.source);
+  d["protocol"] = pw::to_string(p.protocol);
   d["config_defaulted"] = p.config_defaulted, d["extrapolated"] = p.extrapolated;
   return d;
 }
@@ -495,6 +496,8 @@ NB_MODULE(_core, m) {
       .def_ro("tensor_us", &pw::Prediction::tensor_us, "the tensor pipe's work over the GPU at the spec's rate")
       .def_prop_ro("bottleneck", [](const pw::Prediction& p) { return pw::to_string(p.bottleneck); })
       .def_prop_ro("source", [](const pw::Prediction& p) { return pw::to_string(p.source); })
+      .def_prop_ro("protocol", [](const pw::Prediction& p) { return pw::to_string(p.protocol); },
+                   "how the answering network's rows were timed: rested (alone, after a rest) or served (back to back)")
       .def_ro("config_defaulted", &pw::Prediction::config_defaulted)
       .def_ro("extrapolated", &pw::Prediction::extrapolated)
       .def("to_dict", &prediction_dict)

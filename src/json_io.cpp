@@ -282,7 +282,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
-               "provenance", "domain", "pipe_efficiency"});
+               "protocol", "provenance", "domain", "pipe_efficiency"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -302,6 +302,12 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("for_configless_gemm"))
     description.for_configless_gemm = flag_from_json(fields.get("for_configless_gemm"), "mlp.for_configless_gemm");
   if (fields.has("dtypes")) description.dtypes = dtypes_from_json(fields.get("dtypes"));
+  if (fields.has("protocol")) {
+    const std::string protocol = fields.text("protocol");
+    const auto parsed = parse_label_protocol(protocol);
+    if (!parsed) detail::fail_field("mlp.protocol", protocol, "must be \"rested\" or \"served\" (how the training rows were timed)");
+    description.protocol = *parsed;
+  }
   if (fields.has("configless_scale")) description.configless_scale = configless_scale_from_json(fields.get("configless_scale"));
   if (fields.has("domain")) read_domain(fields.get("domain"), description);
   if (fields.has("pipe_efficiency")) read_pipe_efficiency(fields.get("pipe_efficiency"), description);
@@ -356,6 +362,7 @@ std::string to_json(const Mlp& mlp) {
     document["further_networks"] = networks;
   }
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
+  if (d.protocol != LabelProtocol::rested) document["protocol"] = std::string(to_string(d.protocol));
   if (!d.dtypes.empty()) {
     json listed = json::array();
     for (DType dtype : d.dtypes) listed.push_back(std::string(to_string(dtype)));

@@ -30,28 +30,8 @@ constexpr int kInputs = static_cast<int>(kFeatureCount);
 
 using pipeweave_test::error_of;
 
-MlpDescription empty_description(OpFamily family) {
-  MlpDescription d;
-  d.family = family;
-  d.feature_names = std::vector<std::string>(kFeatureNames.begin(), kFeatureNames.end());
-  d.input_mean = Eigen::VectorXf::Zero(kInputs);
-  d.input_scale = Eigen::VectorXf::Ones(kInputs);
-  return d;
-}
-
-// A model whose answer does not depend on the kernel: hidden weights all zero, so the
-// output is sigmoid(bias) and the bias is chosen for the wanted efficiency.
-Mlp constant_model(OpFamily family, double efficiency) {
-  MlpDescription d = empty_description(family);
-  MlpLayer hidden;
-  hidden.weights = Eigen::MatrixXf::Zero(3, kInputs);
-  hidden.bias = Eigen::VectorXf::Zero(3);
-  MlpLayer output;
-  output.weights = Eigen::MatrixXf::Zero(1, 3);
-  output.bias = Eigen::VectorXf::Constant(1, static_cast<float>(std::log(efficiency / (1 - efficiency))));
-  d.layers = {hidden, output};
-  return Mlp(d);
-}
+using pipeweave_test::constant_model;
+using pipeweave_test::empty_description;
 
 // A model whose answer moves with the features, so different kernels get different efficiencies.
 Mlp varying_model(OpFamily family) {
@@ -668,6 +648,27 @@ TEST_CASE("Mlp: configless_scale is checked and survives a JSON round trip", "[p
   std::string not_number = text;
   not_number.replace(not_number.find(key), key.size(), "\"bf16\":\"1.06\"");
   CHECK_THAT(error_of([&] { mlp_from_json(not_number); }), Contains("mlp.configless_scale.bf16") && Contains("number"));
+}
+
+TEST_CASE("Mlp: how its rows were timed survives a JSON round trip, and its predictions say so", "[predictor][mlp]") {
+  MlpDescription d = constant_model(OpFamily::gemm, 0.4).description();
+  d.for_configless_gemm = true;
+  CHECK(d.protocol == LabelProtocol::rested);
+  CHECK(to_json(Mlp(d)).find("\"protocol\"") == std::string::npos);  // rested is the absent field, as in older files
+  d.protocol = LabelProtocol::served;
+  const Mlp served(d);
+  const std::string text = to_json(served);
+  CHECK(mlp_from_json(text).description().protocol == LabelProtocol::served);
+  std::string bad = text;
+  bad.replace(bad.find("\"served\""), 8, "\"idle\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(bad); }), Contains("mlp.protocol") && Contains("idle"));
+
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), served});
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  CHECK(predictor.predict(decode, h100).protocol == LabelProtocol::served);  // the config-less network answers
+  CHECK(predictor.predict(predictor.configured(decode, h100), h100).protocol == LabelProtocol::rested);  // the GEMM model
+  CHECK(Predictor::analytical().predict(decode, h100).protocol == LabelProtocol::rested);  // the bound alone
 }
 
 TEST_CASE("Predictor: a model for GEMMs without a config answers for them, beside the GEMM model", "[predictor][rank]") {

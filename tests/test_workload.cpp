@@ -495,6 +495,36 @@ TEST_CASE("workload: each request's time to first token and time per output toke
   CHECK(p.time_to_first_token_us.p90 == Approx(end[0] + 0.8 * (end[2] - end[0])));
 }
 
+TEST_CASE("workload: a kernel answered from served rows takes the slowdown over what its label holds", "[workload]") {
+  const Workload w = small_workload(Deployment{.tp = 1});
+  MlpDescription served = pipeweave_test::constant_model(OpFamily::gemm, 0.5).description();
+  served.for_configless_gemm = true;
+  served.protocol = LabelProtocol::served;
+  const Predictor predictor(std::vector<Mlp>{pipeweave_test::constant_model(OpFamily::gemm, 0.6), Mlp(served)});
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  SustainedLoad sustained;
+  sustained.tensor_bound_slowdown = 1.25;
+  CHECK(sustained.served_label_slowdown() == Approx(1 + SustainedLoad::kServedLabelShare * 0.25));
+  CHECK(SustainedLoad{}.served_label_slowdown() == 1);  // no slowdown, none held
+  const WorkloadPrediction slowed = predict_workload(predictor, w, gpu, WorkloadOptions{EngineProfile::none(), sustained, {}});
+  REQUIRE(slowed.iterations.size() == w.iterations.size());
+  bool some_served = false, some_rested = false;
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    double expected_us = 0;
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype)) {
+      const Prediction p = predictor.predict(k.kernel, gpu);
+      const bool tensor_bound = p.bottleneck == Pipe::tensor, from_served = p.protocol == LabelProtocol::served;
+      if (tensor_bound) (from_served ? some_served : some_rested) = true;
+      const double factor = !tensor_bound ? 1.0 : from_served ? 1.25 / sustained.served_label_slowdown() : 1.25;
+      expected_us += factor * p.latency_us * static_cast<double>(k.count);
+    }
+    INFO("iteration " << i);
+    CHECK(slowed.iterations[i].kernels_us == Approx(expected_us).epsilon(1e-9));
+  }
+  CHECK(some_served);  // the GEMMs, given without their configs as a serving engine gives them
+  CHECK(some_rested);  // prompt attention: the bound alone, no clock of its own
+}
+
 TEST_CASE("workload: under sustained load only tensor-bound kernels slow down", "[workload]") {
   const Workload w = small_workload(Deployment{.tp = 1});
   const Predictor predictor = Predictor::analytical();

@@ -10,8 +10,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +29,19 @@ struct MlpLayer {
   Eigen::MatrixXf weights;  // outputs x inputs
   Eigen::VectorXf bias;     // outputs
 };
+
+// How the rows a network learnt from were timed, which says what clock its answers carry.
+// rested: each kernel alone after an L2 flush and a rest (the collection's default), at the
+// clock of an idle GPU; served: back to back over copies of the weights inside a busy collection,
+// as a serving engine runs them (pipeweave-collect --l2 served), whose clock already holds a
+// little of what sustained load takes (SustainedLoad::kServedLabelShare).
+enum class LabelProtocol : std::uint8_t { rested, served };
+constexpr std::string_view to_string(LabelProtocol protocol) { return protocol == LabelProtocol::served ? "served" : "rested"; }
+inline std::optional<LabelProtocol> parse_label_protocol(std::string_view text) {
+  if (text == "rested") return LabelProtocol::rested;
+  if (text == "served") return LabelProtocol::served;
+  return std::nullopt;
+}
 
 struct MlpDescription {
   OpFamily family = OpFamily::gemm;
@@ -61,6 +77,8 @@ struct MlpDescription {
   // served-gemms.md). A Predictor answers a GEMM of a listed type with the model that lists it
   // before one that lists none.
   std::vector<DType> dtypes;
+  // How the training rows were timed (absent from a model file: rested).
+  LabelProtocol protocol = LabelProtocol::rested;
   // Free-form key/value record of how the weights were made (data, GPUs, rows, command, date).
   std::vector<std::pair<std::string, std::string>> provenance;
 

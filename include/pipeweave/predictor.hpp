@@ -59,6 +59,10 @@ struct Prediction {
   double tensor_us = 0;
   Pipe bottleneck = Pipe::tensor;
   PredictionSource source = PredictionSource::analytical_bound;
+  // How the rows of the network that answered were timed (MlpDescription::protocol; the bound
+  // alone: rested, as it carries no clock of its own). A serving run's sustained-load slowdown
+  // takes account of it (SustainedLoad).
+  LabelProtocol protocol = LabelProtocol::rested;
   bool config_defaulted = false;  // the kernel came without its implementation config
   // The network was not trained on this GPU's architecture, or the kernel's inputs fall outside
   // its training range: the answer is source pipe_efficiency (or the network's own, where the
@@ -370,6 +374,7 @@ class Predictor {
     prediction.bottleneck = demand.bottleneck();
     prediction.tensor_us = at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
     prediction.source = mlp ? PredictionSource::trained_model : PredictionSource::analytical_bound;
+    if (mlp) prediction.protocol = mlp->description().protocol;
     if (outside) {
       prediction.extrapolated = true;
       if (mlp->has_pipe_efficiency()) {

@@ -278,6 +278,16 @@ struct SustainedLoad {
   // isolated_us inverts that exactly.
   double back_to_back_us(double isolated_us, double tensor_us) const;
   double isolated_us(double back_to_back_us, double tensor_us) const;
+  // A network trained on served rows (LabelProtocol::served: back to back inside a busy
+  // collection) answers at a clock that already holds this share of the slowdown: measured on the
+  // H100, one Llama-3-8B layer's four prefill GEMMs took 1.8% longer inside a served collection
+  // than alone, where 2,000 back to back they took 15.7% longer (0.0183 / 0.1568;
+  // docs/experiments/sustained-load.md, "Against the served protocol"); taken for every GPU.
+  static constexpr double kServedLabelShare = 0.1165;
+  // What a served label's time already holds of the slowdown: 1 + kServedLabelShare x (F - 1).
+  // A served tensor-bound kernel takes slowdown_at(u) / this times its predicted time (below 1 at
+  // light load, whose clock is higher than the label's).
+  double served_label_slowdown() const { return 1 + kServedLabelShare * (tensor_bound_slowdown - 1); }
   void validate() const;
 };
 

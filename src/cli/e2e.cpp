@@ -265,11 +265,13 @@ void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                p.engine.name, p.engine.iteration_us, p.engine.kernel_gap_us, p.engine.cuda_graph_max_batch,
                p.engine.decode_attention_follows_prompt ? ", decode attention as the prompt's" : "");
   if (p.sustained.tensor_bound_slowdown != 1)
-    fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}\n", p.sustained.tensor_bound_slowdown,
-               a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
+    fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}; those answered from served rows "
+               "over the x {:.3g} their labels hold\n",
+               p.sustained.tensor_bound_slowdown, a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
                p.sustained.at_tensor_utilization > 0
                    ? fmt::format(", in proportion to each iteration's tensor utilisation up to {:.3g}", p.sustained.at_tensor_utilization)
-                   : "");
+                   : "",
+               p.sustained.served_label_slowdown());
   fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
   for (const OperatorTime& op : p.operators)
     fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);

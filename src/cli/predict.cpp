@@ -128,6 +128,7 @@ int predict(const PredictOptions& arguments) {
                       {"efficiency", p.efficiency},
                       {"bottleneck", to_string(p.bottleneck)},
                       {"source", to_string(p.source)},
+                      {"protocol", to_string(p.protocol)},
                       {"config", describe_config(predictor.configured(kernels[i], gpu), gpu)},
                       {"config_defaulted", p.config_defaulted},
                       {"extrapolated", p.extrapolated}});

@@ -48,6 +48,7 @@ struct TrainArguments {
   std::string op, out, specs_dir, holdout_gpu, init_path, chooser_path;
   bool configless = false;  // --without-configs: a GEMM given without its config
   std::string dtypes_text;
+  std::optional<LabelProtocol> protocol;  // --protocol: how the rows were timed (else rested, or --init's)
   std::vector<std::string> data;
   std::map<std::string, std::string> specs;
   TrainingOptions options;
@@ -82,7 +83,8 @@ FlagParser train_flags(TrainArguments& a) {
       .whole("--networks", a.options.networks, 1, kMaxNetworks)
       .flag("--without-configs", a.configless)
       .text("--chooser", a.chooser_path)
-      .text("--dtypes", a.dtypes_text);
+      .text("--dtypes", a.dtypes_text)
+      .choice("--protocol", a.protocol, {{"rested", LabelProtocol::rested}, {"served", LabelProtocol::served}});
   return flags;
 }
 
@@ -246,6 +248,7 @@ MlpDescription describe(const TrainArguments& a, OpFamily family, const Training
                         const SplitRows& split, const std::map<std::string, std::string>& spec_sources, const SpecFor& spec_for,
                         std::size_t train_count, std::size_t validation_count, std::size_t test_count) {
   MlpDescription description = result.model.description();
+  if (a.protocol) description.protocol = *a.protocol;
   if (a.configless) {
     description.for_configless_gemm = true;
     description.configless_scale.clear();

@@ -12,6 +12,10 @@ from test_ops import OPS
 def test_a_prediction_is_its_bound_over_its_efficiency(predictor, h100):
     p = predictor.predict(pw.Gemm(m=4096, n=4096, k=4096), h100)
     assert p.source == "trained_model" and p.bottleneck == "tensor" and p.config_defaulted
+    # the bundled networks for GEMMs without a config learnt from GEMMs timed as served; given its
+    # config, the GEMM model (rows timed alone after a rest) answers
+    assert p.protocol == "served" and p.to_dict()["protocol"] == "served"
+    assert predictor.predict(predictor.configured(pw.Gemm(m=4096, n=4096, k=4096), h100), h100).protocol == "rested"
     assert 0 < p.efficiency <= 1 and p.latency_us == pytest.approx(p.lower_bound_us / p.efficiency)
     assert p.to_dict()["latency_us"] == p.latency_us
     assert 0 < p.tensor_us <= p.lower_bound_us and p.to_dict()["tensor_us"] == p.tensor_us
@@ -27,8 +31,8 @@ def test_the_same_figures_as_the_cli(predictor, h100, cli):
     for op, cli_row in zip(OPS, expected):
         p = predictor.predict(op, h100)
         assert p.latency_us == pytest.approx(cli_row["latency_us"], rel=1e-12), str(op)
-        assert (p.bottleneck, p.source, p.config_defaulted) == (cli_row["bottleneck"], cli_row["source"],
-                                                                 cli_row["config_defaulted"])
+        assert (p.bottleneck, p.source, p.protocol, p.config_defaulted) == (
+            cli_row["bottleneck"], cli_row["source"], cli_row["protocol"], cli_row["config_defaulted"])
 
 
 def test_a_list_predicts_as_its_kernels_one_by_one(predictor, h100):
