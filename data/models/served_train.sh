@@ -1,9 +1,11 @@
 # Sourced by served.sh, served_both_gpus.sh and served_all.sh (with cli set). Defines
 #   train_served MODEL_PATH LOG_DIR BF16_TYPES FP8_TYPES DATA_ARGS...
-# which trains the networks for GEMMs without a config on served rows (one per data type, side by
+# which trains the networks for GEMMs without a config on served rows (recorded as such: --protocol
+# served; one per data type, side by
 # side a core each; the bundled GEMM model choosing the configs; 160 epochs), answering for the
 # --dtypes lists given; the logs in LOG_DIR/train_{bf16,fp8}.log. In MODEL_PATH and the DATA_ARGS,
-# {dtype} stands for bf16 or fp8.
+# {dtype} stands for bf16 or fp8. NETWORKS=N in the environment trains each as an ensemble of N
+# networks (train --networks; default 1).
 train_served() {
   local models=$1 logs=$2 bf16_types=$3 fp8_types=$4
   shift 4
@@ -12,7 +14,7 @@ train_served() {
     types=$bf16_types
     [[ $dtype == fp8 ]] && types=$fp8_types
     "$cli" train --op gemm --without-configs --dtypes "$types" --chooser data/models/gemm.json "${@//\{dtype\}/$dtype}" \
-      --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
+      --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 --networks "${NETWORKS:-1}" --protocol served \
       --out "${models//\{dtype\}/$dtype}" 2> "$logs/train_$dtype.log" &
     pids+=($!)
   done

@@ -12,7 +12,9 @@
 # an ensemble of four networks with a ranking term beside the MAPE (--rank-weight 3 --networks 4),
 # for an autotuner that orders a shape's configs: data/models/ranking/gemm_rank3.json (not
 # bundled: it orders configs better, predicts latencies a little worse, and costs four networks'
-# time). Reports go to
+# time); the networks for GEMMs without a config trained on these rested rows go to
+# data/models/rested/ (an option: the bundled ones are trained on served rows by served_all.sh,
+# which needs the GEMM model this script writes). Reports go to
 # data/models/report/. The bundled models are compiled into the library at the next build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -89,7 +91,7 @@ done
   --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # A GEMM given without its config (what a serving workload asks): the GEMM model picks the
 # config; scored against the time of what cuBLAS ran first. First the GEMM model alone (its
-# prediction for the pick times its configless_scale), then the bundled network for GEMMs
+# prediction for the pick times its configless_scale), then the network for GEMMs
 # without a config, trained on cuBLAS's first choices with the demand of the configs the GEMM
 # model just trained picks (--chooser; eval pairs the network with the chooser it records).
 "$cli" eval --model data/models/gemm.json --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
@@ -104,12 +106,12 @@ for types in bf16,fp16 fp8_e4m3,fp8_e5m2; do
   name=${types%%,*}
   name=${name%_e4m3}
   "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
-    "${configless_options[@]}" --dtypes "$types" --chooser data/models/gemm.json --out "data/models/gemm_configless_$name.json" \
+    "${configless_options[@]}" --dtypes "$types" --chooser data/models/gemm.json --out "data/models/rested/gemm_configless_$name.json" \
     2> "$report/gemm_configless_$name.train.log" &
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid"; done  # a bare wait would not fail with a failed training
-configless=(--model data/models/gemm_configless_bf16.json --model data/models/gemm_configless_fp8.json)
+configless=(--model data/models/rested/gemm_configless_bf16.json --model data/models/rested/gemm_configless_fp8.json)
 "$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
   --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_configless.eval.json"
 "$cli" eval "${configless[@]}" --held-out --without-configs --data "$data/H100-SXM/gemm.csv.gz" \
