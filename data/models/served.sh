@@ -8,7 +8,8 @@
 # 3. Trains networks for GEMMs without a config on the other families' served rows, one per data
 #    type (--dtypes: the features carry none), the bundled GEMM model choosing the configs as
 #    train_all.sh trains the bundled one, and scores them together on the held-out rows:
-#    data/models/served/gemm_configless_served_{bf16,fp8}.json, not bundled.
+#    data/models/served/gemm_configless_served_{bf16,fp8}.json, not bundled (nor kept in the tree:
+#    its size; served_h200.sh reads them).
 # 4. Trains a GEMM model given the config that ran on the same rows (with their config; the rows
 #    whose tile nothing says left out) and scores it on the held-out rows with cuBLAS's config, and
 #    from the shape alone as its own chooser (that model is not kept: the tree's size).

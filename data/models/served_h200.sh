@@ -5,7 +5,7 @@
 # families and fifth of the random shapes held out), and scores on the held-out rows, from the
 # shape alone: the bundled models, and the networks for GEMMs without a config that served.sh
 # trained on the H100's served rows of the other families (data/models/served/, a GPU they never
-# saw). Writes data/models/report/served/h200/. A few minutes on one core.
+# saw; served.sh writes them there, and they are not kept in the tree: run it first). Writes data/models/report/served/h200/. A few minutes on one core.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
