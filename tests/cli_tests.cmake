@@ -528,7 +528,7 @@ pipeweave_cli_failure(e2e_workload_refuses_tp "--tp schedules a trace \\(--model
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --tp 4)
 pipeweave_cli_failure(e2e_workload_refuses_dtype "--dtype schedules a trace"
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --dtype fp8)
-pipeweave_cli_test(e2e_sustained "\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\); those answered from served rows over the x 1\\.02 their labels hold\n"
+pipeweave_cli_test(e2e_sustained "\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(--sustained-slowdown\\); those answered from served rows over the x 1\\.01 their labels hold\n"
                    e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 1.16)
 pipeweave_cli_failure(e2e_bad_sustained "--sustained-slowdown must be a factor from 1 to 10 [^\n]*got \"0\\.8\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --sustained-slowdown 0.8)
