@@ -4,7 +4,7 @@
 #   bash cuda_kernels/served_sustained.sh OUT_DIR
 #
 # One Llama-3-8B layer's four prefill GEMMs (4096 tokens; data/e2e/<GPU>/sustained_load/
-# prefill_gemm_shapes.csv) timed four ways, each under clock_during.sh (SM clock and power):
+# prefill_gemm_shapes.csv) timed five ways, each under clock_during.sh (SM clock and power):
 #   isolated      as the rested collection times them (an L2 flush and a rest before each call)
 #   served        as collect_served.sh times them: back to back over copies of the weights, 5 after 2
 #   in_context    the same, inside a served collection: the four shapes every 48th of 1,200 served
@@ -55,5 +55,5 @@ run served --shapes "$prefill" --l2 served --reps 5 --warmup 2
 run in_context --shapes "$out/context.csv" --l2 served --reps 5 --warmup 2
 run sustained --shapes "$prefill" --reps 2000 --warmup 200 --l2 warm
 run sustained_served --shapes "$prefill" --reps 2000 --warmup 200 --l2 served
-gzip -f "$out"/smi_*.csv "$out/in_context.jsonl"
+gzip -f "$out"/smi_*.csv "$out/in_context.jsonl" "$out/sustained.jsonl" "$out/sustained_served.jsonl"
 rm -f "$out/context_all.csv"

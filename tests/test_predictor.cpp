@@ -76,7 +76,8 @@ std::vector<Kernel> mixed_kernels() {
 
 bool same(const Prediction& a, const Prediction& b) {
   return a.latency_us == b.latency_us && a.efficiency == b.efficiency && a.lower_bound_us == b.lower_bound_us &&
-         a.bottleneck == b.bottleneck && a.source == b.source && a.config_defaulted == b.config_defaulted;
+         a.bottleneck == b.bottleneck && a.source == b.source && a.protocol == b.protocol &&
+         a.config_defaulted == b.config_defaulted;
 }
 
 }  // namespace

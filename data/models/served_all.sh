@@ -19,7 +19,7 @@ cli="$build/pipeweave"
 out=data/models/report/served/fresh
 mkdir -p "$out/served_all" "$out/rested"
 source data/models/served_train.sh
-train_served "data/models/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
+NETWORKS=1 train_served "data/models/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
 for kind in served_all rested; do
   dir=data/models

@@ -12,6 +12,9 @@ cli="${1:-build}/pipeweave"
 out=data/models/report/served/h200
 gpu=H200-SXM
 source data/models/served_split.sh
-score bundled_without_configs --without-configs
+# the networks bundled until 2026-11-26, trained on rested rows (the bundled ones now learnt from
+# every served row, these held-out ones included)
+score bundled_without_configs --without-configs --model data/models/rested/gemm_configless_bf16.json \
+  --model data/models/rested/gemm_configless_fp8.json
 score served_h100_without_configs --model data/models/served/gemm_configless_served_bf16.json \
   --model data/models/served/gemm_configless_served_fp8.json

@@ -256,9 +256,10 @@ struct IterationOverhead {
   void validate() const;
 };
 
-// A GPU that stays busy with dense math reaches its power limit and lowers its clock. The
-// kernel models learn from kernels measured one at a time, after an idle flush; a serving
-// engine's prefill runs them back to back. The power drawn, and so the clock lost, follows the
+// A GPU that stays busy with dense math reaches its power limit and lowers its clock. Most
+// kernel models learn from kernels measured one at a time, after an idle flush (the networks for
+// GEMMs without a config from GEMMs timed back to back inside a busy collection, whose clock holds
+// a little of the loss: kServedLabelShare); a serving engine's prefill runs them back to back. The power drawn, and so the clock lost, follows the
 // tensor load: in an iteration whose tensor utilisation is u (tensor-pipe work at the spec's
 // rate over the iteration's predicted kernel time), every tensor-bound kernel takes
 // 1 + (tensor_bound_slowdown - 1) x min(1, u / at_tensor_utilization) times its predicted time;

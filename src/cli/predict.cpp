@@ -189,6 +189,7 @@ int rank(const PredictOptions& arguments) {
                       {"efficiency", p.efficiency},
                       {"bottleneck", to_string(p.bottleneck)},
                       {"source", to_string(p.source)},
+                      {"protocol", to_string(p.protocol)},
                       {"extrapolated", p.extrapolated}});
     }
     fmt::print("{}\n", json{{"gpu", gpu.name}, {"candidates", ranked.size()}, {"ranked", rows}}.dump(2));
