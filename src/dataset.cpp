@@ -318,6 +318,7 @@ RowParser row_parser_for(const std::map<std::string, std::size_t>& columns, cons
 MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& where) {
   try {
     MeasuredKernel measured = parse(row);
+    measured.served = row.states("l2") && row.text("l2") == "served";
     const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
     detail::require_positive(duration_field, measured.duration_us);
     // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).

@@ -332,6 +332,22 @@ pipeweave_cli_test(train_without_configs "configs chosen for 3 \\(GPU, shape\\) 
                    train --op gemm --without-configs --data "${ranking_csv}" --out "${tiny_configless}" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_configless)
+# How the rows were timed is read from their l2 column and recorded; --protocol must agree with it.
+set(tiny_served "${CMAKE_CURRENT_BINARY_DIR}/tiny_served.json")
+pipeweave_cli_test(train_served_rows "wrote [^\n]*tiny_served\\.json"
+                   train --op gemm --data "${cli_data}/served_fp8_sample.csv" --out "${tiny_served}" --hidden 8 --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_served_rows PROPERTIES FIXTURES_SETUP tiny_served)
+pipeweave_cli_test(predict_served_model "\"protocol\": \"served\""
+                   predict --gpu H100-SXM --model "${tiny_served}" --json
+                   "gemm:m=4096,n=4096,k=4096,dtype=fp8_e4m3,tile_m=128,tile_n=256,tile_k=128,stages=4,cluster_m=2")
+set_tests_properties(cli.predict_served_model PROPERTIES FIXTURES_REQUIRED tiny_served)
+pipeweave_cli_failure(train_protocol_disagrees "--protocol must say how the rows were timed: 0 of their 24 are served \\(l2 column\\), got \"served\""
+                      train --op gemm --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json" --protocol served
+                      --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+pipeweave_cli_failure(train_protocols_mixed "the rows were timed two ways: 8 served \\(l2 column \"served\"\\) and 24 not"
+                      train --op gemm --data "${ranking_csv}" --data "${cli_data}/served_fp8_sample.csv"
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json" --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 # The published fp8 split as published: GEMMs of the tile the published method assumes, trained
 # as GEMMs with their config (not as shapes alone, which would have the chooser pick configs).
 pipeweave_cli_test(train_published_split "gemm 60 rows: [^\n]*\n.*held-out shapes, the network alone: [0-9]+ rows.*wrote "

@@ -25,6 +25,17 @@ TEST_CASE("CSV lines split on commas outside quotes") {
   CHECK(split_csv_line("\"say \"\"hi\"\"\",2") == std::vector<std::string>{"say \"hi\"", "2"});
 }
 
+TEST_CASE("a row timed as served says so (its l2 column), others do not") {
+  const std::string header = "gpu,dtype,m,n,k,duration_us,l2\n";
+  const std::vector<MeasuredKernel> rows =
+      measurements_from_csv(header + "H100-SXM,bf16,64,4096,4096,10,served\nH100-SXM,bf16,64,4096,4096,9,cold\nH100-SXM,bf16,64,4096,4096,9,\n");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].served);
+  CHECK_FALSE(rows[1].served);
+  CHECK_FALSE(rows[2].served);
+  CHECK_FALSE(measurements_from_csv("gpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,64,4096,4096,10\n")[0].served);  // no column
+}
+
 TEST_CASE("GEMM rows become Gemm kernels with the config that ran") {
   const std::string csv =
       "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,extra\n"

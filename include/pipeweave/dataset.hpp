@@ -28,6 +28,10 @@ struct MeasuredKernel {
   // kernel then runs at the board's sustained clock (SustainedLoad::back_to_back_us). Training
   // learns such a row's time alone; eval predicts its time back to back.
   bool back_to_back = false;
+  // Timed as a serving engine runs it (its l2 column says "served": back to back over copies of
+  // the weights inside a busy collection): a model trained on such rows records it
+  // (MlpDescription::protocol).
+  bool served = false;
 };
 
 // The time `row` would take run alone, which the models learn (its measured time unless it was

@@ -48,7 +48,7 @@ struct TrainArguments {
   std::string op, out, specs_dir, holdout_gpu, init_path, chooser_path;
   bool configless = false;  // --without-configs: a GEMM given without its config
   std::string dtypes_text;
-  std::optional<LabelProtocol> protocol;  // --protocol: how the rows were timed (else rested, or --init's)
+  std::optional<LabelProtocol> protocol;  // --protocol: how the rows were timed (checked against them; else read from them)
   std::vector<std::string> data;
   std::map<std::string, std::string> specs;
   TrainingOptions options;
@@ -141,6 +141,26 @@ std::optional<Mlp> start_model(const TrainArguments& a, OpFamily family) {
                                           ? " is a model for GEMMs with their config: --without-configs trains one for GEMMs without"
                                           : " is a model for GEMMs without a config: fine-tune it with --without-configs"));
   return init;
+}
+
+// How the rows were timed, from their l2 column (MeasuredKernel::served): every row served, or
+// none (rested; the published rows timed back to back are learnt as their time alone). --protocol,
+// where given, and the start model must agree: a model records one protocol for all it answers.
+LabelProtocol rows_protocol(const TrainArguments& a, const std::vector<MeasuredKernel>& rows, const std::optional<Mlp>& init) {
+  const auto served =
+      static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), [](const MeasuredKernel& row) { return row.served; }));
+  if (served != 0 && served != rows.size())
+    throw InvalidInput(fmt::format("the rows were timed two ways: {} served (l2 column \"served\") and {} not; train on rows of "
+                                   "one protocol",
+                                   served, rows.size() - served));
+  const LabelProtocol found = served > 0 ? LabelProtocol::served : LabelProtocol::rested;
+  if (a.protocol && *a.protocol != found)
+    FlagParser::fail("--protocol", std::string(to_string(*a.protocol)),
+                     fmt::format("must say how the rows were timed: {} of their {} are served (l2 column)", served, rows.size()));
+  if (init && init->description().protocol != found)
+    throw InvalidInput(fmt::format("{} learnt from {} rows and these are {}: fine-tune it on rows timed the same way", a.init_path,
+                                   to_string(init->description().protocol), to_string(found)));
+  return found;
 }
 
 // The data types a model for GEMMs without a config answers for (MlpDescription::dtypes; empty:
@@ -248,7 +268,7 @@ MlpDescription describe(const TrainArguments& a, OpFamily family, const Training
                         const SplitRows& split, const std::map<std::string, std::string>& spec_sources, const SpecFor& spec_for,
                         std::size_t train_count, std::size_t validation_count, std::size_t test_count) {
   MlpDescription description = result.model.description();
-  if (a.protocol) description.protocol = *a.protocol;
+  description.protocol = a.protocol.value_or(LabelProtocol::rested);
   if (a.configless) {
     description.for_configless_gemm = true;
     description.configless_scale.clear();
@@ -318,6 +338,7 @@ int train_command(int argc, const char* const* argv, int first) {
   std::vector<MeasuredKernel> rows = read_rows(a, *family);
   check_mode(a, *family, rows);
   const std::optional<Mlp> init = start_model(a, *family);
+  a.protocol = rows_protocol(a, rows, init);
   const std::vector<DType> dtypes = answered_dtypes(a, init);
   keep_dtypes(dtypes, rows);
   std::set<std::string> gpus;
