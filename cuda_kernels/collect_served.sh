@@ -27,9 +27,8 @@ python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "
   --random "${RANDOM_SHAPES:-4000}" --seed "${SEED:-1}" | tee -a "$out/collect.txt"
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   start=$SECONDS
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPEWEAVE_BUILD_TESTS=OFF -DPIPEWEAVE_BUILD_BENCHMARKS=OFF \
-    -DPIPEWEAVE_BUILD_EXAMPLES=OFF -DPIPEWEAVE_WARNINGS_AS_ERRORS=OFF > "$out/build.log" 2>&1
-  cmake --build "$build" -j"$(nproc)" --target pipeweave_collect >> "$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; exit 1; }
+  source cuda_kernels/build_tools.sh
+  build_tools "$build" "$out/build.log" pipeweave_collect
   say "built pipeweave-collect in $((SECONDS - start)) s"
 fi
 for dtype in bf16 fp8; do

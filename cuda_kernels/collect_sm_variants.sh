@@ -34,11 +34,8 @@ say() { echo "$*" | tee -a "$console"; }
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   start=$(date +%s)
-  # Warnings stay warnings here: a newer compiler than the project's must not stop a collection.
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPEWEAVE_BUILD_TESTS=OFF -DPIPEWEAVE_BUILD_BENCHMARKS=OFF \
-    -DPIPEWEAVE_BUILD_EXAMPLES=OFF -DPIPEWEAVE_WARNINGS_AS_ERRORS=OFF > "$out/build.log" 2>&1
-  cmake --build "$build" -j"$(nproc)" --target pipeweave_collect pipeweave_microbench pipeweave_cli >> "$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log" >&2; exit 1; }
+  source cuda_kernels/build_tools.sh
+  build_tools "$build" "$out/build.log" pipeweave_collect pipeweave_microbench pipeweave_cli
   say "built in $(($(date +%s) - start)) s"
 fi
 cli="$build/pipeweave"

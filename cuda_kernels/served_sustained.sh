@@ -23,9 +23,8 @@ build=${BUILD:-build}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPEWEAVE_BUILD_TESTS=OFF -DPIPEWEAVE_BUILD_BENCHMARKS=OFF \
-    -DPIPEWEAVE_BUILD_EXAMPLES=OFF -DPIPEWEAVE_WARNINGS_AS_ERRORS=OFF > "$out/build.log" 2>&1
-  cmake --build "$build" -j"$(nproc)" --target pipeweave_collect >> "$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; exit 1; }
+  source cuda_kernels/build_tools.sh
+  build_tools "$build" "$out/build.log" pipeweave_collect
 fi
 collect="$build/pipeweave-collect"
 prefill=data/e2e/H100-SXM/sustained_load/prefill_gemm_shapes.csv
