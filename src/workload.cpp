@@ -1063,14 +1063,14 @@ double sustained_slowdown(const SustainedLoad& sustained, const std::vector<Work
 }
 
 // The kernels' time into the iteration's and into each operator's.
-// `slowdown`: sustained_slowdown's; a kernel answered from served rows takes it over what its label
-// already holds (`served_label`, SustainedLoad::served_label_slowdown).
+// `slowdown`: sustained_slowdown's, for tensor-bound kernels; `served_slowdown`: the same over what
+// the label of a kernel answered from served rows already holds (SustainedLoad::served_label_slowdown).
 void add_kernel_times(IterationTime& time, std::map<std::string, OperatorTime>& by_name,
                       const std::vector<WorkloadKernel>& named, const std::vector<Prediction>& predictions, double slowdown,
-                      double served_label) {
+                      double served_slowdown) {
   for (std::size_t i = 0; i < named.size(); ++i) {
     const Prediction& prediction = predictions[i];
-    const double tensor_slowdown = prediction.protocol == LabelProtocol::served ? slowdown / served_label : slowdown;
+    const double tensor_slowdown = prediction.protocol == LabelProtocol::served ? served_slowdown : slowdown;
     const double us = prediction.latency_us * (prediction.bottleneck == Pipe::tensor ? tensor_slowdown : 1.0) *
                       static_cast<double>(named[i].count);
     time.kernels_us += us;
@@ -1139,8 +1139,8 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
       for (WorkloadKernel& k : engine_kernels(workload, iteration)) named.push_back(std::move(k));
     const std::vector<Prediction>& predictions = reused.predict(named, predictor, gpu);
     IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
-    add_kernel_times(time, by_name, named, predictions, sustained_slowdown(sustained, named, predictions),
-                     sustained.served_label_slowdown());
+    const double slowdown = sustained_slowdown(sustained, named, predictions);
+    add_kernel_times(time, by_name, named, predictions, slowdown, slowdown / sustained.served_label_slowdown());
     add_engine_overhead(time, by_name, iteration, engine, options.extra);
     result.total_us += time.total_us();
     result.overhead_us += time.overhead_us;
