@@ -5,10 +5,8 @@
 // SM count / SMs of them in whole rounds (a uniform offset that changes no SM's rank),
 // then its remainder r goes to the r least-loaded SMs, one each. That is exactly what
 // dealing them one by one to the least-loaded SM does whenever the load spread is under
-// one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and each of
-// those goes back after the entries of no greater load, found by binary search: O(r log SMs)
-// comparisons and one move of the entries before the last insertion point per class, with no
-// comparison sort.
+// one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and those go back
+// by a merge from the back: O(r + the entries they pass) per class, with no comparison sort.
 
 #include <algorithm>
 #include <cstdint>
@@ -50,14 +48,21 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
     if (group == 1) break;
   }
   const std::size_t sms = sm_count / group;
-  // (load, group) sorted ascending by load: load counts the cycles dealt beyond the whole rounds.
-  // A plain struct, so that moving a run of them is one memmove.
+  // (load, group) ascending by load, in a ring that stays full: the remainder leaves from its
+  // front, which frees as many slots at its back, and its entries, each one CTA heavier, merge
+  // back from the back. Where they land behind the rest (most of the time, the classes coming
+  // heaviest first), nothing else moves. load counts the cycles dealt beyond the whole rounds.
   struct Entry {
     double load;
     std::size_t sm;
   };
-  std::vector<Entry> by_load(sms);
-  for (std::size_t i = 0; i < sms; ++i) by_load[i] = {0.0, i};
+  std::vector<Entry> ring(sms);
+  for (std::size_t i = 0; i < sms; ++i) ring[i] = {0.0, i};
+  std::size_t head = 0;  // where the least loaded entry sits
+  const auto slot = [&](std::size_t position) {  // the ring's slot of the position-th least loaded
+    const std::size_t at_slot = head + position;
+    return at_slot >= sms ? at_slot - sms : at_slot;
+  };
   std::vector<Entry> dealt;  // the front entries given a CTA of the class in hand
   // The work each SM was dealt beyond the whole rounds, kept per SM (memory by SM count, not by
   // the CTAs dealt), so the busiest SM's is at hand at the end.
@@ -80,33 +85,24 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
     every_sm_ctas += rounds;
     ctas += cta_class.count;
     if (remainder == 0) continue;
-    dealt.assign(by_load.begin(), by_load.begin() + static_cast<std::ptrdiff_t>(remainder));
-    for (Entry& entry : dealt) {
+    dealt.resize(remainder);
+    for (std::size_t k = 0; k < remainder; ++k) {
+      Entry& entry = dealt[k] = ring[slot(k)];
       entry.load += cost;
       PipeWork& work = dealt_work[entry.sm];
       for (std::size_t i = 0; i < kPipeCount; ++i) work[i] += cta_class.work[i];
       dealt_ctas[entry.sm] += 1;
     }
-    // Merge the dealt entries (still in order) back among the others: each goes after every
-    // other entry of no greater load (the untouched first on a tie, as a merge of the two runs
-    // would), found by binary search; only the entries before the last insertion point move.
-    auto next = by_load.begin() + static_cast<std::ptrdiff_t>(remainder);
-    auto write = by_load.begin();
-    for (const Entry& entry : dealt) {
-      // upper_bound without branches on the loads (which go either way: a branch mispredicts)
-      auto place = next;
-      for (auto n = by_load.end() - next; n > 1;) {
-        const auto half = n / 2;
-        place = place[half].load <= entry.load ? place + half : place;
-        n -= half;
-      }
-      if (place != by_load.end() && place->load <= entry.load) ++place;
-      write = std::move(next, place, write);
-      *write++ = entry;
-      next = place;
+    head = slot(remainder);  // remainder < sms: the dealt entries' slots are now the ring's back
+    // Merge from the back: each dealt entry goes after every other entry of no greater load (the
+    // untouched first on a tie, as a merge of the two runs would), the dealt still in order.
+    std::size_t write = sms, unmoved = sms - remainder, left = remainder;
+    while (left > 0) {
+      if (unmoved > 0 && ring[slot(unmoved - 1)].load > dealt[left - 1].load) ring[slot(--write)] = ring[slot(--unmoved)];
+      else ring[slot(--write)] = dealt[--left];
     }
   }
-  const std::size_t busiest = by_load.back().sm;
+  const std::size_t busiest = ring[slot(sms - 1)].sm;
   PipeWork busiest_work = every_sm;
   for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += dealt_work[busiest][i];
   const double busiest_ctas = every_sm_ctas + dealt_ctas[busiest];
