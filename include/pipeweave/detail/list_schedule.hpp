@@ -41,6 +41,10 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   // other in the order), so one entry stands for each group, and the schedule is the same at
   // 1/g of the work (an H100's 132 SMs under classes of 8 KV heads: 33 groups of 4).
   std::size_t group = sm_count;
+  // Each class's cost, in a loop of its own: inside the schedule's, the running maximum of
+  // cta_cycles spills to the stack and its steps wait on each other through memory.
+  std::vector<double> costs(classes.size());
+  for (std::size_t c = 0; c < classes.size(); ++c) costs[c] = cta_cycles(classes[c].work, rate);
   for (const CtaClass& cta_class : classes) {
     if (!(cta_class.count > 0)) continue;
     const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
@@ -73,9 +77,10 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
 
   const std::size_t class_count = order.empty() ? classes.size() : order.size();
   for (std::size_t c = 0; c < class_count; ++c) {
-    const CtaClass& cta_class = classes[order.empty() ? c : order[c]];
+    const std::size_t index = order.empty() ? c : order[c];
+    const CtaClass& cta_class = classes[index];
     if (!(cta_class.count > 0)) continue;
-    const double cost = cta_cycles(cta_class.work, rate);
+    const double cost = costs[index];
     const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
     const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)) / group;
     for (std::size_t i = 0; i < kPipeCount; ++i) {
