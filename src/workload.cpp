@@ -3,6 +3,7 @@
 #include "pipeweave/workload.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -1014,10 +1015,49 @@ void choose_attention_impls(std::vector<WorkloadKernel>& named, const WorkloadIt
   }
 }
 
+// A hash of the figures that set a kernel's size (its config and the rest left to operator==,
+// which the memo below checks on every hit): a hash is a lookup's cost, never its answer.
+struct KernelSizeHash {
+  std::size_t operator()(const Kernel& kernel) const {
+    std::uint64_t hash = 0xcbf29ce484222325ULL ^ static_cast<std::uint64_t>(kernel.family());
+    const auto mix = [&hash](double value) {
+      hash = (hash ^ std::bit_cast<std::uint64_t>(value)) * 0x100000001b3ULL;
+      hash ^= hash >> 32;
+    };
+    const auto as_double = [](auto value) { return static_cast<double>(value); };
+    std::visit(
+        [&](const auto& op) {
+          using Op = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<Op, Gemm>) {
+            for (double v : {as_double(op.m), as_double(op.n), as_double(op.k), as_double(op.dtype)}) mix(v);
+          } else if constexpr (std::is_same_v<Op, RmsNorm>) {
+            for (double v : {as_double(op.tokens), as_double(op.hidden), as_double(op.dtype)}) mix(v);
+          } else if constexpr (std::is_same_v<Op, SiluMul>) {
+            for (double v : {as_double(op.tokens), as_double(op.dim), as_double(op.dtype)}) mix(v);
+          } else if constexpr (std::is_same_v<Op, Elementwise>) {
+            for (double v : {op.bytes, op.flops, op.xu_ops}) mix(v);
+          } else if constexpr (std::is_same_v<Op, Collective>) {
+            for (double v : {as_double(op.kind), op.bytes, as_double(op.ranks)}) mix(v);
+          } else if constexpr (std::is_same_v<Op, FusedMoe>) {
+            for (double v : {as_double(op.tokens), as_double(op.experts), as_double(op.top_k), as_double(op.hidden),
+                             as_double(op.intermediate), op.zipf})
+              mix(v);
+          } else if constexpr (std::is_same_v<Op, Attention>) {
+            for (double v : {as_double(op.q_lens.size()), as_double(op.heads), as_double(op.head_dim)}) mix(v);
+          }
+        },
+        kernel.op());
+    return static_cast<std::size_t>(hash);
+  }
+};
+
 // Consecutive iterations mostly run the same kernels (a decode batch keeps its size until a
 // request joins or leaves; only attention's lengths move): a kernel equal to the one in its
-// place the iteration before keeps that prediction, and only the others are predicted. The
-// buffers live across iterations so that each iteration allocates as little as it can.
+// place the iteration before keeps that prediction. Others come back over a run (a prefill of the
+// token budget, a decode batch size seen before): every kernel but attention (whose lengths seldom
+// repeat) is remembered by value, up to kRemembered of them. Only the rest are predicted; a
+// prediction is a function of the kernel alone, so both give what predicting it again would.
+// The buffers live across iterations so that each iteration allocates as little as it can.
 class ReusedPredictions {
  public:
   // The predictions of this iteration's kernels, in their places.
@@ -1026,14 +1066,25 @@ class ReusedPredictions {
     predictions_.resize(named.size());
     kernels_.clear();
     asked_.clear();
+    const bool same_places = previous_.size() == named.size();
     for (std::size_t i = 0; i < named.size(); ++i) {
       if (i < previous_.size() && named[i].kernel == previous_[i]) continue;
+      if (const auto found = remembered_.find(named[i].kernel); found != remembered_.end()) {
+        predictions_[i] = found->second;
+        if (same_places) previous_[i] = named[i].kernel;
+        continue;
+      }
       kernels_.push_back(named[i].kernel);
       asked_.push_back(i);
     }
     const std::vector<Prediction> fresh = predictor.predict(kernels_, gpu);
-    for (std::size_t j = 0; j < asked_.size(); ++j) predictions_[asked_[j]] = fresh[j];
-    if (previous_.size() == named.size()) {
+    for (std::size_t j = 0; j < asked_.size(); ++j) {
+      predictions_[asked_[j]] = fresh[j];
+      if (kernels_[j].family() == OpFamily::attention) continue;
+      if (remembered_.size() >= kRemembered) remembered_.clear();  // a run this varied: start again
+      remembered_.emplace(kernels_[j], fresh[j]);
+    }
+    if (same_places) {
       for (std::size_t j = 0; j < asked_.size(); ++j) previous_[asked_[j]] = std::move(kernels_[j]);
     } else {
       previous_.clear();
@@ -1043,9 +1094,11 @@ class ReusedPredictions {
   }
 
  private:
+  static constexpr std::size_t kRemembered = 1 << 16;
   std::vector<Kernel> kernels_, previous_;  // previous: the last iteration's kernels, in their places
   std::vector<std::size_t> asked_;         // the places of `kernels_` in this iteration
   std::vector<Prediction> predictions_;    // this iteration's, in the places of its kernels
+  std::unordered_map<Kernel, Prediction, KernelSizeHash> remembered_;
 };
 
 // The iteration's tensor utilisation, which sets how much of the sustained-load slowdown applies

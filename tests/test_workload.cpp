@@ -362,6 +362,33 @@ TEST_CASE("workload: predicted time is the sum of its kernels, counted, plus the
   CHECK_THAT(error_of([&] { predict_workload(predictor, w, gpu, options); }), Contains("overhead.per_kernel_us"));
 }
 
+TEST_CASE("workload: a kernel met again iterations later is answered as it was the first time", "[workload]") {
+  // The run remembers what it predicted beyond the iteration before: iterations 0, 1, 0, 2, 1, 0
+  // meet each GEMM again after others, and every iteration must come to what predicting its
+  // kernels afresh gives, to the bit (the bundled networks answer, configs chosen on the way).
+  const Workload small = small_workload(Deployment{.tp = 1});
+  Workload w = small;
+  w.iterations.clear();
+  for (const std::size_t from : {0, 1, 0, 2, 1, 0}) w.iterations.push_back(small.iterations[from]);
+  const Predictor predictor;
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  WorkloadOptions options;
+  options.engine = EngineProfile::none();
+  options.sustained = SustainedLoad{};  // none: each kernel's time as predicted
+  const WorkloadPrediction p = predict_workload(predictor, w, gpu, options);
+  REQUIRE(p.iterations.size() == 6);
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    double kernels = 0;
+    for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype))
+      kernels += Predictor().predict(k.kernel, gpu).latency_us * static_cast<double>(k.count);
+    INFO("iteration " << i);
+    CHECK(p.iterations[i].kernels_us == kernels);
+  }
+  CHECK(p.iterations[2].kernels_us == p.iterations[0].kernels_us);
+  CHECK(p.iterations[5].kernels_us == p.iterations[0].kernels_us);
+  CHECK(p.iterations[4].kernels_us == p.iterations[1].kernels_us);
+}
+
 TEST_CASE("workload: an engine profile adds its host time, its kernel gaps and its own kernels", "[workload]") {
   const Workload w = small_workload(Deployment{.tp = 1});
   const Predictor predictor = Predictor::analytical();
