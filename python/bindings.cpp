@@ -204,7 +204,8 @@ std::vector<pw::TraceRequest> trace_from(const nb::handle& trace) {
 nb::dict workload_prediction_dict(const pw::WorkloadPrediction& p) {
   nb::dict d;
   d["total_us"] = p.total_us, d["prefill_us"] = p.prefill_us, d["overhead_us"] = p.overhead_us;
-  d["extrapolated_us"] = p.extrapolated_us, d["median_decode_iteration_us"] = p.median_decode_iteration_us;
+  d["extrapolated_us"] = p.extrapolated_us, d["served_us"] = p.served_us;
+  d["median_decode_iteration_us"] = p.median_decode_iteration_us;
   d["time_to_first_token_us"] = dict_of("median", p.time_to_first_token_us.median, "p90", p.time_to_first_token_us.p90);
   d["time_per_output_token_us"] =
       dict_of("median", p.time_per_output_token_us.median, "p90", p.time_per_output_token_us.p90);
@@ -213,7 +214,7 @@ nb::dict workload_prediction_dict(const pw::WorkloadPrediction& p) {
   for (const auto& it : p.iterations)
     iterations.append(dict_of("iteration", it.iteration, "phase", pw::to_string(it.phase), "num_tokens", it.num_tokens,
                                "kernels_us", it.kernels_us, "overhead_us", it.overhead_us, "launches", it.launches,
-                               "extrapolated_us", it.extrapolated_us));
+                               "extrapolated_us", it.extrapolated_us, "served_us", it.served_us));
   d["iterations"] = iterations;
   nb::list operators;
   for (const auto& op : p.operators) operators.append(dict_of("name", op.name, "us", op.us, "launches", op.launches));
@@ -546,6 +547,7 @@ NB_MODULE(_core, m) {
       .def_ro("prefill_us", &pw::WorkloadPrediction::prefill_us)
       .def_ro("overhead_us", &pw::WorkloadPrediction::overhead_us)
       .def_ro("extrapolated_us", &pw::WorkloadPrediction::extrapolated_us)
+      .def_ro("served_us", &pw::WorkloadPrediction::served_us)
       .def_ro("median_decode_iteration_us", &pw::WorkloadPrediction::median_decode_iteration_us)
       .def_prop_ro("time_to_first_token_us", [](const pw::WorkloadPrediction& p) {
         return dict_of("median", p.time_to_first_token_us.median, "p90", p.time_to_first_token_us.p90);

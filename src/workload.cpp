@@ -1128,6 +1128,7 @@ void add_kernel_times(IterationTime& time, std::map<std::string, OperatorTime>& 
                       static_cast<double>(named[i].count);
     time.kernels_us += us;
     if (predictions[i].extrapolated) time.extrapolated_us += us;
+    if (prediction.protocol == LabelProtocol::served) time.served_us += us;
     time.launches += named[i].count;
     OperatorTime& op = by_name[named[i].name];
     op.name = named[i].name, op.us += us, op.launches += named[i].count;
@@ -1198,6 +1199,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
     result.total_us += time.total_us();
     result.overhead_us += time.overhead_us;
     result.extrapolated_us += time.extrapolated_us;
+    result.served_us += time.served_us;
     if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
     else result.prefill_us += time.total_us();
     tracker.add(iteration, result.total_us);

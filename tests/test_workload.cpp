@@ -537,17 +537,23 @@ TEST_CASE("workload: a kernel answered from served rows takes the slowdown over 
   REQUIRE(slowed.iterations.size() == w.iterations.size());
   bool some_served = false, some_rested = false;
   for (std::size_t i = 0; i < w.iterations.size(); ++i) {
-    double expected_us = 0;
+    double expected_us = 0, expected_served_us = 0;
     for (const WorkloadKernel& k : iteration_kernels(w.iterations[i], w.dtype)) {
       const Prediction p = predictor.predict(k.kernel, gpu);
       const bool tensor_bound = p.bottleneck == Pipe::tensor, from_served = p.protocol == LabelProtocol::served;
       if (tensor_bound) (from_served ? some_served : some_rested) = true;
       const double factor = !tensor_bound ? 1.0 : from_served ? 1.25 / sustained.served_label_slowdown() : 1.25;
       expected_us += factor * p.latency_us * static_cast<double>(k.count);
+      if (from_served) expected_served_us += factor * p.latency_us * static_cast<double>(k.count);
     }
     INFO("iteration " << i);
     CHECK(slowed.iterations[i].kernels_us == Approx(expected_us).epsilon(1e-9));
+    CHECK(slowed.iterations[i].served_us == Approx(expected_served_us).epsilon(1e-9));
   }
+  double served_us = 0;
+  for (const IterationTime& it : slowed.iterations) served_us += it.served_us;
+  CHECK(slowed.served_us == Approx(served_us).epsilon(1e-12));
+  CHECK(predict_workload(Predictor::analytical(), w, gpu, WorkloadOptions{EngineProfile::none(), sustained, {}}).served_us == 0);
   CHECK(some_served);  // the GEMMs, given without their configs as a serving engine gives them
   CHECK(some_rested);  // prompt attention: the bound alone, no clock of its own
 }

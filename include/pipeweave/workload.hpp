@@ -344,6 +344,7 @@ struct IterationTime {
   double overhead_us = 0;  // everything else: the engine's and the caller's terms
   std::int64_t launches = 0;
   double extrapolated_us = 0;  // the part of kernels_us predicted outside the models' training (Prediction::extrapolated)
+  double served_us = 0;  // the part of kernels_us answered from served rows (Prediction::protocol)
   double total_us() const { return kernels_us + overhead_us; }
 };
 
@@ -384,6 +385,7 @@ struct WorkloadPrediction {
   double total_us = 0;
   double overhead_us = 0;  // the part of total_us that is not kernels
   double extrapolated_us = 0;  // the part predicted outside the models' training (IterationTime::extrapolated_us)
+  double served_us = 0;        // the part answered from served rows (IterationTime::served_us)
   Percentiles time_to_first_token_us, time_per_output_token_us;
   EngineProfile engine;
   SustainedLoad sustained;

@@ -198,7 +198,7 @@ void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
   for (const IterationTime& it : p.iterations)
     iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
                           {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
-                          {"extrapolated_us", it.extrapolated_us}, {"total_us", it.total_us()}});
+                          {"extrapolated_us", it.extrapolated_us}, {"served_us", it.served_us}, {"total_us", it.total_us()}});
   json requests = json::array();
   for (const RequestTime& r : p.requests)
     requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
@@ -228,6 +228,8 @@ void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                                         {"per_kernel_us", a.options.extra.per_kernel_us}}},
                           {"sustained_slowdown", p.sustained.tensor_bound_slowdown},
                           {"sustained_utilization", p.sustained.at_tensor_utilization},
+                          {"served_label_slowdown", p.sustained.served_label_slowdown()},
+                          {"served_us", p.served_us},
                           {"operators", operators},
                           {"per_iteration", iterations},
                           {"requests", requests},
@@ -265,13 +267,14 @@ void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                p.engine.name, p.engine.iteration_us, p.engine.kernel_gap_us, p.engine.cuda_graph_max_batch,
                p.engine.decode_attention_follows_prompt ? ", decode attention as the prompt's" : "");
   if (p.sustained.tensor_bound_slowdown != 1)
-    fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}; those answered from served rows "
-               "over the x {:.3g} their labels hold\n",
-               p.sustained.tensor_bound_slowdown, a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
+    fmt::print("  tensor-bound kernels x {:.3g} for the clock under sustained load ({}){}{}\n", p.sustained.tensor_bound_slowdown,
+               a.options.sustained ? "--sustained-slowdown" : "the GPU spec's",
                p.sustained.at_tensor_utilization > 0
                    ? fmt::format(", in proportion to each iteration's tensor utilisation up to {:.3g}", p.sustained.at_tensor_utilization)
                    : "",
-               p.sustained.served_label_slowdown());
+               p.served_us > 0 ? fmt::format("; those answered from served rows over the x {:.3g} their labels hold",
+                                             p.sustained.served_label_slowdown())
+                               : "");
   fmt::print("  {:<22} {:>12} {:>7} {:>10}\n", "operator", "total_ms", "share", "launches");
   for (const OperatorTime& op : p.operators)
     fmt::print("  {:<22} {:>12.3f} {:>6.1f}% {:>10}\n", op.name, op.us / 1000, 100 * op.us / p.total_us, op.launches);
