@@ -6,7 +6,7 @@
 # (data/measurements/<GPU>/gemm_served_seed4_{bf16,fp8}.csv.gz: collect_served.sh with SEED=4,
 # the shapes seeds 1-3 had measured left out), all of them: new token counts of the 42 families'
 # layers and 4,000 new random shapes. Prints, and writes to $OUT (default data/models/report/served/fresh)/<GPU>.*,
-# eval's table and the per-family one (served_report.py), and the shift of the shapes seeds 1-3
+# eval's table and the per-family one (served_report.py, with bands of the measured time), and the shift of the shapes seeds 1-3
 # had measured, measured again (served_shift.py: <GPU>.shift.txt). A minute on one core.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +21,8 @@ for gpu in H100-SXM H200-SXM; do
   [[ -f ${files[0]} ]] || continue
   "$cli" eval --without-configs "$@" --data "${files[0]}" --data "${files[1]}" --specs data/gpus --report "$work/$gpu" \
     > "$out/$gpu.txt"
-  python3 data/models/served_report.py "$work/$gpu/eval.csv" "${files[@]}" --csv "$out/$gpu.families.csv" >> "$out/$gpu.txt"
+  python3 data/models/served_report.py "$work/$gpu/eval.csv" "${files[@]}" --csv "$out/$gpu.families.csv" --time-bands \
+    >> "$out/$gpu.txt"
   cat "$out/$gpu.txt"
   # The shapes seeds 1-3 had measured, measured again: how far the fresh run sits from them.
   for dtype in bf16 fp8; do

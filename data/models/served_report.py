@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Per-family accuracy of a GEMM model on the served measurements, from eval's per-row report:
 
-    python3 data/models/served_report.py EVAL.csv DATA.csv[.gz] [DATA.csv[.gz] ...] [--csv OUT.csv]
+    python3 data/models/served_report.py EVAL.csv DATA.csv[.gz] [DATA.csv[.gz] ...] [--csv OUT.csv] [--time-bands]
 
 EVAL.csv is `pipeweave eval --report DIR`'s eval.csv, DATA.csv the rows it scored (with the
 family, tp and layer columns of the served files). Prints MAPE and mean signed error (bias:
 positive is too slow) per dtype over all rows, the held-out families, the random shapes, three
-bands of m and each family; --csv writes the same table.
+bands of m and each family; --csv writes the same table. --time-bands adds four bands of the
+measured time (0-10, 10-30, 30-100 and from 100 us), to set beside the run-to-run spread of the
+same shapes measured again (served_shift.py), which is largest on short kernels.
 """
 import argparse
 import collections
@@ -16,11 +18,15 @@ import re
 import statistics
 
 
+TIME_BANDS = ((0, 10), (10, 30), (30, 100), (100, float("inf")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("eval_csv")
     parser.add_argument("data_csv", nargs="+")
     parser.add_argument("--csv")
+    parser.add_argument("--time-bands", action="store_true")
     args = parser.parse_args()
     predicted = {}
     with open(args.eval_csv, newline="") as f:
@@ -42,9 +48,14 @@ def main():
                 m = int(r["m"])
                 band = "m 1-256" if m <= 256 else "m 257-8192" if m <= 8192 else "m 8193-65536"
                 kind = "random shapes" if r["family"] == "random" else "model families"
-                for group in ("all", kind, band) + (("family " + r["family"],) if r["family"] != "random" else ()):
+                extra = ()
+                if args.time_bands:
+                    low, high = next(b for b in TIME_BANDS if b[0] <= measured < b[1])
+                    extra = (f"measured {low}-{high:g} us",)
+                for group in ("all", kind, band) + extra + (("family " + r["family"],) if r["family"] != "random" else ()):
                     groups[(dtype, group)].append(error)
     order = ["all", "model families", "random shapes", "m 1-256", "m 257-8192", "m 8193-65536"]
+    order += [f"measured {low}-{high:g} us" for low, high in TIME_BANDS]
     keys = sorted(groups, key=lambda k: (k[0], order.index(k[1]) if k[1] in order else len(order), k[1]))
     table = [(dtype, group, len(groups[(dtype, group)]), statistics.fmean(abs(e) for e in groups[(dtype, group)]),
               statistics.fmean(groups[(dtype, group)])) for dtype, group in keys]

@@ -5,8 +5,11 @@
 
 REPEATS is served_to_measurements.py's NAME_repeats_<dtype>.csv.gz (the later run's rows whose
 shape an --exclude file held), EARLIER those files. Prints, per data type, the rows matched, the
-median and mean of later / earlier time, the 10th and 90th percentiles, and the share that ran
-the same kernel: the shift between runs (and machines) that a fresh set carries.
+median and mean of later / earlier time, the 10th and 90th percentiles, the share that ran
+the same kernel, and the mean of |later / earlier - 1| in percent (what the earlier rows, taken as
+a prediction of the later ones, score as MAPE: a floor under any model's error on a fresh set):
+the shift between runs (and machines) that a fresh set carries. Then that MAPE per band of the
+earlier time (short kernels move most).
 """
 import csv
 import gzip
@@ -26,19 +29,27 @@ def main():
     for path in sys.argv[2:]:
         for r in rows(path):
             earlier[(r["dtype"], r["m"], r["n"], r["k"])] = r
-    ratios, same = {}, {}
+    ratios, same, earlier_us = {}, {}, {}
     for r in rows(sys.argv[1]):
         before = earlier.get((r["dtype"], r["m"], r["n"], r["k"]))
         if before is None:
             sys.exit(f"served_shift: {r['dtype']} {r['m']}x{r['n']}x{r['k']} is in no earlier file")
         ratios.setdefault(r["dtype"], []).append(float(r["duration_us"]) / float(before["duration_us"]))
         same.setdefault(r["dtype"], []).append(r["kernel"] == before["kernel"])
-    print(f"{'dtype':9} {'rows':>6} {'median':>7} {'mean':>7} {'p10':>7} {'p90':>7} {'same kernel':>12}")
+        earlier_us.setdefault(r["dtype"], []).append(float(before["duration_us"]))
+    print(f"{'dtype':9} {'rows':>6} {'median':>7} {'mean':>7} {'p10':>7} {'p90':>7} {'same kernel':>12} {'MAPE%':>6}")
     for dtype, values in ratios.items():
-        values.sort()
+        bands = []
+        for low, high in ((0, 10), (10, 30), (30, 100), (100, float("inf"))):
+            band = [v for v, us in zip(values, earlier_us[dtype]) if low <= us < high]
+            if band:
+                bands.append(f"{low}-{high:g} us: {len(band)} rows {100 * statistics.fmean(abs(v - 1) for v in band):.2f}%")
+        values = sorted(values)
         print(f"{dtype:9} {len(values):6} {statistics.median(values):7.4f} {statistics.fmean(values):7.4f} "
               f"{values[len(values) // 10]:7.4f} {values[9 * len(values) // 10]:7.4f} "
-              f"{sum(same[dtype]) / len(same[dtype]):12.3f}")
+              f"{sum(same[dtype]) / len(same[dtype]):12.3f} "
+              f"{100 * statistics.fmean(abs(v - 1) for v in values):6.2f}")
+        print("  MAPE% by the earlier time: " + "; ".join(bands))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""GEMMs whose operands' leading dimensions are not 16-byte aligned, in the served rows:
+
+    python3 data/models/served_alignment.py [EVAL.csv]
+
+Hopper's TMA copies need 16-byte aligned strides. F.linear's GEMM (x[m, k] times W[n, k]^T into
+y[m, n], bf16 out) has strides k (x and W) and n (y): where k x the input's bytes or n x 2 is not a
+multiple of 16, cuBLAS runs a pre-Hopper kernel (the kernel column: cutlass_75 / cutlass_80
+tensorop, alignment 1 or 2) instead of its nvjet sm90 ones. In the served rows that is one
+layer alone, Granite-3.1-8B's lm_head (vocab 49,155 split over TP 1-8: n = 49,155, 24,578, 12,289,
+6,145; k = 4,096), bf16 (fp8 rows need 16-byte strides, so none were measured). Prints, per GPU,
+file and the stride's alignment in bytes, the rows, the kernels cuBLAS ran, and the best rates
+they reached (TFLOP/s over the rows of m >= 1,024; GB/s of W read over those of m <= 64), beside
+the aligned rows of the same k. With EVAL.csv (`pipeweave eval --report DIR`'s eval.csv over
+some of these rows), also the mean signed error of the predictions on the misaligned rows and the
+rest: a shape-only model that takes every GEMM for aligned answers them several times too fast.
+"""
+import collections
+import csv
+import gzip
+import math
+import re
+import statistics
+import sys
+
+FILES = [(gpu, name) for gpu in ("H100-SXM", "H200-SXM")
+         for name in ("gemm_served_bf16", "gemm_served_fp8", "gemm_served_seed4_bf16", "gemm_served_seed4_fp8")]
+
+
+def alignment_bytes(n, k, in_bytes):
+    """The largest power of two up to 16 that divides both strides, in bytes."""
+    stride_gcd = 0
+    for stride in (k * in_bytes, n * 2):
+        stride_gcd = math.gcd(stride_gcd, stride)
+    align = 1
+    while align < 16 and stride_gcd % (2 * align) == 0:
+        align *= 2
+    return align
+
+
+def main():
+    for gpu, name in FILES:
+        try:
+            f = gzip.open(f"data/measurements/{gpu}/{name}.csv.gz", "rt", newline="")
+            rows = list(csv.DictReader(f))
+        except FileNotFoundError:
+            continue
+        groups = collections.defaultdict(list)
+        for r in rows:
+            n, k, m = int(r["n"]), int(r["k"]), int(r["m"])
+            in_bytes = 1 if r["dtype"].startswith("fp8") else 2
+            align = alignment_bytes(n, k, in_bytes)
+            if align < 16 or k == 4096:
+                groups[align].append((m, n, k, float(r["duration_us"]), r["kernel"], in_bytes))
+        for align in sorted(groups):
+            g = groups[align]
+            kernels = collections.Counter(re.sub(r"^_Z\w*?(cutlass_\d+|nvjet_sm\d+|gemm\w{0,12}).*", r"\1", kern)[:24] for *_, kern, _ in g)
+            tflops = [2 * m * n * k / us / 1e6 for m, n, k, us, _, _ in g if m >= 1024]
+            gbs = [n * k * b / us / 1e3 for m, n, k, us, _, b in g if m <= 64]
+            label = f"{align}-byte strides" if align < 16 else "aligned, k = 4096"
+            print(f"{gpu} {name:24} {label:18} rows {len(g):6}  best TFLOP/s {max(tflops, default=0):6.0f}  "
+                  f"best GB/s {max(gbs, default=0):6.0f}  kernels {dict(kernels.most_common(3))}")
+    if len(sys.argv) > 1:
+        errors = collections.defaultdict(list)
+        with open(sys.argv[1], newline="") as f:
+            for r in csv.DictReader(f):
+                m, n, k = map(int, re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"]).groups())
+                in_bytes = 1 if "dtype=fp8" in r["kernel"] else 2
+                measured, predicted = float(r["measured_us"]), float(r["predicted_us"])
+                errors[alignment_bytes(n, k, in_bytes) < 16].append((predicted - measured) / measured * 100)
+        for misaligned, e in sorted(errors.items()):
+            print(f"{'misaligned' if misaligned else 'aligned':10} rows {len(e):6}  MAPE {statistics.fmean(abs(x) for x in e):6.2f}%  "
+                  f"bias {statistics.fmean(e):+7.2f}%")
+
+
+if __name__ == "__main__":
+    main()
