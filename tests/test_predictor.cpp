@@ -1046,3 +1046,44 @@ TEST_CASE("Predictor: eight threads filling the config memo at once (predict wit
     CHECK(mismatches[t] == 0);
   }
 }
+
+TEST_CASE("predictor: a 16-bit GEMM whose strides TMA cannot take runs at the pre-Hopper kernels' measured rates", "[predictor]") {
+  // F.linear's strides: k (x, W) in the input type, n (y) in the output type (bf16 for fp8, int32 for int8).
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 49155, .k = 4096}) == 2);  // Granite-3.1-8B's vocab
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 24578, .k = 4096}) == 4);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 4100, .k = 4096}) == 8);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 49152, .k = 4096}) == 16);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 4096, .k = 4097}) == 2);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 4104, .k = 4096, .dtype = DType::fp8_e4m3}) == 16);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 4096, .k = 4104, .dtype = DType::fp8_e4m3}) == 8);
+  CHECK(gemm_stride_alignment_bytes(Gemm{.m = 8, .n = 4097, .k = 4096, .dtype = DType::int8}) == 4);
+
+  const Predictor predictor;  // the bundled models
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const Gemm odd{.m = 10, .n = 49155, .k = 4096};
+  const Prediction p = predictor.predict(odd, h100);
+  CHECK(p.source == PredictionSource::misaligned_strides);
+  CHECK(to_string(p.source) == "misaligned_strides");
+  CHECK(p.latency_us == Approx(*misaligned_gemm_us(odd, h100)).epsilon(1e-12));
+  CHECK(p.latency_us >= p.lower_bound_us);
+  CHECK(p.efficiency == Approx(p.lower_bound_us / p.latency_us));
+  // The fresh H100 draw (seed 4, fitted on by nothing) measured this shape at 519.5 us, cuBLAS's
+  // cutlass_75 kernel; the aligned width takes a quarter of that.
+  CHECK(p.latency_us == Approx(519.5).epsilon(0.05));
+  CHECK(predictor.predict(Gemm{.m = 10, .n = 49152, .k = 4096}, h100).latency_us < p.latency_us / 3);
+  // Long GEMMs: the work at the kernel's rate, not the bytes.
+  const Gemm long_odd{.m = 5104, .n = 49155, .k = 4096};
+  CHECK(*misaligned_gemm_us(long_odd, h100) ==
+        Approx(2.0 * 5104 * 49155 * 4096 / kMisalignedGemmRates[0].flops_per_sm_clock / (132 * h100.sm_clock_mhz)));
+  // Batched as one at a time.
+  const std::vector<Kernel> batch{odd, Gemm{.m = 10, .n = 49152, .k = 4096}, long_odd};
+  const std::vector<Prediction> batched = predictor.predict(batch, h100);
+  for (std::size_t i = 0; i < batch.size(); ++i) CHECK(batched[i].latency_us == predictor.predict(batch[i], h100).latency_us);
+  CHECK(batched[1].source == PredictionSource::trained_model);
+  // Not for a config given, another architecture, another data type, or the bound alone.
+  CHECK_FALSE(misaligned_gemm_us(Gemm{.m = 10, .n = 49155, .k = 4096, .config = GemmConfig{.tile_m = 64, .tile_n = 128, .tile_k = 64}}, h100));
+  CHECK_FALSE(misaligned_gemm_us(odd, find_gpu("A100-SXM4-80GB")));
+  CHECK_FALSE(misaligned_gemm_us(Gemm{.m = 10, .n = 4097, .k = 4096, .dtype = DType::int8}, h100));
+  CHECK(predictor.predict(odd, find_gpu("A100-SXM4-80GB")).source != PredictionSource::misaligned_strides);
+  CHECK(Predictor::analytical().predict(odd, h100).source == PredictionSource::analytical_bound);
+}

@@ -2,6 +2,7 @@
 """GEMMs whose operands' leading dimensions are not 16-byte aligned, in the served rows:
 
     python3 data/models/served_alignment.py [EVAL.csv]
+    python3 data/models/served_alignment.py --fit
 
 Hopper's TMA copies need 16-byte aligned strides. F.linear's GEMM (x[m, k] times W[n, k]^T into
 y[m, n], bf16 out) has strides k (x and W) and n (y): where k x the input's bytes or n x 2 is not a
@@ -14,6 +15,13 @@ they reached (TFLOP/s over the rows of m >= 1,024; GB/s of W read over those of 
 the aligned rows of the same k. With EVAL.csv (`pipeweave eval --report DIR`'s eval.csv over
 some of these rows), also the mean signed error of the predictions on the misaligned rows and the
 rest: a shape-only model that takes every GEMM for aligned answers them several times too fast.
+
+--fit: the rates per SM and clock (of data/gpus/<GPU>.calibrated.json) that the pre-Hopper kernels
+reached on seeds 1-3's misaligned bf16 rows of both GPUs, per stride alignment: the median of
+multiply-add work (2mnk flops) over the rows of m >= 1,024, and of bytes moved (x, W and y once) over
+those of m <= 64; then the two-rate model (time = the longer of the two at those rates), scored on
+every misaligned row of each file, the seed-4 rows trained on by nothing. The library's
+kMisalignedGemmRates (include/pipeweave/ops/gemm.hpp) are these figures.
 """
 import collections
 import csv
@@ -38,7 +46,57 @@ def alignment_bytes(n, k, in_bytes):
     return align
 
 
+def spec(gpu):
+    import json
+    with open(f"data/gpus/{gpu}.calibrated.json") as f:
+        d = json.load(f)
+    return d["sm_count"] * d["sm_clock_mhz"] * 1e6  # SM-clocks a second
+
+
+def misaligned_rows(gpu, name):
+    try:
+        f = gzip.open(f"data/measurements/{gpu}/{name}.csv.gz", "rt", newline="")
+    except FileNotFoundError:
+        return []
+    out = []
+    for r in csv.DictReader(f):
+        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+        if r["dtype"] == "bf16" and alignment_bytes(n, k, 2) < 16:
+            out.append((alignment_bytes(n, k, 2), m, n, k, float(r["duration_us"]) * 1e-6))
+    return out
+
+
+def fit():
+    flops, moved = collections.defaultdict(list), collections.defaultdict(list)
+    for gpu in ("H100-SXM", "H200-SXM"):
+        sm_clocks = spec(gpu)
+        for align, m, n, k, seconds in misaligned_rows(gpu, "gemm_served_bf16"):
+            if m >= 1024:
+                flops[align].append(2 * m * n * k / seconds / sm_clocks)
+            if m <= 64:
+                moved[align].append((n * k + m * k + m * n) * 2 / seconds / sm_clocks)
+    rates = {align: (statistics.median(flops[align]), statistics.median(moved[align])) for align in sorted(flops)}
+    for align, (flop_rate, byte_rate) in rates.items():
+        print(f"{align}-byte strides: {flop_rate:.1f} flops and {byte_rate:.2f} bytes per SM per clock "
+              f"({len(flops[align])} and {len(moved[align])} rows)")
+    for gpu, name in FILES:
+        rows = misaligned_rows(gpu, name)
+        if not rows:
+            continue
+        sm_clocks = spec(gpu)
+        errors = []
+        for align, m, n, k, seconds in rows:
+            flop_rate, byte_rate = rates[align]
+            predicted = max(2 * m * n * k / flop_rate, (n * k + m * k + m * n) * 2 / byte_rate) / sm_clocks
+            errors.append((predicted - seconds) / seconds * 100)
+        print(f"{gpu} {name:24} rows {len(errors):4}  two-rate model MAPE {statistics.fmean(abs(e) for e in errors):5.1f}%  "
+              f"bias {statistics.fmean(errors):+5.1f}%")
+
+
 def main():
+    if sys.argv[1:] == ["--fit"]:
+        fit()
+        return
     for gpu, name in FILES:
         try:
             f = gzip.open(f"data/measurements/{gpu}/{name}.csv.gz", "rt", newline="")

@@ -38,14 +38,17 @@ namespace pipeweave {
 // trained_model: the op family's network; analytical_bound: no network, the bound itself;
 // pipe_efficiency: the kernel lies outside what the network was trained on (a GPU architecture
 // or compute/memory balance it never saw, or inputs beyond its training range), so the efficiency is the one its training
-// rows measured for the kernel's bottleneck pipe at its size (Mlp::pipe_efficiency).
-enum class PredictionSource : std::uint8_t { trained_model, analytical_bound, pipe_efficiency };
+// rows measured for the kernel's bottleneck pipe at its size (Mlp::pipe_efficiency);
+// misaligned_strides: a 16-bit GEMM without a config on Hopper whose strides TMA cannot take, so
+// cuBLAS runs a pre-Hopper kernel: the rates such kernels were measured at (misaligned_gemm_us).
+enum class PredictionSource : std::uint8_t { trained_model, analytical_bound, pipe_efficiency, misaligned_strides };
 
 constexpr std::string_view to_string(PredictionSource source) {
   switch (source) {
     case PredictionSource::trained_model: return "trained_model";
     case PredictionSource::analytical_bound: return "analytical_bound";
     case PredictionSource::pipe_efficiency: return "pipe_efficiency";
+    case PredictionSource::misaligned_strides: return "misaligned_strides";
   }
   return "?";
 }
@@ -111,8 +114,9 @@ class Predictor {
     const auto [mlp, scale] = network_for(kernel);
     if (!mlp) return finish(demand, gpu, 1.0, nullptr, 1.0);
     const Features row = features(demand, gpu);
-    if (!covered(*mlp, gpu, row)) return finish(demand, gpu, 0, mlp, scale, /*outside=*/true, &row);
-    return finish(demand, gpu, mlp->efficiency(row), mlp, scale);
+    if (!covered(*mlp, gpu, row))
+      return with_misaligned_strides(kernel, gpu, finish(demand, gpu, 0, mlp, scale, /*outside=*/true, &row));
+    return with_misaligned_strides(kernel, gpu, finish(demand, gpu, mlp->efficiency(row), mlp, scale));
   }
 
   // Many kernels on one GPU: one pass per network (one per op family, one for GEMMs without a
@@ -159,7 +163,8 @@ class Predictor {
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
     for (std::size_t i = 0; i < kernels.size(); ++i)
-      predictions.push_back(finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i]));
+      predictions.push_back(with_misaligned_strides(
+          kernels[i], gpu, finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i])));
     return predictions;
   }
 
@@ -394,6 +399,23 @@ class Predictor {
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
     prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
     prediction.config_defaulted = demand.config_defaulted;
+    return prediction;
+  }
+
+  // A 16-bit GEMM without a config that a network answered, on Hopper, with strides TMA cannot
+  // take: the networks never met the pre-Hopper kernel cuBLAS runs for it (they take every GEMM for
+  // aligned, and answered the measured ones 78.5% too fast), so the rates that kernel was measured
+  // at answer instead (misaligned_gemm_us). The bound stays the demand's, a floor.
+  static Prediction with_misaligned_strides(const Kernel& kernel, const GpuSpec& gpu, Prediction prediction) {
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    if (!gemm || prediction.source == PredictionSource::analytical_bound) return prediction;
+    const std::optional<double> us = misaligned_gemm_us(*gemm, gpu);
+    if (!us) return prediction;
+    prediction.latency_us = std::max(*us, prediction.lower_bound_us);
+    prediction.efficiency = prediction.lower_bound_us / prediction.latency_us;
+    prediction.source = PredictionSource::misaligned_strides;
+    prediction.protocol = LabelProtocol::served;  // the rates come from served rows
+    prediction.extrapolated = false;
     return prediction;
   }
 

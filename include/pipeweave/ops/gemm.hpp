@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -428,6 +429,49 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   }
   result.config_defaulted = !gemm.config.has_value();
   return result;
+}
+
+// Hopper's TMA copies need 16-byte aligned strides. A GEMM as PyTorch's F.linear lays it out
+// (x[m, k] and W[n, k] of the input type, y[m, n] of the output type: bf16 for fp8 inputs, int32
+// for int8) has strides k and n: the largest power of two up to 16 that divides both, in bytes.
+inline int gemm_stride_alignment_bytes(const Gemm& gemm) {
+  const auto in_bytes = static_cast<std::int64_t>(dtype_bytes(gemm.dtype));
+  const std::int64_t out_bytes = gemm.dtype == DType::int8                                        ? 4
+                                 : gemm.dtype == DType::fp8_e4m3 || gemm.dtype == DType::fp8_e5m2 ? 2
+                                                                                                 : in_bytes;
+  const std::int64_t strides = std::gcd(gemm.k % 16 * in_bytes, gemm.n % 16 * out_bytes);  // 0 where both are whole
+  int alignment = 1;
+  while (alignment < 16 && (strides == 0 || strides % (2 * alignment) == 0)) alignment *= 2;
+  return alignment;
+}
+
+// What cuBLAS's pre-Hopper kernels (cutlass_75 / cutlass_80 tensorop, alignment 1 and 2), which it
+// runs on Hopper for a 16-bit GEMM whose strides TMA cannot take, reached per SM and clock: the
+// median multiply-add rate (2mnk flops) over seeds 1-3's misaligned served rows of m >= 1,024 and the
+// median rate of bytes moved (x, W and y once) over those of m <= 64, both GPUs (Granite-3.1-8B's
+// lm_head, vocab 49,155 at TP 1-8: `python3 data/models/served_alignment.py --fit`;
+// docs/experiments/served-gemms.md). 8-byte strides were never measured: they take the 4-byte rates,
+// a floor (a kernel of wider loads is no slower).
+struct MisalignedGemmRates {
+  int alignment_bytes;
+  double flops_per_sm_clock, bytes_per_sm_clock;
+};
+inline constexpr std::array<MisalignedGemmRates, 2> kMisalignedGemmRates{{{2, 431.4, 3.62}, {4, 1197.0, 9.45}}};
+
+// The time in microseconds of a 16-bit GEMM without a config whose strides TMA cannot take, on a
+// Hopper GPU, as the longer of its work and its bytes at those rates; nullopt for every other
+// GEMM (aligned, another data type, another architecture, or a config given).
+inline std::optional<double> misaligned_gemm_us(const Gemm& gemm, const GpuSpec& gpu) {
+  if (gemm.config || gpu.compute_capability_major != 9 || (gemm.dtype != DType::bf16 && gemm.dtype != DType::fp16))
+    return std::nullopt;
+  const int alignment = gemm_stride_alignment_bytes(gemm);
+  if (alignment >= 16) return std::nullopt;
+  const MisalignedGemmRates& rates = alignment <= 2 ? kMisalignedGemmRates[0] : kMisalignedGemmRates[1];
+  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
+  const double sm_clocks_per_us = static_cast<double>(gpu.sm_count) * gpu.sm_clock_mhz;
+  const double work_us = 2 * m * n * k / rates.flops_per_sm_clock / sm_clocks_per_us;
+  const double bytes_us = (n * k + m * k + m * n) * 2 / rates.bytes_per_sm_clock / sm_clocks_per_us;
+  return std::max(work_us, bytes_us);
 }
 
 }  // namespace pipeweave
