@@ -1074,7 +1074,13 @@ TEST_CASE("predictor: a 16-bit GEMM whose strides TMA cannot take runs at the pr
   // Long GEMMs: the work at the kernel's rate, not the bytes.
   const Gemm long_odd{.m = 5104, .n = 49155, .k = 4096};
   CHECK(*misaligned_gemm_us(long_odd, h100) ==
-        Approx(2.0 * 5104 * 49155 * 4096 / kMisalignedGemmRates[0].flops_per_sm_clock / (132 * h100.sm_clock_mhz)));
+        Approx(2.0 * 5104 * 49155 * 4096 / (kMisalignedGemmRates[0].tensor_share * h100.tensor_flops_per_clk_per_sm.fp16_bf16) /
+               (132 * h100.sm_clock_mhz)));
+  // The fewest rows run cuBLAS's GEMV-style kernels, as fast as aligned ones: the network answers.
+  CHECK_FALSE(misaligned_gemm_us(Gemm{.m = 9, .n = 49155, .k = 4096}, h100));
+  CHECK(misaligned_gemm_us(Gemm{.m = 2, .n = 24578, .k = 4096}, h100));
+  CHECK_FALSE(misaligned_gemm_us(Gemm{.m = 1, .n = 24578, .k = 4096}, h100));
+  CHECK(predictor.predict(Gemm{.m = 1, .n = 49155, .k = 4096}, h100).source == PredictionSource::trained_model);
   // Batched as one at a time.
   const std::vector<Kernel> batch{odd, Gemm{.m = 10, .n = 49152, .k = 4096}, long_odd};
   const std::vector<Prediction> batched = predictor.predict(batch, h100);

@@ -16,11 +16,12 @@ the aligned rows of the same k. With EVAL.csv (`pipeweave eval --report DIR`'s e
 some of these rows), also the mean signed error of the predictions on the misaligned rows and the
 rest: a shape-only model that takes every GEMM for aligned answers them several times too fast.
 
---fit: the rates per SM and clock (of data/gpus/<GPU>.calibrated.json) that the pre-Hopper kernels
-reached on seeds 1-3's misaligned bf16 rows of both GPUs, per stride alignment: the median of
-multiply-add work (2mnk flops) over the rows of m >= 1,024, and of bytes moved (x, W and y once) over
-those of m <= 64; then the two-rate model (time = the longer of the two at those rates), scored on
-every misaligned row of each file, the seed-4 rows trained on by nothing. The library's
+--fit: the rates that the pre-Hopper kernels reached on seeds 1-3's misaligned bf16 rows of both
+GPUs (from the m where cuBLAS leaves its GEMV-style kernels, FIRST_M), per stride alignment: the
+median multiply-add work (2mnk flops) over the rows of m >= 1,024 as a share of the GPU's 16-bit
+tensor rate, and the median bytes moved (x, W and y once) per SM and clock over those of m <= 64
+(of data/gpus/<GPU>.calibrated.json); then the two-rate model (time = the longer of the two at
+those rates), scored on those rows of each file, the seed-4 rows trained on by nothing. The library's
 kMisalignedGemmRates (include/pipeweave/ops/gemm.hpp) are these figures.
 """
 import collections
@@ -46,11 +47,17 @@ def alignment_bytes(n, k, in_bytes):
     return align
 
 
+# cuBLAS answers the fewest rows with GEMV-style kernels (gemv2T at m = 1, gemmSN_TN at m 2-9 with
+# 2-byte strides), which read as fast as aligned ones: the pre-Hopper tensor kernels run from here.
+FIRST_M = {2: 10, 4: 2, 8: 2}
+
+
 def spec(gpu):
     import json
     with open(f"data/gpus/{gpu}.calibrated.json") as f:
         d = json.load(f)
-    return d["sm_count"] * d["sm_clock_mhz"] * 1e6  # SM-clocks a second
+    sm_clocks = d["sm_count"] * d["sm_clock_mhz"] * 1e6  # SM-clocks a second
+    return sm_clocks, d["tensor_flops_per_clk_per_sm"]["fp16_bf16"]
 
 
 def misaligned_rows(gpu, name):
@@ -61,33 +68,35 @@ def misaligned_rows(gpu, name):
     out = []
     for r in csv.DictReader(f):
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-        if r["dtype"] == "bf16" and alignment_bytes(n, k, 2) < 16:
-            out.append((alignment_bytes(n, k, 2), m, n, k, float(r["duration_us"]) * 1e-6))
+        align = alignment_bytes(n, k, 2)
+        if r["dtype"] == "bf16" and align < 16 and m >= FIRST_M[align]:
+            out.append((align, m, n, k, float(r["duration_us"]) * 1e-6))
     return out
 
 
 def fit():
-    flops, moved = collections.defaultdict(list), collections.defaultdict(list)
+    shares, moved = collections.defaultdict(list), collections.defaultdict(list)
     for gpu in ("H100-SXM", "H200-SXM"):
-        sm_clocks = spec(gpu)
+        sm_clocks, tensor_rate = spec(gpu)
         for align, m, n, k, seconds in misaligned_rows(gpu, "gemm_served_bf16"):
             if m >= 1024:
-                flops[align].append(2 * m * n * k / seconds / sm_clocks)
+                shares[align].append(2 * m * n * k / seconds / sm_clocks / tensor_rate)
             if m <= 64:
                 moved[align].append((n * k + m * k + m * n) * 2 / seconds / sm_clocks)
-    rates = {align: (statistics.median(flops[align]), statistics.median(moved[align])) for align in sorted(flops)}
-    for align, (flop_rate, byte_rate) in rates.items():
-        print(f"{align}-byte strides: {flop_rate:.1f} flops and {byte_rate:.2f} bytes per SM per clock "
-              f"({len(flops[align])} and {len(moved[align])} rows)")
+    rates = {align: (statistics.median(shares[align]), statistics.median(moved[align])) for align in sorted(shares)}
+    rates.setdefault(8, rates[4])  # never measured: the 4-byte rates, as the library takes them
+    for align, (share, byte_rate) in rates.items():
+        print(f"{align}-byte strides, m >= {FIRST_M[align]}: {share:.4f} of the 16-bit tensor rate and "
+              f"{byte_rate:.2f} bytes per SM per clock ({len(shares[align])} and {len(moved[align])} rows)")
     for gpu, name in FILES:
         rows = misaligned_rows(gpu, name)
         if not rows:
             continue
-        sm_clocks = spec(gpu)
+        sm_clocks, tensor_rate = spec(gpu)
         errors = []
         for align, m, n, k, seconds in rows:
-            flop_rate, byte_rate = rates[align]
-            predicted = max(2 * m * n * k / flop_rate, (n * k + m * k + m * n) * 2 / byte_rate) / sm_clocks
+            share, byte_rate = rates[align]
+            predicted = max(2 * m * n * k / (share * tensor_rate), (n * k + m * k + m * n) * 2 / byte_rate) / sm_clocks
             errors.append((predicted - seconds) / seconds * 100)
         print(f"{gpu} {name:24} rows {len(errors):4}  two-rate model MAPE {statistics.fmean(abs(e) for e in errors):5.1f}%  "
               f"bias {statistics.fmean(errors):+5.1f}%")

@@ -7,7 +7,8 @@ REPEATS is served_to_measurements.py's NAME_repeats_<dtype>.csv.gz (the later ru
 shape an --exclude file held), EARLIER those files. Prints, per data type, the rows matched, the
 median and mean of later / earlier time, the 10th and 90th percentiles, the share that ran
 the same kernel, and the mean of |later / earlier - 1| in percent (what the earlier rows, taken as
-a prediction of the later ones, score as MAPE: a floor under any model's error on a fresh set):
+a prediction of the later ones, score as MAPE: the difference of two noisy runs, an indication of
+the noise a fresh set carries rather than an exact floor):
 the shift between runs (and machines) that a fresh set carries. Then that MAPE per band of the
 earlier time (short kernels move most).
 """

@@ -415,8 +415,7 @@ class Predictor {
     prediction.efficiency = prediction.lower_bound_us / prediction.latency_us;
     prediction.source = PredictionSource::misaligned_strides;
     prediction.protocol = LabelProtocol::served;  // the rates come from served rows
-    prediction.extrapolated = false;
-    return prediction;
+    return prediction;  // extrapolated as the network's coverage said: the rates are the H100's and H200's
   }
 
   std::array<std::shared_ptr<const Mlp>, kOpFamilyCount> models_{};

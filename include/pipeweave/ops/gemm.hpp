@@ -446,30 +446,35 @@ inline int gemm_stride_alignment_bytes(const Gemm& gemm) {
 }
 
 // What cuBLAS's pre-Hopper kernels (cutlass_75 / cutlass_80 tensorop, alignment 1 and 2), which it
-// runs on Hopper for a 16-bit GEMM whose strides TMA cannot take, reached per SM and clock: the
-// median multiply-add rate (2mnk flops) over seeds 1-3's misaligned served rows of m >= 1,024 and the
-// median rate of bytes moved (x, W and y once) over those of m <= 64, both GPUs (Granite-3.1-8B's
-// lm_head, vocab 49,155 at TP 1-8: `python3 data/models/served_alignment.py --fit`;
-// docs/experiments/served-gemms.md). 8-byte strides were never measured: they take the 4-byte rates,
-// a floor (a kernel of wider loads is no slower).
+// runs on Hopper for a 16-bit GEMM whose strides TMA cannot take, reached on seeds 1-3's misaligned
+// served rows of both GPUs (Granite-3.1-8B's lm_head, vocab 49,155 at TP 1-8): the median
+// multiply-add rate (2mnk flops) over the rows of m >= 1,024, as a share of the GPU's 16-bit tensor
+// rate, and the median rate of bytes moved (x, W and y once) per SM and clock over those of m <= 64
+// (`python3 data/models/served_alignment.py --fit`; docs/experiments/served-gemms.md). Below
+// `first_m` cuBLAS runs GEMV-style kernels (gemv2T at m = 1, gemmSN_TN at m 2-9 with 2-byte
+// strides) that read as fast as its aligned ones: the networks answer those. 8-byte strides were
+// never measured: they take the 4-byte rates, a floor (a kernel of wider loads is no slower).
 struct MisalignedGemmRates {
   int alignment_bytes;
-  double flops_per_sm_clock, bytes_per_sm_clock;
+  std::int64_t first_m;
+  double tensor_share, bytes_per_sm_clock;
 };
-inline constexpr std::array<MisalignedGemmRates, 2> kMisalignedGemmRates{{{2, 431.4, 3.62}, {4, 1197.0, 9.45}}};
+inline constexpr std::array<MisalignedGemmRates, 2> kMisalignedGemmRates{{{2, 10, 0.1060, 3.44}, {4, 2, 0.2926, 9.40}}};
 
 // The time in microseconds of a 16-bit GEMM without a config whose strides TMA cannot take, on a
 // Hopper GPU, as the longer of its work and its bytes at those rates; nullopt for every other
-// GEMM (aligned, another data type, another architecture, or a config given).
+// GEMM (aligned, too few rows, another data type, another architecture, or a config given).
 inline std::optional<double> misaligned_gemm_us(const Gemm& gemm, const GpuSpec& gpu) {
   if (gemm.config || gpu.compute_capability_major != 9 || (gemm.dtype != DType::bf16 && gemm.dtype != DType::fp16))
     return std::nullopt;
   const int alignment = gemm_stride_alignment_bytes(gemm);
   if (alignment >= 16) return std::nullopt;
   const MisalignedGemmRates& rates = alignment <= 2 ? kMisalignedGemmRates[0] : kMisalignedGemmRates[1];
+  if (gemm.m < rates.first_m) return std::nullopt;
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
   const double sm_clocks_per_us = static_cast<double>(gpu.sm_count) * gpu.sm_clock_mhz;
-  const double work_us = 2 * m * n * k / rates.flops_per_sm_clock / sm_clocks_per_us;
+  const double flops_per_sm_clock = rates.tensor_share * gpu.tensor_flops_per_clk_per_sm.fp16_bf16;
+  const double work_us = 2 * m * n * k / flops_per_sm_clock / sm_clocks_per_us;
   const double bytes_us = (n * k + m * k + m * n) * 2 / rates.bytes_per_sm_clock / sm_clocks_per_us;
   return std::max(work_us, bytes_us);
 }
