@@ -17,6 +17,8 @@ import gzip
 import statistics
 import sys
 
+from served_report import TIME_BANDS  # the bands the model is reported in, beside these
+
 
 def rows(path):
     with gzip.open(path, "rt", newline="") as f:
@@ -41,7 +43,7 @@ def main():
     print(f"{'dtype':9} {'rows':>6} {'median':>7} {'mean':>7} {'p10':>7} {'p90':>7} {'same kernel':>12} {'MAPE%':>6}")
     for dtype, values in ratios.items():
         bands = []
-        for low, high in ((0, 10), (10, 30), (30, 100), (100, float("inf"))):
+        for low, high in TIME_BANDS:
             band = [v for v, us in zip(values, earlier_us[dtype]) if low <= us < high]
             if band:
                 bands.append(f"{low}-{high:g} us: {len(band)} rows {100 * statistics.fmean(abs(v - 1) for v in band):.2f}%")
