@@ -21,7 +21,7 @@ GPUs (from the m where cuBLAS leaves its GEMV-style kernels, FIRST_M), per strid
 median multiply-add work (2mnk flops) over the rows of m >= 1,024 as a share of the GPU's 16-bit
 tensor rate, and the median bytes moved (x, W and y once) per SM and clock over those of m <= 64
 (of data/gpus/<GPU>.calibrated.json); then the two-rate model (time = the longer of the two at
-those rates), scored on those rows of each file, the seed-4 rows trained on by nothing. The library's
+those rates), scored on those rows of each file, the seed-4 and seed-5 rows trained on by nothing. The library's
 kMisalignedGemmRates (include/pipeweave/ops/gemm.hpp) are these figures.
 """
 import collections
@@ -33,7 +33,8 @@ import statistics
 import sys
 
 FILES = [(gpu, name) for gpu in ("H100-SXM", "H200-SXM")
-         for name in ("gemm_served_bf16", "gemm_served_fp8", "gemm_served_seed4_bf16", "gemm_served_seed4_fp8")]
+         for name in ("gemm_served_bf16", "gemm_served_fp8", "gemm_served_seed4_bf16", "gemm_served_seed4_fp8",
+                      "gemm_served_seed5_bf16", "gemm_served_seed5_fp8")]
 
 
 def alignment_bytes(n, k, in_bytes):

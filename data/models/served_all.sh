@@ -7,7 +7,7 @@
 #    of seeds 1-3 (gemm_served_{bf16,fp8}.csv.gz, every family), answering for fp16 and fp8 e5m2
 #    too -> data/models/gemm_configless_{bf16,fp8}.json, the bundled ones (rebuild to embed them).
 # 2. Scores them, and the networks trained on rested rows (data/models/rested/, train_all.sh), on
-#    the seed-4 rows (served_fresh.sh: shapes none of them was trained on)
+#    the seed-4 and seed-5 rows (served_fresh.sh: shapes none of them was trained on)
 #    -> data/models/report/served/fresh/{served_all,rested}/
 # 3. Predicts the published serving runs with each (data/e2e/published/score_runs.py
 #    --kernel-model) -> .../{served_all,rested}/e2e_published.txt

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Per-family accuracy of a GEMM model on the served measurements, from eval's per-row report:
 
-    python3 data/models/served_report.py EVAL.csv DATA.csv[.gz] [DATA.csv[.gz] ...] [--csv OUT.csv] [--time-bands]
+    python3 data/models/served_report.py EVAL.csv DATA.csv[.gz] [DATA.csv[.gz] ...] [--csv OUT.csv] [--time-bands] [--spread]
 
 EVAL.csv is `pipeweave eval --report DIR`'s eval.csv, DATA.csv the rows it scored (with the
 family, tp and layer columns of the served files). Prints MAPE and mean signed error (bias:
 positive is too slow) per dtype over all rows, the held-out families, the random shapes, three
 bands of m and each family; --csv writes the same table. --time-bands adds four bands of the
 measured time (0-10, 10-30, 30-100 and from 100 us), to set beside the run-to-run spread of the
-same shapes measured again (served_shift.py), which is largest on short kernels.
+same shapes measured again (served_shift.py), which is largest on short kernels. --spread adds,
+per dtype over all rows, the median and the 5th and 95th percentiles of the signed error: a mean
+bias well below the median is a tail of GEMMs slower than predicted, which a loss seeking the
+median ratio (MAPE) leaves in the mean.
 """
 import argparse
 import collections
@@ -27,6 +30,7 @@ def main():
     parser.add_argument("data_csv", nargs="+")
     parser.add_argument("--csv")
     parser.add_argument("--time-bands", action="store_true")
+    parser.add_argument("--spread", action="store_true")
     args = parser.parse_args()
     predicted = {}
     with open(args.eval_csv, newline="") as f:
@@ -62,6 +66,12 @@ def main():
     print(f"{'dtype':5} {'rows':32} {'count':>7} {'MAPE%':>7} {'bias%':>7}")
     for dtype, group, count, mape, bias in table:
         print(f"{dtype:5} {group:32} {count:7} {mape:7.2f} {bias:+7.2f}")
+    if args.spread:
+        print(f"{'dtype':5} {'signed error over all rows, %':32} {'median':>7} {'p5':>7} {'p95':>7}")
+        for dtype in sorted({dtype for dtype, _ in groups}):
+            errors = sorted(groups[(dtype, "all")])
+            at = lambda share: errors[round(share * (len(errors) - 1))]  # noqa: E731 (nearest rank)
+            print(f"{dtype:5} {'':32} {statistics.median(errors):+7.2f} {at(0.05):+7.2f} {at(0.95):+7.2f}")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.writer(f)
