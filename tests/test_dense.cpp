@@ -5,9 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pipeweave/detail/dense.hpp"
@@ -91,6 +95,71 @@ TEST_CASE("dense layer: a NaN input stays a NaN through the ReLU (never a silent
     const std::vector<float> y = run(kernel, layer, true);
     for (float value : y) CHECK(std::isnan(value));
   }
+}
+
+TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, and give its exact bits", "[dense]") {
+  // value, its fp16 value, the fp16 bits
+  const std::tuple<float, float, std::uint16_t> cases[] = {
+      {1.0f, 1.0f, 0x3c00},
+      {1.0f + 0x1p-11f, 1.0f, 0x3c00},                        // a tie: to the even neighbour below
+      {1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-9f, 0x3c02},          // a tie: to the even neighbour above
+      {1.0f + 0x1p-11f + 0x1p-20f, 1.0f + 0x1p-10f, 0x3c01},  // past the tie: up
+      {-2.0f, -2.0f, 0xc000},
+      {0.1f, 0.0999755859375f, 0x2e66},
+      {65504.0f, 65504.0f, 0x7bff},  // the largest
+      {2047.75f, 2048.0f, 0x6800},   // a carry into the exponent
+      {0x1p-14f, 0x1p-14f, 0x0400},  // the smallest normal
+      {0x1p-24f, 0x1p-24f, 0x0001},  // the smallest subnormal
+      {0x1p-25f, 0.0f, 0x0000},      // a tie between 0 and 2^-24: to 0
+      {3 * 0x1p-25f, 0x1p-23f, 0x0002},
+      {-0.0f, -0.0f, 0x8000},
+  };
+  std::vector<float> weights;
+  for (const auto& [value, rounded, bits] : cases) weights.push_back(value);
+  REQUIRE(detail::fits_half_precision(weights));
+  detail::round_to_half_precision(weights);
+  const std::vector<std::uint16_t> half = detail::half_precision_bits(weights);
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const auto& [value, rounded, bits] = cases[i];
+    INFO("value " << value);
+    CHECK(weights[i] == rounded);
+    CHECK(std::signbit(weights[i]) == std::signbit(rounded));
+    CHECK(half[i] == bits);
+  }
+  CHECK_FALSE(detail::fits_half_precision({1.0f, 65505.0f}));
+  CHECK_FALSE(detail::fits_half_precision({-70000.0f}));
+  CHECK_FALSE(detail::fits_half_precision({std::numeric_limits<float>::quiet_NaN()}));
+  CHECK_FALSE(detail::fits_half_precision({std::numeric_limits<float>::infinity()}));
+}
+
+TEST_CASE("dense layer: the fp16 one-column kernel answers bit for bit as the float kernel on the rounded weights",
+          "[dense]") {
+  const std::string isa(detail::dense_layer_isa());
+  // It goes with AVX2's float kernel alone; the baseline runs its float kernel on the rounded weights.
+  CHECK((detail::dense_layer_half() != nullptr) == (isa == "avx2_fma" && detail::dense_layer_half_avx2_fma() != nullptr));
+  const detail::DenseHalfLayerFn half = detail::dense_layer_half_avx2_fma();
+  const detail::DenseLayerFn wide = detail::dense_layer_avx2_fma();
+  if (!half || !wide) {
+    WARN("this CPU has no AVX2 with FMA and F16C: the fp16 kernel is not run here");
+    return;
+  }
+  int compared = 0;
+  for (const auto& shape : kShapes) {
+    Layer layer = random_layer(shape[0], shape[1], 1, 11);
+    std::vector<float> packed = detail::pack_dense_weights(layer.weights.data(), layer.rows, layer.inputs);
+    REQUIRE(detail::fits_half_precision(packed));
+    detail::round_to_half_precision(packed);
+    const std::vector<std::uint16_t> bits = detail::half_precision_bits(packed);
+    for (bool relu : {false, true}) {
+      std::vector<float> from_floats(static_cast<std::size_t>(layer.rows), -7.0f), from_halves = from_floats;
+      wide(packed.data(), layer.bias.data(), layer.x.data(), from_floats.data(), layer.rows, layer.inputs, 1, relu);
+      half(bits.data(), layer.bias.data(), layer.x.data(), from_halves.data(), layer.rows, layer.inputs, relu);
+      INFO(layer.rows << " x " << layer.inputs << (relu ? ", ReLU" : ""));
+      CHECK(from_halves == from_floats);
+      ++compared;
+    }
+  }
+  CHECK(compared == 2 * static_cast<int>(std::size(kShapes)));
 }
 
 TEST_CASE("dense layer: the bundled GEMM model answers a batch bit for bit as one kernel at a time",

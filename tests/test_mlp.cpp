@@ -67,12 +67,25 @@ MlpDescription tiny_description(OpFamily family = OpFamily::gemm) {
   return d;
 }
 
-// The forward pass, written out: standardise, dense + ReLU, dense + ReLU, dense, sigmoid.
+// The nearest fp16 value (ties to even), worked out apart from the library's bit manipulation:
+// 11 significant bits from 2^-14 up, steps of 2^-24 below.
+double as_half(float weight) {
+  const double w = weight;
+  if (std::fabs(w) < 0x1p-14) return std::nearbyint(w * 0x1p24) * 0x1p-24;
+  int exponent = 0;
+  const double mantissa = std::frexp(w, &exponent);  // in [0.5, 1)
+  return std::ldexp(std::nearbyint(std::ldexp(mantissa, 11)), exponent - 11);
+}
+
+// The forward pass, written out: standardise, dense + ReLU, dense + ReLU, dense, sigmoid, the
+// weights at half precision as the networks keep them (every weight here is within fp16's range).
 // Counts the hidden units ReLU clipped and passed, so the test can show both happened.
 struct Reference {
   int clipped = 0;
   int passed = 0;
+  bool half = true;  // false: the weights as given (a network beyond fp16's range keeps them)
   double operator()(const MlpDescription& d, const Features& f) {
+    const auto weight = [this](float w) { return half ? as_half(w) : static_cast<double>(w); };
     std::vector<double> x(kFeatureCount);
     for (std::size_t i = 0; i < kFeatureCount; ++i) {
       const auto e = static_cast<Eigen::Index>(i);
@@ -83,7 +96,7 @@ struct Reference {
       std::vector<double> y(static_cast<std::size_t>(layer.weights.rows()));
       for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
         double sum = layer.bias(r);
-        for (Eigen::Index c = 0; c < layer.weights.cols(); ++c) sum += layer.weights(r, c) * x[static_cast<std::size_t>(c)];
+        for (Eigen::Index c = 0; c < layer.weights.cols(); ++c) sum += weight(layer.weights(r, c)) * x[static_cast<std::size_t>(c)];
         if (sum < 0) ++clipped;
         else ++passed;
         y[static_cast<std::size_t>(r)] = std::max(sum, 0.0);
@@ -92,7 +105,7 @@ struct Reference {
     }
     const MlpLayer& last = d.layers.back();
     double logit = last.bias(0);
-    for (Eigen::Index c = 0; c < last.weights.cols(); ++c) logit += last.weights(0, c) * x[static_cast<std::size_t>(c)];
+    for (Eigen::Index c = 0; c < last.weights.cols(); ++c) logit += weight(last.weights(0, c)) * x[static_cast<std::size_t>(c)];
     return 1.0 / (1.0 + std::exp(-logit));
   }
 };
@@ -168,6 +181,26 @@ TEST_CASE("Mlp: efficiency matches the forward pass computed by hand", "[mlp]") 
   // The samples exercise both sides of ReLU, so the check above covers the clipping.
   CHECK(reference.clipped > 0);
   CHECK(reference.passed > 0);
+}
+
+TEST_CASE("Mlp: weights answer at half precision, unless one is beyond fp16's range", "[mlp]") {
+  // 0.05 x k is no fp16 value: rounded, the efficiencies move by 1e-5 to 1e-4 of themselves, so
+  // a pass at the other precision misses by ten times the 1e-6 of float arithmetic or more.
+  MlpDescription d = tiny_description();
+  const Mlp rounded(d);
+  d.layers.back().weights(0, 1) = -70000.0f;  // beyond 65504: the whole network keeps its float weights
+  d.layers[1].bias(1) = -100.0f;              // and that unit never passes, so the answer stays finite
+  const Mlp kept(d);
+  Reference at_half, at_float;
+  at_float.half = false;
+  int told_apart = 0;
+  for (const Features& f : sample_features()) {
+    CHECK(rounded.efficiency(f) == Approx(at_half(tiny_description(), f)).epsilon(1e-6));
+    CHECK(kept.efficiency(f) == Approx(at_float(d, f)).epsilon(1e-6));
+    const double rounded_gap = std::fabs(at_half(tiny_description(), f) / at_float(tiny_description(), f) - 1);
+    if (rounded_gap > 1e-5) ++told_apart;
+  }
+  CHECK(told_apart > 0);  // the two precisions do differ on these inputs, so each check above can fail
 }
 
 TEST_CASE("Mlp: the batch overload equals one call per feature vector", "[mlp]") {
@@ -610,7 +643,7 @@ TEST_CASE("Mlp: descriptions built in code are checked like files", "[mlp]") {
     // Each hidden unit: 0.001 * sum of the standardised inputs (all positive here).
     double sum = 0;
     for (int i = 0; i < kInputs; ++i) sum += (20.0 - d.input_mean(i)) / d.input_scale(i);
-    const double logit = -0.001 * Mlp::kMaxWidth * (0.001 * sum);
+    const double logit = as_half(-0.001f) * Mlp::kMaxWidth * (as_half(0.001f) * sum);  // at half precision
     CHECK(mlp.efficiency(f) == Approx(1.0 / (1.0 + std::exp(-logit))).epsilon(1e-5));
   }
 }

@@ -237,6 +237,9 @@ class Mlp {
   // layer's outputs in turn (the widest layer x columns), `out` the logits.
   void logits(std::size_t network, const float* input, int columns, float* a, float* b, float* out) const {
     const detail::DenseLayerFn dense = detail::dense_layer();
+    // One column reads the weights' fp16 bits where the CPU converts them (half the bytes of a
+    // pass that streams them from L2); the same values either way (detail::round_to_half_precision).
+    const detail::DenseHalfLayerFn half = columns == 1 && !packed_half_[network].empty() ? detail::dense_layer_half() : nullptr;
     const std::vector<MlpLayer>& layers = network_layers(network);
     const std::vector<std::vector<float>>& packed = packed_[network];
     const float* current = input;
@@ -244,8 +247,9 @@ class Mlp {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const bool last = i + 1 == layers.size();
       float* target = last ? out : next;
-      dense(packed[i].data(), layers[i].bias.data(), current, target, static_cast<int>(layers[i].weights.rows()),
-            static_cast<int>(layers[i].weights.cols()), columns, !last);
+      const int rows = static_cast<int>(layers[i].weights.rows()), inputs = static_cast<int>(layers[i].weights.cols());
+      if (half) half(packed_half_[network][i].data(), layers[i].bias.data(), current, target, rows, inputs, !last);
+      else dense(packed[i].data(), layers[i].bias.data(), current, target, rows, inputs, columns, !last);
       current = target;
       next = next == a ? b : a;
     }
@@ -257,15 +261,24 @@ class Mlp {
     return out;
   }
 
-  // The weights in the layout the dense kernel reads (detail::pack_dense_weights), per network and layer.
+  // The weights in the layout the dense kernel reads (detail::pack_dense_weights), per network and
+  // layer, at half precision where every weight of the network fits fp16's range (else as they are,
+  // and no fp16 copy): as floats, and as fp16 bits for one kernel at a time.
   void pack() {
-    packed_.resize(network_count());
-    for (std::size_t n = 0; n < network_count(); ++n)
+    packed_.assign(network_count(), {});
+    packed_half_.assign(network_count(), {});
+    for (std::size_t n = 0; n < network_count(); ++n) {
       for (const MlpLayer& layer : network_layers(n)) {
         widest_ = std::max(widest_, layer.weights.rows());
         packed_[n].push_back(detail::pack_dense_weights(layer.weights.data(), static_cast<int>(layer.weights.rows()),
                                                         static_cast<int>(layer.weights.cols())));
       }
+      if (!std::all_of(packed_[n].begin(), packed_[n].end(), detail::fits_half_precision)) continue;
+      for (std::vector<float>& layer : packed_[n]) {
+        detail::round_to_half_precision(layer);
+        packed_half_[n].push_back(detail::half_precision_bits(layer));
+      }
+    }
   }
 
   // Every rule a description must keep, in the order the messages report the first broken one.
@@ -386,6 +399,7 @@ class Mlp {
 
   MlpDescription description_;
   std::vector<std::vector<std::vector<float>>> packed_;
+  std::vector<std::vector<std::vector<std::uint16_t>>> packed_half_;  // empty for a network kept at float precision
   Eigen::Index widest_ = 1;  // the most outputs of any layer
 };
 

@@ -1,9 +1,16 @@
-// Chooses the dense layer's kernel once, from what the CPU reports.
+// Chooses the dense layer's kernel once, from what the CPU reports; packs and rounds the weights.
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
 
 #include "pipeweave/detail/dense.hpp"
+
+#if PIPEWEAVE_HAVE_AVX2_KERNEL
+#include <cpuid.h>  // GCC's and clang's, on x86 (the only builds with the AVX2 kernel)
+#endif
 
 namespace pipeweave::detail {
 
@@ -18,8 +25,50 @@ std::vector<float> pack_dense_weights(const float* weights, int rows, int inputs
   return packed;
 }
 
+namespace {
+constexpr float kHalfLargest = 65504.0f;        // fp16's largest finite value
+constexpr float kHalfSmallestNormal = 0x1p-14f;  // below it fp16 is subnormal: steps of 2^-24
+}  // namespace
+
+bool fits_half_precision(const std::vector<float>& weights) {
+  for (float w : weights)
+    if (!(std::fabs(w) <= kHalfLargest)) return false;  // a NaN fails too
+  return true;
+}
+
+void round_to_half_precision(std::vector<float>& weights) {
+  for (float& w : weights) {
+    if (std::fabs(w) < kHalfSmallestNormal) {
+      w = std::nearbyint(w * 0x1p24f) * 0x1p-24f;  // exact products; the default rounding: to nearest, ties to even
+      continue;
+    }
+    // Keep 10 of the float's 23 stored mantissa bits, to nearest, ties to even (a carry moves into
+    // the exponent, as it should); no value within the range rounds past 65504.
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(w);
+    bits += 0x0fffu + ((bits >> 13) & 1u);
+    w = std::bit_cast<float>(bits & ~0x1fffu);
+  }
+}
+
+std::vector<std::uint16_t> half_precision_bits(const std::vector<float>& rounded) {
+  std::vector<std::uint16_t> half(rounded.size());
+  for (std::size_t i = 0; i < rounded.size(); ++i) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(rounded[i]);
+    const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+    const float magnitude = std::fabs(rounded[i]);
+    if (magnitude < kHalfSmallestNormal) {  // subnormal (or zero): the count of 2^-24 steps
+      half[i] = static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(magnitude * 0x1p24f));
+      continue;
+    }
+    const std::uint32_t exponent = ((bits >> 23) & 0xffu) - 127u + 15u;
+    half[i] = static_cast<std::uint16_t>(sign | (exponent << 10) | ((bits >> 13) & 0x3ffu));
+  }
+  return half;
+}
+
 #if PIPEWEAVE_HAVE_AVX2_KERNEL
-DenseLayerFn dense_layer_avx2_fma_unchecked();  // dense_avx2.cpp
+DenseLayerFn dense_layer_avx2_fma_unchecked();           // dense_avx2.cpp
+DenseHalfLayerFn dense_layer_half_avx2_fma_unchecked();  // dense_avx2.cpp
 
 DenseLayerFn dense_layer_avx2_fma() {
   static const bool supported = [] {
@@ -28,13 +77,23 @@ DenseLayerFn dense_layer_avx2_fma() {
   }();
   return supported ? dense_layer_avx2_fma_unchecked() : nullptr;
 }
+DenseHalfLayerFn dense_layer_half_avx2_fma() {
+  static const bool supported = [] {
+    // F16C from CPUID itself: clang's __builtin_cpu_supports does not know the name.
+    unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return dense_layer_avx2_fma() != nullptr && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return supported ? dense_layer_half_avx2_fma_unchecked() : nullptr;
+}
 #else
 DenseLayerFn dense_layer_avx2_fma() { return nullptr; }
+DenseHalfLayerFn dense_layer_half_avx2_fma() { return nullptr; }
 #endif
 
 namespace {
 struct Choice {
   DenseLayerFn kernel;
+  DenseHalfLayerFn half;  // null: one column runs `kernel` on the rounded float weights
   std::string_view isa;
 };
 
@@ -42,14 +101,16 @@ const Choice& choice() {
   static const Choice chosen = [] {
     const char* wanted = std::getenv("PIPEWEAVE_SIMD");
     const bool baseline_only = wanted && std::string_view(wanted) == "baseline";
-    if (DenseLayerFn avx2 = dense_layer_avx2_fma(); avx2 && !baseline_only) return Choice{avx2, "avx2_fma"};
-    return Choice{dense_layer_baseline(), "baseline"};
+    if (DenseLayerFn avx2 = dense_layer_avx2_fma(); avx2 && !baseline_only)
+      return Choice{avx2, dense_layer_half_avx2_fma(), "avx2_fma"};
+    return Choice{dense_layer_baseline(), nullptr, "baseline"};
   }();
   return chosen;
 }
 }  // namespace
 
 DenseLayerFn dense_layer() { return choice().kernel; }
+DenseHalfLayerFn dense_layer_half() { return choice().half; }
 std::string_view dense_layer_isa() { return choice().isa; }
 
 }  // namespace pipeweave::detail
