@@ -113,6 +113,11 @@ TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, a
       {0x1p-25f, 0.0f, 0x0000},      // a tie between 0 and 2^-24: to 0
       {3 * 0x1p-25f, 0x1p-23f, 0x0002},
       {-0.0f, -0.0f, 0x8000},
+      {-0x1p-26f, -0.0f, 0x8000},                   // rounds to zero, keeping its sign
+      {0x1p-14f - 0x1p-26f, 0x1p-14f, 0x0400},      // a subnormal's neighbour that rounds up to the smallest normal
+      {1e-40f, 0.0f, 0x0000},                       // a float subnormal
+      {-5 * 0x1p-25f, -0x1p-23f, 0x8002},           // a negative subnormal tie, 2.5 steps: to the even 2
+      {0x1p-14f + 0x1p-25f, 0x1p-14f, 0x0400},      // a tie at the bottom of the normal range: to the even below
   };
   std::vector<float> weights;
   for (const auto& [value, rounded, bits] : cases) weights.push_back(value);
@@ -127,6 +132,7 @@ TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, a
     CHECK(half[i] == bits);
   }
   CHECK_FALSE(detail::fits_half_precision({1.0f, 65505.0f}));
+  CHECK_FALSE(detail::fits_half_precision({65519.0f}));  // IEEE would round it to 65504; kept as floats instead
   CHECK_FALSE(detail::fits_half_precision({-70000.0f}));
   CHECK_FALSE(detail::fits_half_precision({std::numeric_limits<float>::quiet_NaN()}));
   CHECK_FALSE(detail::fits_half_precision({std::numeric_limits<float>::infinity()}));

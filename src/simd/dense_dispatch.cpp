@@ -39,7 +39,11 @@ bool fits_half_precision(const std::vector<float>& weights) {
 void round_to_half_precision(std::vector<float>& weights) {
   for (float& w : weights) {
     if (std::fabs(w) < kHalfSmallestNormal) {
-      w = std::nearbyint(w * 0x1p24f) * 0x1p-24f;  // exact products; the default rounding: to nearest, ties to even
+      // Whole steps of 2^-24, to nearest, ties to even, whatever rounding mode the host process set
+      // (the products by powers of two are exact).
+      const float steps = std::fabs(w) * 0x1p24f, below = std::floor(steps), past = steps - below;
+      const float nearest = past > 0.5f || (past == 0.5f && std::fmod(below, 2.0f) == 1.0f) ? below + 1 : below;
+      w = std::copysign(nearest * 0x1p-24f, w);
       continue;
     }
     // Keep 10 of the float's 23 stored mantissa bits, to nearest, ties to even (a carry moves into
