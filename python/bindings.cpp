@@ -210,6 +210,10 @@ nb::dict workload_prediction_dict(const pw::WorkloadPrediction& p) {
   d["time_per_output_token_us"] =
       dict_of("median", p.time_per_output_token_us.median, "p90", p.time_per_output_token_us.p90);
   d["engine"] = p.engine.name;
+  // The sustained-load terms as `pipeweave e2e --json` names them.
+  d["sustained_slowdown"] = p.sustained.tensor_bound_slowdown;
+  d["sustained_utilization"] = p.sustained.at_tensor_utilization;
+  d["served_label_slowdown"] = p.sustained.served_label_slowdown();
   nb::list iterations;
   for (const auto& it : p.iterations)
     iterations.append(dict_of("iteration", it.iteration, "phase", pw::to_string(it.phase), "num_tokens", it.num_tokens,
@@ -556,6 +560,10 @@ NB_MODULE(_core, m) {
         return dict_of("median", p.time_per_output_token_us.median, "p90", p.time_per_output_token_us.p90);
       })
       .def_prop_ro("engine", [](const pw::WorkloadPrediction& p) { return p.engine.name; })
+      .def_prop_ro("sustained_slowdown", [](const pw::WorkloadPrediction& p) { return p.sustained.tensor_bound_slowdown; },
+                   "The slowdown of tensor-bound kernels at full tensor utilisation under sustained load.")
+      .def_prop_ro("served_label_slowdown", [](const pw::WorkloadPrediction& p) { return p.sustained.served_label_slowdown(); },
+                   "The part of it that kernels answered from served rows already hold.")
       .def("to_dict", &workload_prediction_dict)
       .def("__repr__", [](const pw::WorkloadPrediction& p) {
         return "WorkloadPrediction(total_us=" + std::to_string(p.total_us) + ", iterations=" + std::to_string(p.iterations.size()) + ")";

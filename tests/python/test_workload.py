@@ -31,6 +31,11 @@ def test_the_same_serving_run_as_the_cli(repo, predictor, h100, cli):
     assert got.served_us == pytest.approx(expected["served_us"], rel=1e-12)
     assert 0 < got.served_us < got.total_us
     assert got.to_dict()["served_us"] == got.served_us
+    # the sustained-load terms, as the CLI's --json names them
+    for key in ("sustained_slowdown", "sustained_utilization", "served_label_slowdown"):
+        assert got.to_dict()[key] == pytest.approx(expected[key], rel=1e-12), key
+    assert got.sustained_slowdown == expected["sustained_slowdown"] > 1
+    assert 1 < got.served_label_slowdown == expected["served_label_slowdown"] < got.sustained_slowdown
 
 
 def test_a_workload_generated_from_a_config_and_a_trace(repo, predictor, h100):
