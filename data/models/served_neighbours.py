@@ -16,17 +16,12 @@ of a fresh draw's bias that no model trained on the earlier rows could know.
 import argparse
 import bisect
 import collections
-import csv
-import gzip
 import random
 import statistics
 
+from served_shift import rows  # a .csv.gz file's rows
+
 BANDS = ((0, 30), (30, 100), (100, float("inf")))  # us, of the row's own time
-
-
-def rows(path):
-    with gzip.open(path, "rt", newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def interpolated(layer, m, leave_out_self):
