@@ -9,7 +9,9 @@
 // by a merge from the back: O(r + the entries they pass) per class, with no comparison sort.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -22,11 +24,30 @@ struct CtaClass {
   double count = 0;
 };
 
-// Cycles one CTA holds its SM if nothing else ran there: its slowest pipe.
+// Cycles one CTA holds its SM if nothing else ran there: its slowest pipe. Every SM pipe's
+// quotient is taken (a pipe without work is passed over after), two at a time where the compiler
+// offers vectors of two doubles (it does not pair these divisions by itself); the quotients are
+// the same either way.
 inline double cta_cycles(const PipeWork& work, const PipeArray& rate) {
+  static_assert(kAllPipes[kPipeCount - 1] == Pipe::link, "the link is the last pipe, and no SM's");
+  constexpr std::size_t sm_pipes = kPipeCount - 1;
+  static_assert(sm_pipes % 2 == 0);
+  std::array<double, sm_pipes> quotient;
+#if defined(__GNUC__)
+  using Pair = double __attribute__((vector_size(16)));
+  for (std::size_t i = 0; i < sm_pipes; i += 2) {
+    Pair numerator, denominator;
+    std::memcpy(&numerator, &work[i], sizeof(Pair));
+    std::memcpy(&denominator, &rate[i], sizeof(Pair));
+    const Pair pair = numerator / denominator;
+    std::memcpy(&quotient[i], &pair, sizeof(Pair));
+  }
+#else
+  for (std::size_t i = 0; i < sm_pipes; ++i) quotient[i] = work[i] / rate[i];
+#endif
   double cycles = 0;
-  for (std::size_t i = 0; i < kPipeCount; ++i)
-    if (work[i] > 0 && kAllPipes[i] != Pipe::link) cycles = std::max(cycles, work[i] / rate[i]);
+  for (std::size_t i = 0; i < sm_pipes; ++i)
+    if (work[i] > 0) cycles = std::max(cycles, quotient[i]);
   return cycles;
 }
 
@@ -36,81 +57,124 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
                             double tensor_rate, double resident_ctas_per_sm) {
   const PipeArray rate = per_sm_rates(gpu, tensor_rate);
   const std::size_t sm_count = static_cast<std::size_t>(gpu.sm_count);
+  const double sm_count_value = static_cast<double>(sm_count);
+  // A class's whole rounds and remainder CTAs. Classes mostly share one count (an attention
+  // kernel's are all its head units times its splits): worked out again only when it changes.
+  double last_count = -1, last_rounds = 0;
+  std::size_t last_remainder = 0;
+  const auto split_count = [&](double count) {
+    if (count != last_count) {
+      last_count = count;
+      last_rounds = std::floor(count / sm_count_value);
+      last_remainder = static_cast<std::size_t>(count - last_rounds * sm_count_value);
+    }
+  };
   // SMs in groups of g, g the greatest common divisor of the SM count and every remainder:
   // each remainder then takes whole groups (the SMs of a group keep equal loads and follow each
   // other in the order), so one entry stands for each group, and the schedule is the same at
   // 1/g of the work (an H100's 132 SMs under classes of 8 KV heads: 33 groups of 4).
   std::size_t group = sm_count;
-  // Each class's cost, in a loop of its own: inside the schedule's, the running maximum of
-  // cta_cycles spills to the stack and its steps wait on each other through memory.
-  std::vector<double> costs(classes.size());
-  for (std::size_t c = 0; c < classes.size(); ++c) costs[c] = cta_cycles(classes[c].work, rate);
   for (const CtaClass& cta_class : classes) {
-    if (!(cta_class.count > 0)) continue;
-    const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
-    group = std::gcd(group, static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)));
+    if (!(cta_class.count > 0) || cta_class.count == last_count) continue;
+    split_count(cta_class.count);
+    group = std::gcd(group, last_remainder);
     if (group == 1) break;
   }
   const std::size_t sms = sm_count / group;
-  // (load, group) ascending by load, in a ring that stays full: the remainder leaves from its
-  // front, which frees as many slots at its back, and its entries, each one CTA heavier, merge
-  // back from the back. Where they land behind the rest (most of the time, the classes coming
-  // heaviest first), nothing else moves. load counts the cycles dealt beyond the whole rounds.
-  struct Entry {
-    double load;
-    std::size_t sm;
-  };
-  std::vector<Entry> ring(sms);
-  for (std::size_t i = 0; i < sms; ++i) ring[i] = {0.0, i};
-  std::size_t head = 0;  // where the least loaded entry sits
-  const auto slot = [&](std::size_t position) {  // the ring's slot of the position-th least loaded
-    const std::size_t at_slot = head + position;
-    return at_slot >= sms ? at_slot - sms : at_slot;
-  };
-  std::vector<Entry> dealt;  // the front entries given a CTA of the class in hand
-  // The work each SM was dealt beyond the whole rounds, kept per SM (memory by SM count, not by
-  // the CTAs dealt), so the busiest SM's is at hand at the end.
-  std::vector<PipeWork> dealt_work(sms, PipeWork{});
-  std::vector<double> dealt_ctas(sms, 0.0);
-  PipeWork every_sm{}, total{};
-  double every_sm_ctas = 0, ctas = 0;
 
+  // The classes in schedule order, those with CTAs, each with its cost and the groups its
+  // remainder takes. The costs in a loop of their own: inside the schedule's, the running maximum
+  // spills to the stack and its steps wait on each other through memory.
+  struct Step {
+    double cost;
+    std::uint32_t index;
+    std::uint32_t groups;  // remainder / group
+  };
   const std::size_t class_count = order.empty() ? classes.size() : order.size();
+  std::vector<Step> steps;
+  steps.reserve(class_count);
+  std::size_t dealt_count = 0;
   for (std::size_t c = 0; c < class_count; ++c) {
     const std::size_t index = order.empty() ? c : order[c];
-    const CtaClass& cta_class = classes[index];
-    if (!(cta_class.count > 0)) continue;
-    const double cost = costs[index];
-    const double rounds = std::floor(cta_class.count / static_cast<double>(sm_count));
-    const auto remainder = static_cast<std::size_t>(cta_class.count - rounds * static_cast<double>(sm_count)) / group;
-    for (std::size_t i = 0; i < kPipeCount; ++i) {
-      every_sm[i] += rounds * cta_class.work[i];
-      total[i] += cta_class.count * cta_class.work[i];
+    const double count = classes[index].count;
+    if (!(count > 0)) continue;
+    split_count(count);
+    const std::size_t groups = last_remainder / group;
+    steps.push_back({0.0, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(groups)});
+    dealt_count += groups;
+  }
+  for (Step& step : steps) step.cost = cta_cycles(classes[step.index].work, rate);
+
+  // (load, group) ascending by load, the live entries a window [head, head + sms) of a buffer
+  // that slides toward its end and moves back to its start when full: the remainder leaves from
+  // the window's front and its entries, each one CTA heavier, merge back from the back. Where
+  // they land behind the rest (most of the time, the classes coming heaviest first), nothing else
+  // moves. load counts the cycles dealt beyond the whole rounds.
+  struct Entry {
+    double load;
+    std::uint32_t sm;
+  };
+  std::vector<Entry> buffer(3 * sms);
+  for (std::size_t i = 0; i < sms; ++i) buffer[i] = {0.0, static_cast<std::uint32_t>(i)};
+  std::size_t head = 0;
+  // Which group each dealt CTA went to, in the order dealt: the busiest group's work is summed
+  // from these at the end, in the same order as if every group's were kept as it went.
+  std::vector<std::uint32_t> dealt_to;
+  dealt_to.reserve(dealt_count);
+  for (const Step& step : steps) {
+    const std::size_t taken = step.groups;
+    if (taken == 0) continue;
+    if (head + sms + taken > buffer.size()) {
+      std::copy(buffer.begin() + static_cast<std::ptrdiff_t>(head), buffer.begin() + static_cast<std::ptrdiff_t>(head + sms),
+                buffer.begin());
+      head = 0;
     }
-    every_sm_ctas += rounds;
-    ctas += cta_class.count;
-    if (remainder == 0) continue;
-    dealt.resize(remainder);
-    for (std::size_t k = 0; k < remainder; ++k) {
-      Entry& entry = dealt[k] = ring[slot(k)];
-      entry.load += cost;
-      PipeWork& work = dealt_work[entry.sm];
-      for (std::size_t i = 0; i < kPipeCount; ++i) work[i] += cta_class.work[i];
-      dealt_ctas[entry.sm] += 1;
+    Entry* const front = buffer.data() + head;
+    for (std::size_t k = 0; k < taken; ++k) {
+      front[k].load += step.cost;
+      dealt_to.push_back(front[k].sm);
     }
-    head = slot(remainder);  // remainder < sms: the dealt entries' slots are now the ring's back
     // Merge from the back: each dealt entry goes after every other entry of no greater load (the
-    // untouched first on a tie, as a merge of the two runs would), the dealt still in order.
-    std::size_t write = sms, unmoved = sms - remainder, left = remainder;
-    while (left > 0) {
-      if (unmoved > 0 && ring[slot(unmoved - 1)].load > dealt[left - 1].load) ring[slot(--write)] = ring[slot(--unmoved)];
-      else ring[slot(--write)] = dealt[--left];
+    // untouched first on a tie, as a merge of the two runs would), the dealt still in order. The
+    // writes stay ahead of the dealt entries not yet read (write = unmoved + left).
+    // Each dealt entry finds its place by binary search, and the untouched entries behind it
+    // move back in one block.
+    Entry* write = front + sms + taken;
+    Entry* unmoved = front + sms;
+    Entry* const untouched = front + taken;
+    for (std::size_t left = taken; left > 0; --left) {
+      const Entry entry = front[left - 1];
+      if (unmoved > untouched && (unmoved - 1)->load > entry.load) {
+        Entry* const behind =
+            std::upper_bound(untouched, unmoved - 1, entry.load, [](double load, const Entry& other) { return load < other.load; });
+        write = std::copy_backward(behind, unmoved, write);
+        unmoved = behind;
+      }
+      *--write = entry;
+    }
+    head += taken;
+  }
+  const std::uint32_t busiest = buffer[head + sms - 1].sm;
+
+  PipeWork every_sm{}, total{}, busiest_work{};
+  double every_sm_ctas = 0, ctas = 0, busiest_dealt_ctas = 0;
+  std::size_t dealt = 0;
+  for (const Step& step : steps) {
+    const CtaClass& cta_class = classes[step.index];
+    split_count(cta_class.count);
+    for (std::size_t i = 0; i < kPipeCount; ++i) total[i] += cta_class.count * cta_class.work[i];
+    if (last_rounds > 0)  // (no whole round adds nothing: the work is finite)
+      for (std::size_t i = 0; i < kPipeCount; ++i) every_sm[i] += last_rounds * cta_class.work[i];
+    every_sm_ctas += last_rounds;
+    ctas += cta_class.count;
+    for (const std::size_t end = dealt + step.groups; dealt < end; ++dealt) {
+      if (dealt_to[dealt] != busiest) continue;
+      for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += cta_class.work[i];
+      busiest_dealt_ctas += 1;
     }
   }
-  const std::size_t busiest = ring[slot(sms - 1)].sm;
-  PipeWork busiest_work = every_sm;
-  for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += dealt_work[busiest][i];
-  const double busiest_ctas = every_sm_ctas + dealt_ctas[busiest];
+  for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] = every_sm[i] + busiest_work[i];
+  const double busiest_ctas = every_sm_ctas + busiest_dealt_ctas;
 
   Demand demand;
   demand.ctas = ctas;

@@ -370,11 +370,12 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
         sequence_splits[s] == sequence_splits[s - 1]) {
       // A sequence like the one before (a batch of equal prompts, or decode at one context
       // length) has its classes: copied, not worked out again.
-      for (std::size_t c = previous_begin; c < begin; ++c) {
-        classes.push_back(classes[c]);
-        kv_tiles.push_back(kv_tiles[c]);
-        l2_total += at(classes[c].work, Pipe::l2) * classes[c].count;
-      }
+      const std::size_t copied = begin - previous_begin;
+      classes.resize(begin + copied);
+      kv_tiles.resize(begin + copied);
+      std::copy_n(classes.begin() + static_cast<std::ptrdiff_t>(previous_begin), copied, classes.begin() + static_cast<std::ptrdiff_t>(begin));
+      std::copy_n(kv_tiles.begin() + static_cast<std::ptrdiff_t>(previous_begin), copied, kv_tiles.begin() + static_cast<std::ptrdiff_t>(begin));
+      for (std::size_t c = begin; c < begin + copied; ++c) l2_total += at(classes[c].work, Pipe::l2) * classes[c].count;
     }
     previous_begin = begin;
     const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
@@ -406,20 +407,43 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
   }
   dram_total += combine_bytes;
   // Each CTA's DRAM share follows its L2 traffic: what the chip must fetch, spread by who asks.
-  for (auto& cta : classes) at(cta.work, Pipe::dram) = at(cta.work, Pipe::l2) * (dram_total - combine_bytes / 2) / l2_total;
+  const double fetched = dram_total - combine_bytes / 2;
+  std::size_t c = 0;
+#if defined(__GNUC__)
+  using Pair = double __attribute__((vector_size(16)));  // two divisions at once (the compiler does not pair these)
+  for (; c + 1 < classes.size(); c += 2) {
+    const Pair l2{at(classes[c].work, Pipe::l2), at(classes[c + 1].work, Pipe::l2)};
+    const Pair dram = l2 * fetched / l2_total;
+    at(classes[c].work, Pipe::dram) = dram[0];
+    at(classes[c + 1].work, Pipe::dram) = dram[1];
+  }
+#endif
+  for (; c < classes.size(); ++c) at(classes[c].work, Pipe::dram) = at(classes[c].work, Pipe::l2) * fetched / l2_total;
   built.combine_bytes = combine_bytes;
   built.longest_kv_rows = longest_kv_rows;
   return built;
 }
 
 // FlashAttention-3's order: the classes by tensor work, descending, ties in launch order. A
-// class's tensor work grows with its KV rows alone, whole KV tiles, so the order sorts (tiles,
-// index) packed in one integer, the tiles inverted: a stable sort by tensor work, at the cost of
-// sorting integers.
+// class's tensor work grows with its KV rows alone, whole KV tiles, so the order is the classes
+// by KV tiles, most first, stable: counted into one bucket per tile count where the counts span
+// a range not much wider than the classes are many (a batch's KV lengths mostly do), else sorted
+// as (tiles, index) packed in one integer, the tiles inverted.
 inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass>& classes, const std::vector<double>& kv_tiles) {
   std::vector<std::uint32_t> order(classes.size());
+  if (kv_tiles.empty()) return order;
+  const auto [least, most] = std::minmax_element(kv_tiles.begin(), kv_tiles.end());
+  const double span = *most - *least;
+  if (span <= 4.0 * static_cast<double>(kv_tiles.size()) + 1024) {
+    std::vector<std::uint32_t> start(static_cast<std::size_t>(span) + 2, 0);
+    const auto bucket = [&, most = *most](double tiles) { return static_cast<std::size_t>(most - tiles); };
+    for (const double tiles : kv_tiles) ++start[bucket(tiles) + 1];
+    for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
+    for (std::size_t i = 0; i < kv_tiles.size(); ++i) order[start[bucket(kv_tiles[i])]++] = static_cast<std::uint32_t>(i);
+    return order;
+  }
   const double most_tiles = std::ldexp(1.0, 31);  // the query-tile cap keeps indices below 2^26
-  if (!kv_tiles.empty() && *std::max_element(kv_tiles.begin(), kv_tiles.end()) < most_tiles) {
+  if (*most < most_tiles) {
     std::vector<std::uint64_t> keyed(classes.size());
     for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(most_tiles - kv_tiles[i]) << 32) | i;
     std::sort(keyed.begin(), keyed.end());
