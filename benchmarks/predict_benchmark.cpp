@@ -152,6 +152,19 @@ void BM_PredictTrained(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrained)->Apply(family_args);
 
+// A serving engine's decode step: 256 sequences, one token each, at context lengths spread over
+// 500-4,000 (every one distinct), Llama-3-8B's heads; as predict_workload asks about it each
+// iteration (its lengths move every step, so no memo answers it).
+void BM_PredictTrainedDecodeBatch(benchmark::State& state) {
+  const pw::Predictor predictor = trained_predictor();
+  pw::Attention decode = pw::Attention::decode(256, 1000, 32, 8, 128);
+  for (std::size_t s = 0; s < decode.kv_lens.size(); ++s) decode.kv_lens[s] = static_cast<std::int64_t>(500 + (s * 7919) % 3500);
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(decode, gpu));
+  set_floor(state, *predictor.model(pw::OpFamily::attention), 1);
+}
+BENCHMARK(BM_PredictTrainedDecodeBatch);
+
 void BM_PredictTrainedGemmBatch(benchmark::State& state) {
   const pw::Predictor predictor = trained_predictor();
   const std::vector<pw::Kernel> kernels = gemm_batch(static_cast<std::size_t>(state.range(0)));

@@ -97,7 +97,8 @@ struct Attention {
     if (kv_lens.size() != q_lens.size())
       detail::fail_field("attention.kv_lens", kv_lens.size(), "must have as many entries as attention.q_lens");
     for (std::size_t i = 0; i < q_lens.size(); ++i) {
-      detail::require_positive("attention.q_lens[" + std::to_string(i) + "]", q_lens[i]);
+      if (q_lens[i] <= 0)  // (the field's name built only for the error: validation runs on every prediction)
+        detail::require_positive("attention.q_lens[" + std::to_string(i) + "]", q_lens[i]);
       if (kv_lens[i] < q_lens[i])
         detail::fail_field("attention.kv_lens[" + std::to_string(i) + "]", kv_lens[i],
                            "must be >= the sequence's q_len (" + std::to_string(q_lens[i]) + ")");
@@ -271,6 +272,33 @@ inline double attention_rows(const Attention& attention, std::size_t sequence, A
 inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
   return attention_rows(attention, sequence, impl, attention.is_decode());
 }
+namespace detail {
+// attention_rows for each sequence of one kernel, and its query tiles: the groups' integer
+// division done once, the division by the tile once per distinct row count (a decode batch's
+// rows are all one count).
+class QueryTiles {
+ public:
+  QueryTiles(const Attention& attention, AttentionImpl impl, bool decode, double tile_q)
+      : groups_(static_cast<double>(attention.heads / attention.kv_heads)), decode_(decode),
+        packs_(impl == AttentionImpl::flash3), tile_q_(tile_q) {}
+  double rows(std::int64_t q_len) const {
+    if (decode_) return groups_;
+    const double q = static_cast<double>(q_len);
+    return packs_ ? q * groups_ : q;
+  }
+  double tiles(double rows) {
+    if (rows != last_rows_) last_rows_ = rows, last_tiles_ = ceil_div(rows, tile_q_);
+    return last_tiles_;
+  }
+
+ private:
+  double groups_;
+  bool decode_, packs_;
+  double tile_q_;
+  double last_rows_ = -1, last_tiles_ = 0;
+};
+}  // namespace detail
+
 inline double attention_head_units(const Attention& attention, AttentionImpl impl) {
   return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
 }
@@ -291,13 +319,17 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   if (config.num_splits > 0) return std::vector<int>(count, config.num_splits);
   const double head_units = attention_head_units(attention, config.impl);
   const bool decode = attention.is_decode();
-  double units = 0, max_kv_blocks = 0, max_rows = 0;
+  detail::QueryTiles query(attention, config.impl, decode, config.tile_q);
+  double units = 0, max_rows = 0;
+  std::int64_t longest_kv = 0;
   for (std::size_t s = 0; s < count; ++s) {
-    const double rows = attention_rows(attention, s, config.impl, decode);
-    units += detail::ceil_div(rows, config.tile_q) * head_units;
+    const double rows = query.rows(attention.q_lens[s]);
+    units += query.tiles(rows) * head_units;
     max_rows = std::max(max_rows, rows);
-    max_kv_blocks = std::max(max_kv_blocks, detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv));
+    longest_kv = std::max(longest_kv, attention.kv_lens[s]);
   }
+  // (ceil_div rises with the KV length: the longest's blocks are the most of any)
+  const double max_kv_blocks = count == 0 ? 0 : detail::ceil_div(static_cast<double>(longest_kv), config.tile_kv);
   if (config.impl == AttentionImpl::flash2) {
     // Only decode whose query heads share KV heads ("seqlenq_ngroups_swapped") splits: prompts
     // and multi-head decode run unsplit (every such row measured on both GPUs: num_splits 1).
@@ -308,15 +340,17 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   const int most = detail::flash3_num_splits(detail::ceil_div(max_rows, config.tile_q) * head_units, gpu.sm_count, max_kv_blocks);
   if (most == 1) return std::vector<int>(count, 1);
   double total_blocks = 0;
-  for (std::size_t s = 0; s < count; ++s)
-    total_blocks += detail::ceil_div(attention_rows(attention, s, config.impl, decode), config.tile_q) *
-                    detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
+  std::vector<double> kv_blocks(count);
+  for (std::size_t s = 0; s < count; ++s) {
+    kv_blocks[s] = detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
+    total_blocks += query.tiles(query.rows(attention.q_lens[s])) * kv_blocks[s];
+  }
   const double blocks_per_sm = std::ceil(total_blocks * 1.1 * head_units / gpu.sm_count);
   std::vector<int> splits(count);
-  for (std::size_t s = 0; s < count; ++s) {
-    const double kv_blocks = detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
-    splits[s] = static_cast<int>(std::max(1.0, std::min(detail::ceil_div(kv_blocks, blocks_per_sm), static_cast<double>(most))));
-  }
+  for (std::size_t s = 0; s < count; ++s)  // (no more blocks than an SM's share: one split, no division needed)
+    splits[s] = kv_blocks[s] <= blocks_per_sm
+                    ? 1
+                    : static_cast<int>(std::max(1.0, std::min(detail::ceil_div(kv_blocks[s], blocks_per_sm), static_cast<double>(most))));
   return splits;
 }
 // The largest split count of the batch (FlashAttention-2: the batch's one count).
@@ -361,6 +395,10 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
   classes.reserve(query_tiles);
   kv_tiles.reserve(query_tiles);
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
+  // Pages of KV rows: a power-of-two page size divides exactly as a multiplication by its inverse.
+  const double page_size = static_cast<double>(attention.page_size);
+  const double page_of_rows = attention.page_size > 0 && (attention.page_size & (attention.page_size - 1)) == 0 ? 1 / page_size : 0;
+  QueryTiles query(attention, config.impl, decode, tq);
   std::size_t previous_begin = 0;  // the classes of the sequence before, from here to the end
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
@@ -379,27 +417,28 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
     }
     previous_begin = begin;
     const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
-    const double rows = attention_rows(attention, s, config.impl, decode);
-    const double q_tiles = classes.size() > begin ? 0 : ceil_div(rows, tq);
+    const double rows = query.rows(attention.q_lens[s]);
+    const double q_tiles = classes.size() > begin ? 0 : query.tiles(rows);
     for (double tile = 0; tile < q_tiles; ++tile) {
       const double real_rows = std::min(tq, rows - tile * tq);
       // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
-      const double last_position = std::min(q, std::ceil((tile + 1) * tq / rows_per_position));
-      const double visible = (attention.causal && !decode) ? std::min(kv, kv - q + last_position) : kv;
-      const double tiles = ceil_div(ceil_div(visible, tkv), splits);
+      const double visible =
+          (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, std::ceil((tile + 1) * tq / rows_per_position))) : kv;
+      // (Whole numbers throughout: a division by one split, and kv_rows / tkv, are the tiles.)
+      const double visible_tiles = ceil_div(visible, tkv);
+      const double tiles = splits == 1 ? visible_tiles : ceil_div(visible_tiles, splits);
       const double kv_rows = tiles * tkv;
       longest_kv_rows = std::max(longest_kv_rows, kv_rows);
-      CtaClass cta;
+      CtaClass& cta = classes.emplace_back();
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
-      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * tiles;
       at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
       double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
-      if (attention.page_size > 0) l2 += ceil_div(kv_rows, static_cast<double>(attention.page_size)) * 4;
+      if (attention.page_size > 0) l2 += std::ceil(page_of_rows > 0 ? kv_rows * page_of_rows : kv_rows / page_size) * 4;
       at(cta.work, Pipe::l2) = l2;
       cta.count = head_units * splits;
       l2_total += l2 * cta.count;
-      classes.push_back(cta);
       kv_tiles.push_back(tiles);
     }
     dram_total += q * attention.heads * hd * bytes * 2 + kv * attention.kv_heads * hd * bytes * 2;
@@ -501,8 +540,9 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   constexpr double kMostTilePasses = 1 << 25;
   const double most_query_tiles = std::floor(kMostTilePasses / gpu.sm_count);
   double query_tiles = 0;
+  detail::QueryTiles query(attention, config.impl, decode, tq);
   for (std::size_t s = 0; s < attention.q_lens.size() && query_tiles <= most_query_tiles; ++s)
-    query_tiles += ceil_div(attention_rows(attention, s, config.impl, decode), tq);
+    query_tiles += query.tiles(query.rows(attention.q_lens[s]));
   if (query_tiles > most_query_tiles)
     detail::fail_field("attention.q_lens", "tiles of " + std::to_string(config.tile_q) + " query rows over " +
                                                std::to_string(attention.q_lens.size()) + " sequences",
