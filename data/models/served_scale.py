@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Would one factor per data type, fitted on the training rows, take the mean bias off the fresh draws?
+
+    python3 data/models/served_scale.py --fit EVAL.csv [--fit ...] --score EVAL.csv DATA.csv[.gz]... [--score ...]
+
+A network trained with MAPE as its loss predicts the median ratio of measured to predicted, and a
+tail of GEMMs slower than predicted stays in the mean (served_report.py --spread). Each --fit is
+`pipeweave eval --without-configs --report DIR`'s eval.csv over rows the networks were trained on;
+the factor per dtype is the one that makes their mean signed error zero (1 / mean(predicted /
+measured)). Each --score is the same report over rows no network saw (a fresh draw), followed by
+the measurement files it scored (their family column splits model families from random shapes);
+it prints MAPE and bias (positive: too slow) per dtype and kind of shape, as predicted and with the
+factor applied. Nothing here touches a model: the factor is a question, not a fit that ships.
+"""
+import argparse
+import collections
+import csv
+import gzip
+import re
+import statistics
+
+
+def read_eval(path):
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            shape = re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"])
+            dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
+            rows[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
+    return rows
+
+
+def kind_of_dtype(dtype):
+    return "bf16" if dtype == "bf16" else "fp8"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fit", action="append", required=True, help="an eval.csv over training rows")
+    parser.add_argument("--score", action="append", nargs="+", required=True, metavar="EVAL.csv DATA.csv",
+                        help="an eval.csv over fresh rows, then the measurement files it scored")
+    args = parser.parse_args()
+    ratios = collections.defaultdict(list)
+    for path in args.fit:
+        for (dtype, *_), (measured, predicted) in read_eval(path).items():
+            ratios[kind_of_dtype(dtype)].append(predicted / measured)
+    factor = {dtype: 1 / statistics.fmean(values) for dtype, values in ratios.items()}
+    for dtype in sorted(factor):
+        print(f"{dtype}: {len(ratios[dtype])} training rows, mean predicted/measured {1 / factor[dtype]:.4f}, "
+              f"median {statistics.median(ratios[dtype]):.4f}: factor {factor[dtype]:.4f}")
+    for score in args.score:
+        if len(score) < 2:
+            parser.error("--score takes an eval.csv and the measurement files it scored")
+        predicted = read_eval(score[0])
+        groups = collections.defaultdict(list)
+        for path in score[1:]:
+            with (gzip.open if path.endswith(".gz") else open)(path, "rt", newline="") as f:
+                for r in csv.DictReader(f):
+                    key = (r["dtype"], r["m"], r["n"], r["k"])
+                    if key not in predicted:
+                        continue
+                    dtype = kind_of_dtype(r["dtype"])
+                    kind = "random shapes" if r["family"] == "random" else "model families"
+                    for group in ("all", kind):
+                        groups[(dtype, group)].append(predicted[key])
+        print(f"\n{score[0]}")
+        print(f"{'dtype':5} {'rows':16} {'count':>7} {'MAPE%':>7} {'bias%':>7}   {'scaled MAPE%':>12} {'bias%':>7}")
+        for dtype, group in sorted(groups, key=lambda k: (k[0], k[1] != "all", k[1])):
+            pairs = groups[(dtype, group)]
+            errors = [(guess / measured - 1) * 100 for measured, guess in pairs]
+            scaled = [(guess * factor.get(dtype, 1) / measured - 1) * 100 for measured, guess in pairs]
+            print(f"{dtype:5} {group:16} {len(pairs):7} {statistics.fmean(abs(e) for e in errors):7.2f} "
+                  f"{statistics.fmean(errors):+7.2f}   {statistics.fmean(abs(e) for e in scaled):12.2f} {statistics.fmean(scaled):+7.2f}")
+
+
+if __name__ == "__main__":
+    main()
