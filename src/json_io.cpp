@@ -282,7 +282,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
-               "protocol", "provenance", "domain", "pipe_efficiency"});
+               "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
   check_format(fields, kMlpFormat, "mlp.");
   MlpDescription description;
   const std::string family = fields.text("op_family");
@@ -309,6 +309,7 @@ Mlp mlp_from_json(std::string_view json_text) {
     description.protocol = *parsed;
   }
   if (fields.has("configless_scale")) description.configless_scale = configless_scale_from_json(fields.get("configless_scale"));
+  if (fields.has("latency_scale")) description.latency_scale = fields.number("latency_scale");
   if (fields.has("domain")) read_domain(fields.get("domain"), description);
   if (fields.has("pipe_efficiency")) read_pipe_efficiency(fields.get("pipe_efficiency"), description);
   if (document.contains("provenance")) description.provenance = provenance_from_json(document["provenance"]);
@@ -368,6 +369,7 @@ std::string to_json(const Mlp& mlp) {
     for (DType dtype : d.dtypes) listed.push_back(std::string(to_string(dtype)));
     document["dtypes"] = listed;
   }
+  if (d.latency_scale != 1.0) document["latency_scale"] = d.latency_scale;
   if (!d.configless_scale.empty()) {
     json scales = json::object();
     for (const auto& [dtype, scale] : d.configless_scale) scales[std::string(to_string(dtype))] = scale;

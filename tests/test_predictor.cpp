@@ -651,6 +651,50 @@ TEST_CASE("Mlp: configless_scale is checked and survives a JSON round trip", "[p
   CHECK_THAT(error_of([&] { mlp_from_json(not_number); }), Contains("mlp.configless_scale.bf16") && Contains("number"));
 }
 
+TEST_CASE("Predictor: a network's latency_scale multiplies every latency it answers", "[predictor][mlp]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  MlpDescription answers = constant_model(OpFamily::gemm, 0.4).description();
+  answers.for_configless_gemm = true;
+  MlpDescription scaled_answers = answers;
+  scaled_answers.latency_scale = 1.0213;
+  MlpDescription attention = varying_model(OpFamily::attention).description();
+  attention.latency_scale = 0.9;
+  const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm), Mlp(answers), varying_model(OpFamily::attention)});
+  const Predictor predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), Mlp(scaled_answers), Mlp(attention)});
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  const Kernel prefill = Attention::prefill(2, 1024, 32, 8, 128);
+  const Prediction gemm_plain = plain.predict(decode, h100), gemm_scaled = predictor.predict(decode, h100);
+  CHECK(gemm_scaled.latency_us == Approx(1.0213 * gemm_plain.latency_us).epsilon(1e-12));  // the config-less network's
+  CHECK(gemm_scaled.lower_bound_us == gemm_plain.lower_bound_us);
+  CHECK(predictor.configured(decode, h100) == plain.configured(decode, h100));  // the choice is the same
+  // With its config the GEMM model answers, which holds no factor.
+  const Kernel chosen = plain.configured(decode, h100);
+  CHECK(same(predictor.predict(chosen, h100), plain.predict(chosen, h100)));
+  const Prediction attention_plain = plain.predict(prefill, h100), attention_scaled = predictor.predict(prefill, h100);
+  CHECK(attention_scaled.latency_us == Approx(0.9 * attention_plain.latency_us).epsilon(1e-12));
+  // Batched as one at a time.
+  const std::vector<Prediction> batch = predictor.predict(std::vector<Kernel>{decode, prefill, chosen}, h100);
+  CHECK(same(batch[0], gemm_scaled));
+  CHECK(same(batch[1], attention_scaled));
+
+  // In a file: absent reads as 1 (every file before the field), written only where it is not 1,
+  // and a value that is no correction of a mean is named.
+  CHECK(to_json(Mlp(answers)).find("latency_scale") == std::string::npos);
+  CHECK(mlp_from_json(to_json(Mlp(answers))).latency_scale() == 1.0);
+  const std::string text = to_json(Mlp(scaled_answers));
+  CHECK(mlp_from_json(text).latency_scale() == 1.0213);
+  for (const double bad : {0.0, 0.49, 2.01, -1.0, std::nan("")}) {
+    MlpDescription broken = scaled_answers;
+    broken.latency_scale = bad;
+    CHECK_THAT(error_of([&] { Mlp{broken}; }), Contains("mlp.latency_scale") && Contains("0.5-2"));
+  }
+  const std::string field = "\"latency_scale\":1.0213";
+  REQUIRE(text.find(field) != std::string::npos);
+  std::string not_number = text;
+  not_number.replace(not_number.find(field), field.size(), "\"latency_scale\":\"1\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(not_number); }), Contains("mlp.latency_scale"));
+}
+
 TEST_CASE("Mlp: how its rows were timed survives a JSON round trip, and its predictions say so", "[predictor][mlp]") {
   MlpDescription d = constant_model(OpFamily::gemm, 0.4).description();
   d.for_configless_gemm = true;

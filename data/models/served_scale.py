@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Would one factor per data type, fitted on the training rows, take the mean bias off the fresh draws?
 
-    python3 data/models/served_scale.py --fit EVAL.csv [--fit ...] --score EVAL.csv DATA.csv[.gz]... [--score ...]
+    python3 data/models/served_scale.py --fit EVAL.csv [--fit ...] [--score EVAL.csv DATA.csv[.gz]...]... [--write DTYPE=MODEL.json]...
 
 A network trained with MAPE as its loss predicts the median ratio of measured to predicted, and a
 tail of GEMMs slower than predicted stays in the mean (served_report.py --spread). Each --fit is
@@ -10,7 +10,9 @@ the factor per dtype is the one that makes their mean signed error zero (1 / mea
 measured)). Each --score is the same report over rows no network saw (a fresh draw), followed by
 the measurement files it scored (their family column splits model families from random shapes);
 it prints MAPE and bias (positive: too slow) per dtype and kind of shape, as predicted and with the
-factor applied. Nothing here touches a model: the factor is a question, not a fit that ships.
+factor applied. --write sets a model file's latency_scale to its data type's factor (times the
+factor the file held, which the fitted predictions already carried), to four decimals (the bundled networks': `--write bf16=data/models/gemm_configless_bf16.json --write
+fp8=data/models/gemm_configless_fp8.json`, fitted on the eval of every served row of both GPUs).
 """
 import argparse
 import collections
@@ -34,11 +36,30 @@ def kind_of_dtype(dtype):
     return "bf16" if dtype == "bf16" else "fp8"
 
 
+def write_factor(path, value):
+    """The model files are one line of JSON with their keys sorted (as pipeweave writes them): the
+    field goes in its place by text, so that nothing else in the file changes."""
+    with open(path) as f:
+        text = f.read()
+    # The fit's predictions already carry the file's own factor: the new one goes on top of it.
+    existing = re.search(r'"latency_scale":([^,}]*),', text)
+    value = round((float(existing.group(1)) if existing else 1.0) * value, 4)
+    text = re.sub(r'"latency_scale":[^,}]*,', "", text)
+    if '"layers":' not in text:
+        raise SystemExit(f"{path}: no \"layers\" key to put latency_scale before")
+    text = text.replace('"layers":', f'"latency_scale":{value},"layers":', 1)
+    with open(path, "w") as f:
+        f.write(text)
+    return value
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fit", action="append", required=True, help="an eval.csv over training rows")
-    parser.add_argument("--score", action="append", nargs="+", required=True, metavar="EVAL.csv DATA.csv",
+    parser.add_argument("--score", action="append", nargs="+", default=[], metavar="EVAL.csv DATA.csv",
                         help="an eval.csv over fresh rows, then the measurement files it scored")
+    parser.add_argument("--write", action="append", default=[], metavar="DTYPE=MODEL.json",
+                        help="set this model file's latency_scale to the factor of this data type (bf16 or fp8)")
     args = parser.parse_args()
     ratios = collections.defaultdict(list)
     for path in args.fit:
@@ -48,6 +69,11 @@ def main():
     for dtype in sorted(factor):
         print(f"{dtype}: {len(ratios[dtype])} training rows, mean predicted/measured {1 / factor[dtype]:.4f}, "
               f"median {statistics.median(ratios[dtype]):.4f}: factor {factor[dtype]:.4f}")
+    for target in args.write:
+        dtype, _, path = target.partition("=")
+        if dtype not in factor or not path:
+            parser.error(f"--write takes bf16=MODEL.json or fp8=MODEL.json, got {target!r}")
+        print(f"{path}: latency_scale {write_factor(path, factor[dtype])}")
     for score in args.score:
         if len(score) < 2:
             parser.error("--score takes an eval.csv and the measurement files it scored")

@@ -69,6 +69,12 @@ struct MlpDescription {
   // Predictor that holds one beside a GEMM model uses it for such GEMMs (and no
   // configless_scale); it holds no configless_scale itself.
   bool for_configless_gemm = false;
+  // A factor on every latency this model answers, fitted after training: 1 / mean(predicted /
+  // measured) over its training rows. A network trained with MAPE as its loss answers the median
+  // ratio, and a long tail of kernels slower than predicted leaves its mean too fast (the served
+  // GEMM networks by 1.0% (bf16) and 2.1% (fp8)); the factor makes the mean right where the
+  // median was (docs/experiments/served-gemms.md). 1: none.
+  double latency_scale = 1.0;
   // Models for GEMMs without a config only: the data types it answers for (empty: every type).
   // The features carry no data type, and an fp8 GEMM reads much as a bf16 GEMM of half the
   // tensor and operand cycles would, while it reaches a smaller share of its peak: one network
@@ -163,6 +169,9 @@ class Mlp {
     const std::vector<DType>& listed = description_.dtypes;
     return listed.empty() || std::find(listed.begin(), listed.end(), dtype) != listed.end();
   }
+
+  // The factor on every latency this model answers (MlpDescription::latency_scale; 1: none).
+  double latency_scale() const { return description_.latency_scale; }
 
   // The factor for a GEMM of this data type predicted without its config (1: none recorded).
   double configless_scale(DType dtype) const {
@@ -288,6 +297,9 @@ class Mlp {
     check_features(d);
     check_networks(d);
     check_configless_options(d);
+    // A factor of 2 either way would be no correction of a bias but a broken fit.
+    if (!(d.latency_scale >= 0.5 && d.latency_scale <= 2))
+      detail::fail_field("mlp.latency_scale", d.latency_scale, "must be within 0.5-2 (a correction of the mean, 1: none)");
   }
 
   // The domain the model was trained on: the balance range, the feature ranges and the pipe

@@ -335,12 +335,13 @@ class Predictor {
   // The network that answers for a kernel (null: none, the bound answers) and the factor on
   // its latency. A GEMM whose config the predictor chooses: the config-less GEMM model if there
   // is one, else the GEMM model times its correction for choosing the least of many predictions.
+  // Every network's answer also carries its own latency_scale.
   std::pair<const Mlp*, double> network_for(const Kernel& kernel) const {
     const Mlp* mlp = model(kernel.family());
     const Gemm* gemm = kernel.get_if<Gemm>();
-    if (!gemm || gemm->config || !mlp) return {mlp, 1.0};
-    if (const Mlp* configless = configless_gemm_model(gemm->dtype)) return {configless, 1.0};
-    return {mlp, mlp->configless_scale(gemm->dtype)};
+    if (!gemm || gemm->config || !mlp) return {mlp, mlp ? mlp->latency_scale() : 1.0};
+    if (const Mlp* configless = configless_gemm_model(gemm->dtype)) return {configless, configless->latency_scale()};
+    return {mlp, mlp->configless_scale(gemm->dtype) * mlp->latency_scale()};
   }
 
   void place(std::vector<Mlp> models) {
