@@ -5,8 +5,9 @@
 // SM count / SMs of them in whole rounds (a uniform offset that changes no SM's rank),
 // then its remainder r goes to the r least-loaded SMs, one each. That is exactly what
 // dealing them one by one to the least-loaded SM does whenever the load spread is under
-// one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and those go back
-// by a merge from the back: O(r + the entries they pass) per class, with no comparison sort.
+// one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and each goes back
+// to its place by a binary search, the entries behind it moved in one block: O(r log SMs) per
+// class beside the block moves, with no comparison sort.
 
 #include <algorithm>
 #include <array>
@@ -135,10 +136,9 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
       dealt_to.push_back(front[k].sm);
     }
     // Merge from the back: each dealt entry goes after every other entry of no greater load (the
-    // untouched first on a tie, as a merge of the two runs would), the dealt still in order. The
+    // untouched first on a tie, as a merge of the two runs would), the dealt still in order; its
+    // place found by binary search, the untouched entries behind it moved back in one block. The
     // writes stay ahead of the dealt entries not yet read (write = unmoved + left).
-    // Each dealt entry finds its place by binary search, and the untouched entries behind it
-    // move back in one block.
     Entry* write = front + sms + taken;
     Entry* unmoved = front + sms;
     Entry* const untouched = front + taken;
@@ -163,7 +163,7 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
     const CtaClass& cta_class = classes[step.index];
     split_count(cta_class.count);
     for (std::size_t i = 0; i < kPipeCount; ++i) total[i] += cta_class.count * cta_class.work[i];
-    if (last_rounds > 0)  // (no whole round adds nothing: the work is finite)
+    if (last_rounds > 0)  // (without a whole round the product is zero: the work is finite)
       for (std::size_t i = 0; i < kPipeCount; ++i) every_sm[i] += last_rounds * cta_class.work[i];
     every_sm_ctas += last_rounds;
     ctas += cta_class.count;
