@@ -688,6 +688,9 @@ TEST_CASE("Predictor: a network's latency_scale multiplies every latency it answ
     broken.latency_scale = bad;
     CHECK_THAT(error_of([&] { Mlp{broken}; }), Contains("mlp.latency_scale") && Contains("0.5-2"));
   }
+  MlpDescription just_past = scaled_answers;  // the value as given, not rounded to read as allowed
+  just_past.latency_scale = 2.0000001;
+  CHECK_THAT(error_of([&] { Mlp{just_past}; }), Contains("got 2.0000001"));
   const std::string field = "\"latency_scale\":1.0213";
   REQUIRE(text.find(field) != std::string::npos);
   std::string not_number = text;

@@ -33,7 +33,12 @@ def read_eval(path):
 
 
 def kind_of_dtype(dtype):
-    return "bf16" if dtype == "bf16" else "fp8"
+    """The network that answers a GEMM of this type: bf16's for 16-bit types, fp8's for 8-bit."""
+    if dtype in ("bf16", "fp16"):
+        return "bf16"
+    if dtype.startswith("fp8"):
+        return "fp8"
+    raise SystemExit(f"served_scale: no network for GEMMs of type {dtype!r}")
 
 
 def write_factor(path, value):
@@ -44,6 +49,8 @@ def write_factor(path, value):
     # The fit's predictions already carry the file's own factor: the new one goes on top of it.
     existing = re.search(r'"latency_scale":([^,}]*),', text)
     value = round((float(existing.group(1)) if existing else 1.0) * value, 4)
+    if not 0.5 <= value <= 2:  # what the library accepts (a correction of the mean)
+        raise SystemExit(f"{path}: latency_scale {value} is outside 0.5-2: a broken fit, not a correction of the mean")
     text = re.sub(r'"latency_scale":[^,}]*,', "", text)
     if '"layers":' not in text:
         raise SystemExit(f"{path}: no \"layers\" key to put latency_scale before")

@@ -119,7 +119,9 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   for (std::size_t i = 0; i < sms; ++i) buffer[i] = {0.0, static_cast<std::uint32_t>(i)};
   std::size_t head = 0;
   // Which group each dealt CTA went to, in the order dealt: the busiest group's work is summed
-  // from these at the end, in the same order as if every group's were kept as it went.
+  // from these at the end, in the same order as if every group's were kept as it went. Memory by
+  // the CTAs dealt: at most the classes times the groups, 2^25 entries (128 MB) at attention's
+  // cap on query tiles, where keeping every group's work as it went cost more time.
   std::vector<std::uint32_t> dealt_to;
   dealt_to.reserve(dealt_count);
   for (const Step& step : steps) {
@@ -162,9 +164,10 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   for (const Step& step : steps) {
     const CtaClass& cta_class = classes[step.index];
     split_count(cta_class.count);
-    for (std::size_t i = 0; i < kPipeCount; ++i) total[i] += cta_class.count * cta_class.work[i];
-    if (last_rounds > 0)  // (without a whole round the product is zero: the work is finite)
-      for (std::size_t i = 0; i < kPipeCount; ++i) every_sm[i] += last_rounds * cta_class.work[i];
+    for (std::size_t i = 0; i < kPipeCount; ++i) {
+      every_sm[i] += last_rounds * cta_class.work[i];
+      total[i] += cta_class.count * cta_class.work[i];
+    }
     every_sm_ctas += last_rounds;
     ctas += cta_class.count;
     for (const std::size_t end = dealt + step.groups; dealt < end; ++dealt) {

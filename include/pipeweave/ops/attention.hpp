@@ -424,7 +424,7 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
       // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
       const double visible =
           (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, std::ceil((tile + 1) * tq / rows_per_position))) : kv;
-      // (Whole numbers throughout: a division by one split, and kv_rows / tkv, are the tiles.)
+      // (A whole number: divided by one split, the tiles are the visible tiles.)
       const double visible_tiles = ceil_div(visible, tkv);
       const double tiles = splits == 1 ? visible_tiles : ceil_div(visible_tiles, splits);
       const double kv_rows = tiles * tkv;
@@ -432,7 +432,7 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
       CtaClass& cta = classes.emplace_back();
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
-      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * tiles;
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
       at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
       double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
       if (attention.page_size > 0) l2 += std::ceil(page_of_rows > 0 ? kv_rows * page_of_rows : kv_rows / page_size) * 4;
@@ -473,7 +473,9 @@ inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass
   if (kv_tiles.empty()) return order;
   const auto [least, most] = std::minmax_element(kv_tiles.begin(), kv_tiles.end());
   const double span = *most - *least;
-  if (span <= 4.0 * static_cast<double>(kv_tiles.size()) + 1024) {
+  const double most_tiles = std::ldexp(1.0, 31);  // the query-tile cap keeps indices below 2^26
+  // (Past 2^31 tiles, tile counts apart may read as one tensor work: sorted by the work below.)
+  if (*most < most_tiles && span <= 4.0 * static_cast<double>(kv_tiles.size()) + 1024) {
     std::vector<std::uint32_t> start(static_cast<std::size_t>(span) + 2, 0);
     const auto bucket = [&, most = *most](double tiles) { return static_cast<std::size_t>(most - tiles); };
     for (const double tiles : kv_tiles) ++start[bucket(tiles) + 1];
@@ -481,7 +483,6 @@ inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass
     for (std::size_t i = 0; i < kv_tiles.size(); ++i) order[start[bucket(kv_tiles[i])]++] = static_cast<std::uint32_t>(i);
     return order;
   }
-  const double most_tiles = std::ldexp(1.0, 31);  // the query-tile cap keeps indices below 2^26
   if (*most < most_tiles) {
     std::vector<std::uint64_t> keyed(classes.size());
     for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(most_tiles - kv_tiles[i]) << 32) | i;
