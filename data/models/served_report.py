@@ -24,6 +24,18 @@ import statistics
 TIME_BANDS = ((0, 10), (10, 30), (30, 100), (100, float("inf")))
 
 
+def read_eval(path):
+    """eval.csv's GEMM rows as {(dtype, m, n, k): (measured_us, predicted_us)}, the keys as the
+    measurement files spell them."""
+    rows = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            shape = re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"])
+            dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
+            rows[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("eval_csv")
@@ -32,12 +44,7 @@ def main():
     parser.add_argument("--time-bands", action="store_true")
     parser.add_argument("--spread", action="store_true")
     args = parser.parse_args()
-    predicted = {}
-    with open(args.eval_csv, newline="") as f:
-        for r in csv.DictReader(f):
-            shape = re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"])
-            dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
-            predicted[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
+    predicted = read_eval(args.eval_csv)
     groups = collections.defaultdict(list)
     for path in args.data_csv:
         opener = gzip.open if path.endswith(".gz") else open

@@ -21,15 +21,7 @@ import gzip
 import re
 import statistics
 
-
-def read_eval(path):
-    rows = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            shape = re.search(r"m=(\d+),n=(\d+),k=(\d+)", r["kernel"])
-            dtype = re.search(r"dtype=(\w+)", r["kernel"]).group(1)
-            rows[(dtype, *shape.groups())] = (float(r["measured_us"]), float(r["predicted_us"]))
-    return rows
+from served_report import read_eval  # eval.csv by (dtype, m, n, k)
 
 
 def kind_of_dtype(dtype):

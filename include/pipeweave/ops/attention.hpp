@@ -260,22 +260,11 @@ inline int flash3_num_splits(double units, double sm_count, double kv_blocks) {
 inline bool packs_gqa(const Attention& attention, AttentionImpl impl) {
   return attention.is_decode() || impl == AttentionImpl::flash3;
 }
-// Query rows one work unit covers per sequence, and the head units per sequence.
-// `decode`: attention.is_decode(), which scans every sequence; callers that walk the sequences
-// compute it once (a batch of 100,000 decode sequences was quadratic).
-inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl, bool decode) {
-  const double groups = static_cast<double>(attention.heads / attention.kv_heads);
-  if (decode) return groups;
-  const double q = static_cast<double>(attention.q_lens[sequence]);
-  return impl == AttentionImpl::flash3 ? q * groups : q;  // packs_gqa: FlashAttention-3, or decode
-}
-inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
-  return attention_rows(attention, sequence, impl, attention.is_decode());
-}
 namespace detail {
-// attention_rows for each sequence of one kernel, and its query tiles: the groups' integer
-// division done once, the division by the tile once per distinct row count (a decode batch's
-// rows are all one count).
+// Query rows one work unit covers, per sequence of one kernel, and its query tiles: the groups'
+// integer division done once, the division by the tile once per distinct row count (a decode
+// batch's rows are all one count). `decode`: attention.is_decode(), which scans every sequence,
+// worked out once by the caller (a batch of 100,000 decode sequences was quadratic).
 class QueryTiles {
  public:
   QueryTiles(const Attention& attention, AttentionImpl impl, bool decode, double tile_q)
@@ -284,7 +273,7 @@ class QueryTiles {
   double rows(std::int64_t q_len) const {
     if (decode_) return groups_;
     const double q = static_cast<double>(q_len);
-    return packs_ ? q * groups_ : q;
+    return packs_ ? q * groups_ : q;  // packs_gqa: FlashAttention-3, or decode
   }
   double tiles(double rows) {
     if (rows != last_rows_) last_rows_ = rows, last_tiles_ = ceil_div(rows, tile_q_);
@@ -298,6 +287,11 @@ class QueryTiles {
   double last_rows_ = -1, last_tiles_ = 0;
 };
 }  // namespace detail
+
+// Query rows one work unit covers for one sequence (detail::QueryTiles walks a kernel's).
+inline double attention_rows(const Attention& attention, std::size_t sequence, AttentionImpl impl) {
+  return detail::QueryTiles(attention, impl, attention.is_decode(), 1).rows(attention.q_lens[sequence]);
+}
 
 inline double attention_head_units(const Attention& attention, AttentionImpl impl) {
   return static_cast<double>(packs_gqa(attention, impl) ? attention.kv_heads : attention.heads);
