@@ -3,9 +3,14 @@
 #include "pipeweave/workload.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <numeric>
 #include <nlohmann/json.hpp>
@@ -1115,12 +1120,27 @@ double sustained_slowdown(const SustainedLoad& sustained, const std::vector<Work
   return sustained.slowdown_at(kernel_us > 0 ? tensor_us / kernel_us : 0);
 }
 
-// The kernels' time into the iteration's and into each operator's.
+// What an iteration adds to an operator's total: a kernel's time and launches, or the engine's overhead.
+struct OperatorShare {
+  std::string name;
+  double us = 0;
+  std::int64_t launches = 0;
+};
+
+// One iteration's prediction before it joins the run's: its time and what it adds to each
+// operator, in the order the totals take them (so that a run's sums come out the same to the
+// last bit however many threads predicted its iterations).
+struct IterationOutcome {
+  IterationTime time;
+  std::vector<OperatorShare> shares;
+};
+
+// The kernels' time into the iteration's and each kernel's share.
 // `slowdown`: sustained_slowdown's, for tensor-bound kernels; `served_slowdown`: the same over what
 // the label of a kernel answered from served rows already holds (SustainedLoad::served_label_slowdown).
-void add_kernel_times(IterationTime& time, std::map<std::string, OperatorTime>& by_name,
-                      const std::vector<WorkloadKernel>& named, const std::vector<Prediction>& predictions, double slowdown,
-                      double served_slowdown) {
+void add_kernel_times(IterationOutcome& outcome, std::vector<WorkloadKernel>& named, const std::vector<Prediction>& predictions,
+                      double slowdown, double served_slowdown) {
+  IterationTime& time = outcome.time;
   for (std::size_t i = 0; i < named.size(); ++i) {
     const Prediction& prediction = predictions[i];
     const double tensor_slowdown = prediction.protocol == LabelProtocol::served ? served_slowdown : slowdown;
@@ -1130,24 +1150,90 @@ void add_kernel_times(IterationTime& time, std::map<std::string, OperatorTime>& 
     if (predictions[i].extrapolated) time.extrapolated_us += us;
     if (prediction.protocol == LabelProtocol::served) time.served_us += us;
     time.launches += named[i].count;
-    OperatorTime& op = by_name[named[i].name];
-    op.name = named[i].name, op.us += us, op.launches += named[i].count;
+    outcome.shares.push_back({std::move(named[i].name), us, named[i].count});
   }
 }
 
 // The engine: gaps between kernels on the GPU; outside a CUDA graph the host launches each
 // kernel, and the iteration takes whichever of the two is longer; then its own host work.
-void add_engine_overhead(IterationTime& time, std::map<std::string, OperatorTime>& by_name,
-                         const WorkloadIteration& iteration, const EngineProfile& engine, const IterationOverhead& extra) {
+void add_engine_overhead(IterationOutcome& outcome, const WorkloadIteration& iteration, const EngineProfile& engine,
+                         const IterationOverhead& extra) {
+  IterationTime& time = outcome.time;
   const double launches = static_cast<double>(time.launches);
   const bool graph = iteration.phase == Phase::decode && iteration.batch_size() <= engine.cuda_graph_max_batch;
   const double gpu_us = time.kernels_us + launches * engine.kernel_gap_us;
   const double busy_us = graph ? gpu_us : std::max(gpu_us, launches * engine.eager_launch_us);
   time.overhead_us = busy_us - time.kernels_us + engine.iteration_us + extra.per_iteration_us + extra.per_kernel_us * launches;
-  if (time.overhead_us > 0) {
-    OperatorTime& op = by_name["engine_overhead"];
-    op.name = "engine_overhead", op.us += time.overhead_us;
+  if (time.overhead_us > 0) outcome.shares.push_back({"engine_overhead", time.overhead_us, 0});
+}
+
+// What every iteration's prediction reads, worked out once for the run.
+struct RunSettings {
+  const Predictor& predictor;
+  const Workload& workload;
+  const GpuSpec& gpu;
+  const WorkloadOptions& options;
+  SustainedLoad sustained;
+  std::optional<AttentionImpl> decode_impl;
+  bool fa3_runs_here = false;
+};
+
+// Predicts iterations one after another, remembering what it predicted (ReusedPredictions): one
+// per thread.
+class IterationPredictor {
+ public:
+  void predict(const RunSettings& run, const WorkloadIteration& iteration, IterationOutcome& outcome) {
+    std::vector<WorkloadKernel> named = iteration_kernels(iteration, run.workload.dtype);
+    choose_attention_impls(named, iteration, run.decode_impl, run.options.engine, run.fa3_runs_here);
+    if (run.options.engine.engine_kernels)
+      for (WorkloadKernel& k : engine_kernels(run.workload, iteration)) named.push_back(std::move(k));
+    const std::vector<Prediction>& predictions = reused_.predict(named, run.predictor, run.gpu);
+    outcome.time = IterationTime{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
+    outcome.shares.clear();
+    const double slowdown = sustained_slowdown(run.sustained, named, predictions);
+    add_kernel_times(outcome, named, predictions, slowdown, slowdown / run.sustained.served_label_slowdown());
+    add_engine_overhead(outcome, iteration, run.options.engine, run.options.extra);
   }
+
+ private:
+  ReusedPredictions reused_;
+};
+
+// Predicts iterations [begin, end) into outcomes[0, end - begin) on `predictors.size()` threads (the
+// calling one among them), each taking the next few consecutive iterations as it frees: those
+// mostly run the kernels of the one before, which each thread's ReusedPredictions remembers. A
+// failed iteration stops the block; the earliest one's error is thrown, as a run predicted in
+// order would throw it.
+void predict_block(const RunSettings& run, std::size_t begin, std::size_t end, std::vector<IterationPredictor>& predictors,
+                   std::vector<IterationOutcome>& outcomes) {
+  constexpr std::size_t kChunk = 32;
+  std::atomic<std::size_t> next{begin};
+  std::mutex failure_mutex;
+  std::size_t failed_at = end;
+  std::exception_ptr failure;
+  const auto work = [&](IterationPredictor& predictor) {
+    for (std::size_t start; (start = next.fetch_add(kChunk)) < end;) {
+      for (std::size_t i = start; i < std::min(end, start + kChunk); ++i) {
+        try {
+          predictor.predict(run, run.workload.iterations[i], outcomes[i - begin]);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(failure_mutex);
+          if (i < failed_at) failed_at = i, failure = std::current_exception();
+          next.store(end);  // the rest would not be used
+          return;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(predictors.size() - 1);
+  try {
+    for (std::size_t t = 1; t < predictors.size(); ++t) helpers.emplace_back(work, std::ref(predictors[t]));
+  } catch (const std::system_error&) {  // no thread to be had: those started and this one do the work
+  }
+  work(predictors[0]);
+  for (std::thread& helper : helpers) helper.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 // Each request's time to its first token and pace from there, and their median and 90th percentile.
@@ -1174,6 +1260,8 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   const EngineProfile& engine = options.engine;
   engine.validate();
   options.extra.validate();
+  detail::require_non_negative("options.threads", options.threads);
+  detail::require_at_most("options.threads", options.threads, 1024, "more threads than any machine's cores");
   const SustainedLoad sustained = options.sustained ? *options.sustained : SustainedLoad::of(gpu);
   sustained.validate();
   std::optional<AttentionImpl> decode_impl =
@@ -1182,28 +1270,38 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
 
   WorkloadPrediction result;
   result.engine = engine, result.sustained = sustained;
+  const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, fa3_runs_here};
+  const std::size_t threads =
+      options.threads > 0 ? static_cast<std::size_t>(options.threads) : std::max(1U, std::thread::hardware_concurrency());
+  std::vector<IterationPredictor> predictors(std::min<std::size_t>(threads, std::max<std::size_t>(1, workload.iterations.size())));
+  // Iterations are predicted a block at a time, then join the run's totals in order: the outcomes
+  // held at once stay a block's.
+  constexpr std::size_t kBlock = 4096;
+  std::vector<IterationOutcome> outcomes;
   std::map<std::string, OperatorTime> by_name;
   std::vector<double> decode_times;
-  ReusedPredictions reused;
   RequestTracker tracker;
-  for (const WorkloadIteration& iteration : workload.iterations) {
-    std::vector<WorkloadKernel> named = iteration_kernels(iteration, workload.dtype);
-    choose_attention_impls(named, iteration, decode_impl, engine, fa3_runs_here);
-    if (engine.engine_kernels)
-      for (WorkloadKernel& k : engine_kernels(workload, iteration)) named.push_back(std::move(k));
-    const std::vector<Prediction>& predictions = reused.predict(named, predictor, gpu);
-    IterationTime time{iteration.iteration, iteration.phase, iteration.num_tokens(), 0, 0, 0, 0};
-    const double slowdown = sustained_slowdown(sustained, named, predictions);
-    add_kernel_times(time, by_name, named, predictions, slowdown, slowdown / sustained.served_label_slowdown());
-    add_engine_overhead(time, by_name, iteration, engine, options.extra);
-    result.total_us += time.total_us();
-    result.overhead_us += time.overhead_us;
-    result.extrapolated_us += time.extrapolated_us;
-    result.served_us += time.served_us;
-    if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
-    else result.prefill_us += time.total_us();
-    tracker.add(iteration, result.total_us);
-    result.iterations.push_back(time);
+  for (std::size_t begin = 0; begin < workload.iterations.size(); begin += kBlock) {
+    const std::size_t end = std::min(workload.iterations.size(), begin + kBlock);
+    outcomes.resize(end - begin);
+    predict_block(run, begin, end, predictors, outcomes);
+    for (std::size_t i = begin; i < end; ++i) {
+      const WorkloadIteration& iteration = workload.iterations[i];
+      const IterationOutcome& outcome = outcomes[i - begin];
+      const IterationTime& time = outcome.time;
+      for (const OperatorShare& share : outcome.shares) {
+        OperatorTime& op = by_name[share.name];
+        op.name = share.name, op.us += share.us, op.launches += share.launches;
+      }
+      result.total_us += time.total_us();
+      result.overhead_us += time.overhead_us;
+      result.extrapolated_us += time.extrapolated_us;
+      result.served_us += time.served_us;
+      if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
+      else result.prefill_us += time.total_us();
+      tracker.add(iteration, result.total_us);
+      result.iterations.push_back(time);
+    }
   }
   result.median_decode_iteration_us = percentiles(decode_times).median;
   for (auto& [name, op] : by_name) result.operators.push_back(op);

@@ -823,3 +823,55 @@ TEST_CASE("measured iterations: iteration -> microseconds, other columns ignored
   CHECK_THROWS_WITH(pipeweave::measured_iterations_from_csv("iteration,measured_us\n", "m.csv"), "m.csv: no measured iteration");
   CHECK_THROWS_AS(pipeweave::measured_iterations_from_csv("iteration\n0\n", "m.csv"), pipeweave::InvalidInput);
 }
+
+TEST_CASE("workload: predicted on several threads, a run comes out the same to the last bit", "[workload][thread]") {
+  // Over 4,096 iterations (more than one block of them) of prompts and decode steps, the bundled
+  // networks answering (configs searched and remembered while the threads share the predictor).
+  std::vector<TraceRequest> trace;
+  for (std::int64_t i = 0; i < 400; ++i) {
+    const std::int64_t decodes = 20 + (i * 37) % 180;
+    trace.push_back({30 + (i * 53) % 700, decodes, decodes + 1});
+  }
+  SchedulerPolicy policy;
+  policy.max_batched_tokens = 1024;
+  policy.max_sequences = 8;
+  Workload w = generate_workload("llama", llama_8b(), trace, Deployment{.tp = 1}, policy);
+  REQUIRE(w.iterations.size() > 4096);
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const auto run = [&](int threads) {
+    WorkloadOptions options;
+    options.threads = threads;
+    return predict_workload(Predictor(), w, gpu, options);
+  };
+  const WorkloadPrediction one = run(1);
+  for (const int threads : {2, 3, 0}) {
+    INFO(threads << " threads");
+    const WorkloadPrediction p = run(threads);
+    CHECK(p.total_us == one.total_us);
+    CHECK(p.prefill_us == one.prefill_us);
+    CHECK(p.overhead_us == one.overhead_us);
+    CHECK(p.served_us == one.served_us);
+    CHECK(p.median_decode_iteration_us == one.median_decode_iteration_us);
+    REQUIRE(p.iterations.size() == one.iterations.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < p.iterations.size(); ++i)
+      differ += p.iterations[i].kernels_us != one.iterations[i].kernels_us ||
+                p.iterations[i].overhead_us != one.iterations[i].overhead_us || p.iterations[i].launches != one.iterations[i].launches;
+    CHECK(differ == 0);
+    REQUIRE(p.operators.size() == one.operators.size());
+    for (std::size_t o = 0; o < p.operators.size(); ++o) {
+      CHECK(p.operators[o].name == one.operators[o].name);
+      CHECK(p.operators[o].us == one.operators[o].us);
+      CHECK(p.operators[o].launches == one.operators[o].launches);
+    }
+    CHECK(p.time_to_first_token_us.p90 == one.time_to_first_token_us.p90);
+    CHECK(p.time_per_output_token_us.median == one.time_per_output_token_us.median);
+  }
+  // Two iterations that cannot be predicted: the earlier one's error, however the threads met them.
+  w.iterations[1500].operators.attention->nkv = 7;
+  w.iterations[3000].operators.attention->nkv = 5;
+  for (const int threads : {1, 2, 3})
+    CHECK_THAT(error_of([&] { run(threads); }), Contains("attention.kv_heads") && Contains("got 7"));
+  CHECK_THAT(error_of([&] { run(-1); }), Contains("options.threads"));
+  CHECK_THAT(error_of([&] { run(5000); }), Contains("options.threads"));
+}

@@ -87,12 +87,14 @@ FlagParser e2e_flags(E2eArguments& a) {
       .text("--measured", a.measured)
       .text("--write-workload", a.write_workload)
       .text("--report", a.report)
+      .whole("--threads", a.options.threads, 0, 1024)
       .flag("--json", a.json);
   return flags;
 }
 
 E2eArguments parse(int argc, const char* const* argv, int first) {
   E2eArguments a;
+  a.options.threads = 0;  // the command predicts on every core unless told otherwise
   FlagParser flags = e2e_flags(a);
   flags.parse(argc, argv, first);
   if (a.unchunked) a.policy.chunked_prefill = false;
