@@ -10,6 +10,8 @@ study, not part of the library. Needs numpy and scikit-learn (PyPI).
         same GPU and data type (by log2 m, n, k): PREFIX_cands.csv (the test row with each config,
         the measurement format) and PREFIX_meta.csv (the row it stands for, the rank of the config's
         nearest row among the K, its rows among them)
+    served_cublas_choice.py configs FILE.csv.gz [FILE.csv.gz ...]
+        per GPU and data type, how many distinct configs cuBLAS ran and how many cover 99% of the rows
     served_cublas_choice.py score --eval EVAL.csv --meta META.csv --test CSV [--configless EVAL.csv] [--k K]
         EVAL.csv: `pipeweave eval` of PREFIX_cands.csv with a GEMM model given the config. Without
         --configless: MAPE (mean signed error) per data type, model families and random shapes, of
@@ -101,6 +103,25 @@ def candidates(args):
     print(f"{len(out_rows)} candidates for {len(test)} rows")
 
 
+def configs(paths):
+    import gzip
+    counts = collections.defaultdict(collections.Counter)
+    for path in paths:
+        with gzip.open(path, "rt", newline="") as f:
+            for r in csv.DictReader(f):
+                if r["config_source"] != "unknown":
+                    counts[(r["gpu"], r["dtype"])][tuple(r[c] for c in CONFIG)] += 1
+    print("gpu dtype rows distinct_configs configs_covering_99pct")
+    for (gpu, dtype), counter in sorted(counts.items()):
+        total, covered, needed = sum(counter.values()), 0, 0
+        for _, count in counter.most_common():
+            covered += count
+            needed += 1
+            if covered >= 0.99 * total:
+                break
+        print(gpu, dtype, total, len(counter), needed)
+
+
 def summary(ratios):
     return f"{100 * sum(abs(x - 1) for x in ratios) / len(ratios):5.2f}% ({100 * (sum(ratios) / len(ratios) - 1):+.1f})"
 
@@ -168,6 +189,8 @@ def main():
     cands.add_argument("--test", required=True)
     cands.add_argument("--k", type=int, required=True)
     cands.add_argument("--out", required=True)
+    listed = commands.add_parser("configs")
+    listed.add_argument("files", nargs="+")
     scored = commands.add_parser("score")
     scored.add_argument("--eval", required=True)
     scored.add_argument("--meta", required=True)
@@ -177,6 +200,8 @@ def main():
     args = parser.parse_args()
     if args.command == "inner-split":
         inner_split(args.out_dir, args.train)
+    elif args.command == "configs":
+        configs(args.files)
     elif args.command == "candidates":
         if args.k < 1:
             parser.error("--k must be at least 1")

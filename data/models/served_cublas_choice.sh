@@ -2,6 +2,7 @@
 # cuBLAS's choice of kernel from the nearest measured shapes, a study (docs/experiments/served-gemms.md):
 #   PYTHON=venv/bin/python bash data/models/served_cublas_choice.sh [BUILD_DIR]
 # PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 25 minutes on 2 cores.
+# 0. How many distinct configs cuBLAS ran per GPU and data type (configs.txt).
 # 1. Splits both GPUs' served rows as served_both_gpus.sh does (split_served.py), then the training
 #    side again (inner-split: eight more families, another fifth of the random shapes) to choose the
 #    rule on rows the final scores never see.
@@ -32,6 +33,7 @@ train_with_configs() {  # MODEL LOG DATA...: a GEMM model given the config, as s
 }
 keep_configs() { grep -v ",unknown," "$1" > "$2"; }  # rows whose tile nothing says left out
 
+"$py" "$study" configs data/measurements/{H100-SXM,H200-SXM}/gemm_served_{bf16,fp8}.csv.gz > "$out/configs.txt"
 for gpu in H100-SXM H200-SXM; do
   python3 data/models/split_served.py "$work/$gpu" "data/measurements/$gpu/gemm_served_bf16.csv.gz" \
     "data/measurements/$gpu/gemm_served_fp8.csv.gz"
