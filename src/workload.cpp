@@ -9,10 +9,12 @@
 #include <exception>
 #include <map>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <numeric>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 #include <nlohmann/json.hpp>
 
 #include "csv_support.hpp"
@@ -1199,6 +1201,18 @@ class IterationPredictor {
   ReusedPredictions reused_;
 };
 
+// Consecutive iterations a thread takes at a time.
+constexpr std::size_t kChunk = 32;
+
+// The cores this process may run on (its affinity mask where the system keeps one), at least one.
+std::size_t usable_cores() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<std::size_t>(std::max(1, CPU_COUNT(&set)));
+#endif
+  return std::max(1U, std::thread::hardware_concurrency());
+}
+
 // Predicts iterations [begin, end) into outcomes[0, end - begin) on `predictors.size()` threads (the
 // calling one among them), each taking the next few consecutive iterations as it frees: those
 // mostly run the kernels of the one before, which each thread's ReusedPredictions remembers. A
@@ -1206,7 +1220,6 @@ class IterationPredictor {
 // order would throw it.
 void predict_block(const RunSettings& run, std::size_t begin, std::size_t end, std::vector<IterationPredictor>& predictors,
                    std::vector<IterationOutcome>& outcomes) {
-  constexpr std::size_t kChunk = 32;
   std::atomic<std::size_t> next{begin};
   std::mutex failure_mutex;
   std::size_t failed_at = end;
@@ -1225,14 +1238,15 @@ void predict_block(const RunSettings& run, std::size_t begin, std::size_t end, s
       }
     }
   };
-  std::vector<std::thread> helpers;
-  helpers.reserve(predictors.size() - 1);
-  try {
-    for (std::size_t t = 1; t < predictors.size(); ++t) helpers.emplace_back(work, std::ref(predictors[t]));
-  } catch (const std::system_error&) {  // no thread to be had: those started and this one do the work
+  {
+    std::vector<std::jthread> helpers;  // joined however this scope ends
+    try {
+      helpers.reserve(predictors.size() - 1);
+      for (std::size_t t = 1; t < predictors.size(); ++t) helpers.emplace_back(work, std::ref(predictors[t]));
+    } catch (const std::exception&) {  // no thread (or no memory for one) to be had: those started and this one do the work
+    }
+    work(predictors[0]);
   }
-  work(predictors[0]);
-  for (std::thread& helper : helpers) helper.join();
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -1271,9 +1285,10 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   WorkloadPrediction result;
   result.engine = engine, result.sustained = sustained;
   const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, fa3_runs_here};
-  const std::size_t threads =
-      options.threads > 0 ? static_cast<std::size_t>(options.threads) : std::max(1U, std::thread::hardware_concurrency());
-  std::vector<IterationPredictor> predictors(std::min<std::size_t>(threads, std::max<std::size_t>(1, workload.iterations.size())));
+  // (No more threads than chunks of iterations: each keeps a memo of its own.)
+  const std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : usable_cores();
+  const std::size_t chunks = (workload.iterations.size() + kChunk - 1) / kChunk;
+  std::vector<IterationPredictor> predictors(std::max<std::size_t>(1, std::min(threads, chunks)));
   // Iterations are predicted a block at a time, then join the run's totals in order: the outcomes
   // held at once stay a block's.
   constexpr std::size_t kBlock = 4096;

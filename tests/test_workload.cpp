@@ -836,7 +836,7 @@ TEST_CASE("workload: predicted on several threads, a run comes out the same to t
   policy.max_batched_tokens = 1024;
   policy.max_sequences = 8;
   Workload w = generate_workload("llama", llama_8b(), trace, Deployment{.tp = 1}, policy);
-  REQUIRE(w.iterations.size() > 4096);
+  REQUIRE(w.iterations.size() > 4096 + 64);
   const GpuSpec& gpu = find_gpu("H100-SXM");
   const auto run = [&](int threads) {
     WorkloadOptions options;
@@ -850,13 +850,17 @@ TEST_CASE("workload: predicted on several threads, a run comes out the same to t
     CHECK(p.total_us == one.total_us);
     CHECK(p.prefill_us == one.prefill_us);
     CHECK(p.overhead_us == one.overhead_us);
+    CHECK(p.extrapolated_us == one.extrapolated_us);
     CHECK(p.served_us == one.served_us);
     CHECK(p.median_decode_iteration_us == one.median_decode_iteration_us);
     REQUIRE(p.iterations.size() == one.iterations.size());
     std::size_t differ = 0;
-    for (std::size_t i = 0; i < p.iterations.size(); ++i)
-      differ += p.iterations[i].kernels_us != one.iterations[i].kernels_us ||
-                p.iterations[i].overhead_us != one.iterations[i].overhead_us || p.iterations[i].launches != one.iterations[i].launches;
+    for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+      const IterationTime &a = p.iterations[i], &b = one.iterations[i];
+      differ += a.iteration != b.iteration || a.phase != b.phase || a.num_tokens != b.num_tokens || a.kernels_us != b.kernels_us ||
+                a.overhead_us != b.overhead_us || a.launches != b.launches || a.extrapolated_us != b.extrapolated_us ||
+                a.served_us != b.served_us;
+    }
     CHECK(differ == 0);
     REQUIRE(p.operators.size() == one.operators.size());
     for (std::size_t o = 0; o < p.operators.size(); ++o) {
@@ -864,14 +868,36 @@ TEST_CASE("workload: predicted on several threads, a run comes out the same to t
       CHECK(p.operators[o].us == one.operators[o].us);
       CHECK(p.operators[o].launches == one.operators[o].launches);
     }
+    REQUIRE(p.requests.size() == one.requests.size());
+    std::size_t requests_differ = 0;
+    for (std::size_t r = 0; r < p.requests.size(); ++r) {
+      const RequestTime &a = p.requests[r], &b = one.requests[r];
+      requests_differ += a.prompt_tokens != b.prompt_tokens || a.output_tokens != b.output_tokens ||
+                         a.time_to_first_token_us != b.time_to_first_token_us ||
+                         a.time_per_output_token_us != b.time_per_output_token_us || a.finish_us != b.finish_us ||
+                         a.started_before != b.started_before;
+    }
+    CHECK(requests_differ == 0);
+    CHECK(p.time_to_first_token_us.median == one.time_to_first_token_us.median);
     CHECK(p.time_to_first_token_us.p90 == one.time_to_first_token_us.p90);
     CHECK(p.time_per_output_token_us.median == one.time_per_output_token_us.median);
+    CHECK(p.time_per_output_token_us.p90 == one.time_per_output_token_us.p90);
   }
-  // Two iterations that cannot be predicted: the earlier one's error, however the threads met them.
-  w.iterations[1500].operators.attention->nkv = 7;
-  w.iterations[3000].operators.attention->nkv = 5;
-  for (const int threads : {1, 2, 3})
-    CHECK_THAT(error_of([&] { run(threads); }), Contains("attention.kv_heads") && Contains("got 7"));
+  // Two iterations that cannot be predicted, the later one first in a chunk of its own (a thread
+  // meets it before the earlier one, at the end of the chunk before, is reached): the earlier one's
+  // error, in the first block and in the second.
+  for (const std::size_t earlier : {std::size_t{31}, std::size_t{4096 + 63}}) {
+    INFO("bad iterations " << earlier << " and " << earlier + 1);
+    Workload bad = w;
+    bad.iterations[earlier].operators.attention->nkv = 7;
+    bad.iterations[earlier + 1].operators.attention->nkv = 5;
+    for (const int threads : {1, 2, 3}) {
+      WorkloadOptions options;
+      options.threads = threads;
+      CHECK_THAT(error_of([&] { predict_workload(Predictor(), bad, gpu, options); }),
+                 Contains("attention.kv_heads") && Contains("got 7"));
+    }
+  }
   CHECK_THAT(error_of([&] { run(-1); }), Contains("options.threads"));
   CHECK_THAT(error_of([&] { run(5000); }), Contains("options.threads"));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cuBLAS's choice of kernel from the nearest measured shapes, a study (docs/experiments/served-gemms.md):
 #   PYTHON=venv/bin/python bash data/models/served_cublas_choice.sh [BUILD_DIR]
-# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 25 minutes on 2 cores.
+# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 17 minutes on 2 cores.
 # 0. How many distinct configs cuBLAS ran per GPU and data type (configs.txt).
 # 1. Splits both GPUs' served rows as served_both_gpus.sh does (split_served.py), then the training
 #    side again (inner-split: eight more families, another fifth of the random shapes) to choose the
@@ -10,14 +10,14 @@
 #    served.sh trains its own), and scores rules over the configs cuBLAS ran on the nearest 1-32
 #    inner training rows of each inner test row (inner.txt).
 # 3. Outer: the same model trained on the whole training side, the rules scored on the held-out
-#    families and random shapes (outer_{h100,h200}.txt).
+#    families and random shapes (outer_{H100,H200}-SXM.txt).
 # 4. Fresh draws: the same model trained on every served row of seeds 1-3 (both GPUs), the fastest of
 #    the configs of the 16 nearest rows, beside the bundled networks without configs and the means
 #    of the two, on the H100's fresh draws (fresh_seed{4,5}.txt).
 # Writes data/models/report/served/cublas_choice/. The models are not kept (the tree's size).
 set -euo pipefail
+cli=$(realpath "${1:-$(dirname "$0")/../../build}")/pipeweave  # (resolved before the cd below)
 cd "$(dirname "$0")/../.."
-cli="${1:-build}/pipeweave"
 py=${PYTHON:-python3}
 study=data/models/served_cublas_choice.py
 out=data/models/report/served/cublas_choice
@@ -29,7 +29,8 @@ train_with_configs() {  # MODEL LOG DATA...: a GEMM model given the config, as s
   shift 2
   local args=()
   for data in "$@"; do args+=(--data "$data"); done
-  "$cli" train --op gemm "${args[@]}" --specs data/gpus --epochs 80 --patience 80 --lr 3e-3 --batch 512 --out "$model" 2> "$log"
+  "$cli" train --op gemm "${args[@]}" --specs data/gpus --epochs 80 --patience 80 --lr 3e-3 --batch 512 --out "$model" 2> "$log" ||
+    { cat "$log" >&2; exit 1; }  # (the log is in the work folder, which goes on exit)
 }
 keep_configs() { grep -v ",unknown," "$1" > "$2"; }  # rows whose tile nothing says left out
 

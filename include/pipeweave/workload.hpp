@@ -334,7 +334,8 @@ struct WorkloadOptions {
   EngineProfile engine = EngineProfile::sglang();
   std::optional<SustainedLoad> sustained;  // none: the GPU spec's own
   IterationOverhead extra;                 // the caller's, on top of the engine's
-  // Threads that predict the iterations at once (the calling one among them); 0: one per core.
+  // Threads that predict the iterations at once (the calling one among them); 0: one per core
+  // this process may run on.
   // The prediction is the same to the last bit for any count.
   int threads = 1;
 };
