@@ -54,3 +54,20 @@ TEST_CASE("errors: a file that cannot be read is an Error, not the input's fault
     CHECK_THAT(error.what(), Catch::Contains("cannot open GPU spec file"));  // the message as before
   }
 }
+
+TEST_CASE("errors: a number in a message shows the value it held, not six digits of it", "[errors]") {
+  const auto message = [](auto value) {
+    try {
+      pw::detail::fail_field("field", value, "must be at most 2");
+    } catch (const pw::InvalidInput& error) {
+      return std::string(error.what());
+    }
+    return std::string("nothing thrown");
+  };
+  CHECK(message(2.0000001) == "field must be at most 2, got 2.0000001");
+  CHECK(message(0.1 + 0.2) == "field must be at most 2, got 0.30000000000000004");
+  CHECK(message(1e308) == "field must be at most 2, got 1e+308");
+  CHECK(message(2.5f) == "field must be at most 2, got 2.5");
+  CHECK(message(123456789) == "field must be at most 2, got 123456789");
+  CHECK(message(std::string("text")) == "field must be at most 2, got text");
+}

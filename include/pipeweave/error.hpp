@@ -3,11 +3,14 @@
 // about input names the offending field and the value it held, so a user can fix the input
 // without reading the source.
 
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace pipeweave {
 
@@ -85,12 +88,21 @@ inline std::string quoted(std::string_view text, std::size_t most = 120) {
 
 // "FIELD REQUIREMENT, got VALUE". Text from the input goes in as quoted() (or, from JSON, excerpt())
 // shows it; the field and value are still shown as printable() shows them, at most 300 and 600
-// bytes, so that no value, however it came, makes a message of more than a line.
+// bytes, so that no value, however it came, makes a message of more than a line. A floating-point
+// value shows the shortest digits that read back as it (a stream's six would show 2.0000001 as 2,
+// beside a requirement of at most 2).
 template <typename Value>
 [[noreturn]] void fail_field(std::string_view field, const Value& value, std::string_view requirement) {
-  std::ostringstream shown;
-  shown << value;
-  throw InvalidInput(printable(field, 300) + " " + std::string(requirement) + ", got " + printable(shown.str(), 600));
+  std::string shown;
+  if constexpr (std::is_floating_point_v<Value>) {
+    std::array<char, 64> digits{};
+    shown.assign(digits.data(), std::to_chars(digits.data(), digits.data() + digits.size(), value).ptr);
+  } else {
+    std::ostringstream stream;
+    stream << value;
+    shown = stream.str();
+  }
+  throw InvalidInput(printable(field, 300) + " " + std::string(requirement) + ", got " + printable(shown, 600));
 }
 
 // Positive and finite: the rule for every dimension, rate and bandwidth.

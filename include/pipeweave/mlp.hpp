@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <charconv>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -299,11 +298,8 @@ class Mlp {
     check_networks(d);
     check_configless_options(d);
     // A factor of 2 either way would be no correction of a bias but a broken fit.
-    if (!(d.latency_scale >= 0.5 && d.latency_scale <= 2)) {
-      std::array<char, 32> shown{};  // the shortest digits that read back the same: 2.0000001 is no 2
-      const auto end = std::to_chars(shown.data(), shown.data() + shown.size(), d.latency_scale).ptr;
-      detail::fail_field("mlp.latency_scale", std::string(shown.data(), end), "must be within 0.5-2 (a correction of the mean, 1: none)");
-    }
+    if (!(d.latency_scale >= 0.5 && d.latency_scale <= 2))
+      detail::fail_field("mlp.latency_scale", d.latency_scale, "must be within 0.5-2 (a correction of the mean, 1: none)");
   }
 
   // The domain the model was trained on: the balance range, the feature ranges and the pipe
