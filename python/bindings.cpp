@@ -658,7 +658,30 @@ NB_MODULE(_core, m) {
             return pw::predict_workload(p, *source, gpu, options);
           },
           "workload"_a, "gpu"_a, "engine"_a = "sglang",
-          "A serving run end to end: a Workload, a workload JSON path or dict; engine: sglang, vllm or none.");
+          "A serving run end to end: a Workload, a workload JSON path or dict; engine: sglang, vllm or none.")
+      .def(
+          "predict_trace",
+          [](const pw::Predictor& p, nb::handle config, nb::handle trace, const pw::GpuSpec& gpu, int tp, int pp, std::string_view dtype,
+             std::int64_t max_batched_tokens, std::int64_t max_sequences, bool chunked_prefill,
+             std::optional<std::string_view> attention_impl, std::string model, std::string_view engine, int threads) {
+            const pw::ModelParams params = model_params_from(config);
+            const std::vector<pw::TraceRequest> requests = trace_from(trace);
+            pw::Deployment deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype)};
+            if (attention_impl) deployment.attention_impl = attention_impl_from(*attention_impl);
+            const pw::SchedulerPolicy policy{.max_batched_tokens = max_batched_tokens, .max_sequences = max_sequences,
+                                             .chunked_prefill = chunked_prefill};
+            pw::WorkloadOptions options;
+            options.engine = pw::EngineProfile::named(engine);
+            options.threads = threads;
+            nb::gil_scoped_release unlocked;
+            return pw::predict_trace(p, std::move(model), params, requests, deployment, policy, gpu, options);
+          },
+          "config"_a, "trace"_a, "gpu"_a, nb::kw_only(), "tp"_a = 1, "pp"_a = 1, "dtype"_a = "bf16", "max_batched_tokens"_a = 8192,
+          "max_sequences"_a = 256, "chunked_prefill"_a = true, "attention_impl"_a = nb::none(), "model"_a = "model",
+          "engine"_a = "sglang", "threads"_a = 1,
+          "A trace's serving run predicted as it is scheduled: predict_workload(Workload.generate(config, trace, ...), gpu, "
+          "engine) to the last bit, without holding the whole workload. threads: how many predict (0: one per core; with "
+          "more than one, the next block of iterations is scheduled beside them).");
 
   m.def("dtypes", [] {
     std::vector<std::string> names;

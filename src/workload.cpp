@@ -376,9 +376,10 @@ void bounded(std::int64_t value, std::int64_t most, const Name& name) {
   if (value > most) require_at_most(name(), value, most);
 }
 
-void check_sizes(const Workload& w) {
-  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
-    const WorkloadIteration& it = w.iterations[i];
+// `iterations` are the workload's from index `first` on (a block of a run scheduled as predicted).
+void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t first = 0) {
+  for (std::size_t i = first; i < first + iterations.size(); ++i) {
+    const WorkloadIteration& it = iterations[i - first];
     const auto at = [i](std::string_view rest) { return "iterations[" + std::to_string(i) + "]." + std::string(rest); };
     const auto op = [&at](std::string_view rest) { return at("operators." + std::string(rest)); };
     const auto indexed = [](std::string_view list, std::size_t index, std::string_view rest = {}) {
@@ -475,7 +476,7 @@ Workload workload_from_json(std::string_view json_text) {
     iteration.operators = read_operators(it.get("operators"), prefix + "operators.", w.tp_size);
     w.iterations.push_back(std::move(iteration));
   }
-  check_sizes(w);
+  check_sizes(w.iterations);
   return w;
 }
 
@@ -873,8 +874,8 @@ namespace {
 
 // The implementation a run's prompt attention names (its first iteration with prompt tokens
 // whose attention says one), for engines that decode with the same backend.
-std::optional<AttentionImpl> prompt_attention_impl(const Workload& workload) {
-  for (const WorkloadIteration& it : workload.iterations) {
+std::optional<AttentionImpl> prompt_attention_impl(std::span<const WorkloadIteration> iterations) {
+  for (const WorkloadIteration& it : iterations) {
     if (it.phase == Phase::decode || !it.operators.attention) continue;
     const WorkloadAttention& a = *it.operators.attention;
     if (a.impl) return a.impl;
@@ -1213,14 +1214,16 @@ std::size_t usable_cores() {
   return std::max(1U, std::thread::hardware_concurrency());
 }
 
-// Predicts iterations [begin, end) into outcomes[0, end - begin) on `predictors.size()` threads (the
-// calling one among them), each taking the next few consecutive iterations as it frees: those
-// mostly run the kernels of the one before, which each thread's ReusedPredictions remembers. A
-// failed iteration stops the block; the earliest one's error is thrown, as a run predicted in
-// order would throw it.
-void predict_block(const RunSettings& run, std::size_t begin, std::size_t end, std::vector<IterationPredictor>& predictors,
+// Predicts `iterations` (the run's from index `first` on) into outcomes[0, size) on
+// `predictors.size()` threads (the calling one among them), each taking the next few consecutive
+// iterations as it frees: those mostly run the kernels of the one before, which each thread's
+// ReusedPredictions remembers. A failed iteration stops the block; the earliest one's error is
+// thrown, as a run predicted in order would throw it.
+void predict_block(const RunSettings& run, std::span<const WorkloadIteration> iterations, std::vector<IterationPredictor>& predictors,
                    std::vector<IterationOutcome>& outcomes) {
-  std::atomic<std::size_t> next{begin};
+  const std::size_t end = iterations.size();
+  outcomes.resize(end);
+  std::atomic<std::size_t> next{0};
   std::mutex failure_mutex;
   std::size_t failed_at = end;
   std::exception_ptr failure;
@@ -1228,7 +1231,7 @@ void predict_block(const RunSettings& run, std::size_t begin, std::size_t end, s
     for (std::size_t start; (start = next.fetch_add(kChunk)) < end;) {
       for (std::size_t i = start; i < std::min(end, start + kChunk); ++i) {
         try {
-          predictor.predict(run, run.workload.iterations[i], outcomes[i - begin]);
+          predictor.predict(run, iterations[i], outcomes[i]);
         } catch (...) {
           const std::lock_guard<std::mutex> lock(failure_mutex);
           if (i < failed_at) failed_at = i, failure = std::current_exception();
@@ -1265,65 +1268,160 @@ void add_request_times(WorkloadPrediction& result, const RequestTracker& tracker
   result.time_per_output_token_us = percentiles(tpot);
 }
 
-}  // namespace
+// Iterations are predicted a block at a time, then join the run's totals in order: the outcomes
+// held at once stay a block's, and every sum is taken in the same order on any count of threads.
+constexpr std::size_t kBlock = 4096;
 
-WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
-                                    const WorkloadOptions& options) {
+// The run's totals, joined from its iterations' outcomes in order.
+class RunTotals {
+ public:
+  explicit RunTotals(const RunSettings& run) {
+    result_.engine = run.options.engine, result_.sustained = run.sustained;
+  }
+  void add(std::span<const WorkloadIteration> iterations, const std::vector<IterationOutcome>& outcomes) {
+    for (std::size_t i = 0; i < iterations.size(); ++i) {
+      const WorkloadIteration& iteration = iterations[i];
+      const IterationTime& time = outcomes[i].time;
+      for (const OperatorShare& share : outcomes[i].shares) {
+        OperatorTime& op = by_name_[share.name];
+        op.name = share.name, op.us += share.us, op.launches += share.launches;
+      }
+      result_.total_us += time.total_us();
+      result_.overhead_us += time.overhead_us;
+      result_.extrapolated_us += time.extrapolated_us;
+      result_.served_us += time.served_us;
+      if (iteration.phase == Phase::decode) decode_times_.push_back(time.total_us());
+      else result_.prefill_us += time.total_us();
+      tracker_.add(iteration, result_.total_us);
+      result_.iterations.push_back(time);
+    }
+  }
+  WorkloadPrediction finish() && {
+    result_.median_decode_iteration_us = percentiles(decode_times_).median;
+    for (auto& [name, op] : by_name_) result_.operators.push_back(op);
+    std::sort(result_.operators.begin(), result_.operators.end(),
+              [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
+    add_request_times(result_, tracker_);
+    return std::move(result_);
+  }
+
+ private:
+  WorkloadPrediction result_;
+  std::map<std::string, OperatorTime> by_name_;
+  std::vector<double> decode_times_;
+  RequestTracker tracker_;
+};
+
+// The options' own checks, and the sustained load they give on `gpu`.
+SustainedLoad checked_options(const GpuSpec& gpu, const WorkloadOptions& options) {
   gpu.validate();
-  check_sizes(workload);  // a workload built in code is held to the file's limits
-  const EngineProfile& engine = options.engine;
-  engine.validate();
+  options.engine.validate();
   options.extra.validate();
   detail::require_non_negative("options.threads", options.threads);
   detail::require_at_most("options.threads", options.threads, 1024, "more threads than any machine's cores");
   const SustainedLoad sustained = options.sustained ? *options.sustained : SustainedLoad::of(gpu);
   sustained.validate();
-  std::optional<AttentionImpl> decode_impl =
-      engine.decode_attention_follows_prompt ? prompt_attention_impl(workload) : std::nullopt;
-  const bool fa3_runs_here = gpu.compute_capability_major == 9;
+  return sustained;
+}
 
-  WorkloadPrediction result;
-  result.engine = engine, result.sustained = sustained;
-  const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, fa3_runs_here};
-  // (No more threads than chunks of iterations: each keeps a memo of its own.)
+// One predictor (and its memo) per thread; no more threads than chunks of `iterations`.
+std::vector<IterationPredictor> thread_predictors(const WorkloadOptions& options, std::size_t iterations) {
   const std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : usable_cores();
-  const std::size_t chunks = (workload.iterations.size() + kChunk - 1) / kChunk;
-  std::vector<IterationPredictor> predictors(std::max<std::size_t>(1, std::min(threads, chunks)));
-  // Iterations are predicted a block at a time, then join the run's totals in order: the outcomes
-  // held at once stay a block's.
-  constexpr std::size_t kBlock = 4096;
+  const std::size_t chunks = (iterations + kChunk - 1) / kChunk;
+  return std::vector<IterationPredictor>(std::max<std::size_t>(1, std::min(threads, chunks)));
+}
+
+}  // namespace
+
+WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
+                                    const WorkloadOptions& options) {
+  const SustainedLoad sustained = checked_options(gpu, options);
+  check_sizes(workload.iterations);  // a workload built in code is held to the file's limits
+  const std::optional<AttentionImpl> decode_impl =
+      options.engine.decode_attention_follows_prompt ? prompt_attention_impl(workload.iterations) : std::nullopt;
+  const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, gpu.compute_capability_major == 9};
+  std::vector<IterationPredictor> predictors = thread_predictors(options, workload.iterations.size());
   std::vector<IterationOutcome> outcomes;
-  std::map<std::string, OperatorTime> by_name;
-  std::vector<double> decode_times;
-  RequestTracker tracker;
-  for (std::size_t begin = 0; begin < workload.iterations.size(); begin += kBlock) {
-    const std::size_t end = std::min(workload.iterations.size(), begin + kBlock);
-    outcomes.resize(end - begin);
-    predict_block(run, begin, end, predictors, outcomes);
-    for (std::size_t i = begin; i < end; ++i) {
-      const WorkloadIteration& iteration = workload.iterations[i];
-      const IterationOutcome& outcome = outcomes[i - begin];
-      const IterationTime& time = outcome.time;
-      for (const OperatorShare& share : outcome.shares) {
-        OperatorTime& op = by_name[share.name];
-        op.name = share.name, op.us += share.us, op.launches += share.launches;
-      }
-      result.total_us += time.total_us();
-      result.overhead_us += time.overhead_us;
-      result.extrapolated_us += time.extrapolated_us;
-      result.served_us += time.served_us;
-      if (iteration.phase == Phase::decode) decode_times.push_back(time.total_us());
-      else result.prefill_us += time.total_us();
-      tracker.add(iteration, result.total_us);
-      result.iterations.push_back(time);
-    }
+  RunTotals totals(run);
+  const std::span<const WorkloadIteration> all(workload.iterations);
+  for (std::size_t begin = 0; begin < all.size(); begin += kBlock) {
+    const std::span<const WorkloadIteration> block = all.subspan(begin, std::min(kBlock, all.size() - begin));
+    predict_block(run, block, predictors, outcomes);
+    totals.add(block, outcomes);
   }
-  result.median_decode_iteration_us = percentiles(decode_times).median;
-  for (auto& [name, op] : by_name) result.operators.push_back(op);
-  std::sort(result.operators.begin(), result.operators.end(),
-            [](const OperatorTime& a, const OperatorTime& b) { return a.us > b.us; });
-  add_request_times(result, tracker);
-  return result;
+  return std::move(totals).finish();
+}
+
+WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, const ModelParams& params,
+                                 std::span<const TraceRequest> trace, const Deployment& deployment, const SchedulerPolicy& policy,
+                                 const GpuSpec& gpu, const WorkloadOptions& options,
+                                 const std::function<void(WorkloadIteration&)>& adjust) {
+  // generate_workload's checks, then predict_workload's, in that order
+  params.validate();
+  policy.validate();
+  deployment.validate();
+  check_parallel_split(params, deployment);
+  if (trace.empty()) throw InvalidInput("the trace has no request");
+  BatchScheduler scheduler(trace_requests(trace, policy), policy);
+  const SustainedLoad sustained = checked_options(gpu, options);
+  const Workload header{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
+
+  // The next block of iterations, scheduled, adjusted and checked as generate_workload and
+  // predict_workload would (a block's failure is the first of its iterations to fail).
+  std::size_t scheduled = 0;
+  const auto schedule_block = [&](std::vector<WorkloadIteration>& block) {
+    block.clear();
+    const std::size_t first = scheduled;
+    while (block.size() < kBlock && !scheduler.done()) {
+      const Batch batch = scheduler.next();
+      if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
+      const auto index = static_cast<std::int64_t>(scheduled);
+      if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
+      block.push_back(iteration_of(batch, index, params, deployment));
+      if (adjust) adjust(block.back());
+      ++scheduled;
+    }
+    check_sizes(block, first);
+  };
+
+  std::vector<WorkloadIteration> block, next_block;
+  schedule_block(block);
+  // A trace's first iteration runs prompt tokens: the run's prompt attention is named there.
+  const std::optional<AttentionImpl> decode_impl =
+      options.engine.decode_attention_follows_prompt ? prompt_attention_impl(block) : std::nullopt;
+  const RunSettings run{predictor, header, gpu, options, sustained, decode_impl, gpu.compute_capability_major == 9};
+  // (A block's worth of threads: the trace's length is not known before it is scheduled.)
+  std::vector<IterationPredictor> predictors = thread_predictors(options, kBlock);
+  const bool overlap = options.threads != 1;  // one thread asked for: the scheduling waits its turn
+  std::vector<IterationOutcome> outcomes;
+  RunTotals totals(run);
+  while (!block.empty()) {
+    // The next block is scheduled on a thread of its own while this one is predicted.
+    std::exception_ptr scheduling_failure;
+    {
+      std::jthread scheduling;
+      const auto schedule_next = [&] {
+        try {
+          schedule_block(next_block);
+        } catch (...) {
+          scheduling_failure = std::current_exception();
+        }
+      };
+      if (overlap) {
+        try {
+          scheduling = std::jthread(schedule_next);
+        } catch (const std::exception&) {  // no thread to be had: scheduled after the block
+        }
+      }
+      predict_block(run, block, predictors, outcomes);  // (on throwing, the scheduling thread is joined first)
+      if (scheduling.joinable()) scheduling.join();
+      else schedule_next();
+    }
+    totals.add(block, outcomes);
+    if (scheduling_failure) std::rethrow_exception(scheduling_failure);
+    std::swap(block, next_block);
+  }
+  return std::move(totals).finish();
 }
 
 }  // namespace pipeweave

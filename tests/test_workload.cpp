@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -824,17 +825,71 @@ TEST_CASE("measured iterations: iteration -> microseconds, other columns ignored
   CHECK_THROWS_AS(pipeweave::measured_iterations_from_csv("iteration\n0\n", "m.csv"), pipeweave::InvalidInput);
 }
 
-TEST_CASE("workload: predicted on several threads, a run comes out the same to the last bit", "[workload][thread]") {
-  // Over 4,096 iterations (more than one block of them) of prompts and decode steps, the bundled
-  // networks answering (configs searched and remembered while the threads share the predictor).
+namespace {
+
+// Every figure of two predictions of one run, compared to the last bit.
+void check_same_prediction(const WorkloadPrediction& p, const WorkloadPrediction& one) {
+  CHECK(p.total_us == one.total_us);
+  CHECK(p.prefill_us == one.prefill_us);
+  CHECK(p.overhead_us == one.overhead_us);
+  CHECK(p.extrapolated_us == one.extrapolated_us);
+  CHECK(p.served_us == one.served_us);
+  CHECK(p.median_decode_iteration_us == one.median_decode_iteration_us);
+  REQUIRE(p.iterations.size() == one.iterations.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < p.iterations.size(); ++i) {
+    const IterationTime &a = p.iterations[i], &b = one.iterations[i];
+    differ += a.iteration != b.iteration || a.phase != b.phase || a.num_tokens != b.num_tokens || a.kernels_us != b.kernels_us ||
+              a.overhead_us != b.overhead_us || a.launches != b.launches || a.extrapolated_us != b.extrapolated_us ||
+              a.served_us != b.served_us;
+  }
+  CHECK(differ == 0);
+  REQUIRE(p.operators.size() == one.operators.size());
+  for (std::size_t o = 0; o < p.operators.size(); ++o) {
+    CHECK(p.operators[o].name == one.operators[o].name);
+    CHECK(p.operators[o].us == one.operators[o].us);
+    CHECK(p.operators[o].launches == one.operators[o].launches);
+  }
+  REQUIRE(p.requests.size() == one.requests.size());
+  std::size_t requests_differ = 0;
+  for (std::size_t r = 0; r < p.requests.size(); ++r) {
+    const RequestTime &a = p.requests[r], &b = one.requests[r];
+    requests_differ += a.prompt_tokens != b.prompt_tokens || a.output_tokens != b.output_tokens ||
+                       a.time_to_first_token_us != b.time_to_first_token_us ||
+                       a.time_per_output_token_us != b.time_per_output_token_us || a.finish_us != b.finish_us ||
+                       a.started_before != b.started_before;
+  }
+  CHECK(requests_differ == 0);
+  CHECK(p.time_to_first_token_us.median == one.time_to_first_token_us.median);
+  CHECK(p.time_to_first_token_us.p90 == one.time_to_first_token_us.p90);
+  CHECK(p.time_per_output_token_us.median == one.time_per_output_token_us.median);
+  CHECK(p.time_per_output_token_us.p90 == one.time_per_output_token_us.p90);
+}
+
+// A trace of prompts and decode steps: 400 requests make over 4,096 iterations (more than one
+// block of them) under small_batches().
+std::vector<TraceRequest> long_trace(std::int64_t requests = 400) {
   std::vector<TraceRequest> trace;
-  for (std::int64_t i = 0; i < 400; ++i) {
+  for (std::int64_t i = 0; i < requests; ++i) {
     const std::int64_t decodes = 20 + (i * 37) % 180;
     trace.push_back({30 + (i * 53) % 700, decodes, decodes + 1});
   }
+  return trace;
+}
+
+SchedulerPolicy small_batches() {
   SchedulerPolicy policy;
   policy.max_batched_tokens = 1024;
   policy.max_sequences = 8;
+  return policy;
+}
+
+}  // namespace
+
+TEST_CASE("workload: predicted on several threads, a run comes out the same to the last bit", "[workload][thread]") {
+  // The bundled networks answering (configs searched and remembered while the threads share the predictor).
+  const std::vector<TraceRequest> trace = long_trace();
+  const SchedulerPolicy policy = small_batches();
   Workload w = generate_workload("llama", llama_8b(), trace, Deployment{.tp = 1}, policy);
   REQUIRE(w.iterations.size() > 4096 + 64);
   const GpuSpec& gpu = find_gpu("H100-SXM");
@@ -846,42 +901,7 @@ TEST_CASE("workload: predicted on several threads, a run comes out the same to t
   const WorkloadPrediction one = run(1);
   for (const int threads : {2, 3, 0}) {
     INFO(threads << " threads");
-    const WorkloadPrediction p = run(threads);
-    CHECK(p.total_us == one.total_us);
-    CHECK(p.prefill_us == one.prefill_us);
-    CHECK(p.overhead_us == one.overhead_us);
-    CHECK(p.extrapolated_us == one.extrapolated_us);
-    CHECK(p.served_us == one.served_us);
-    CHECK(p.median_decode_iteration_us == one.median_decode_iteration_us);
-    REQUIRE(p.iterations.size() == one.iterations.size());
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < p.iterations.size(); ++i) {
-      const IterationTime &a = p.iterations[i], &b = one.iterations[i];
-      differ += a.iteration != b.iteration || a.phase != b.phase || a.num_tokens != b.num_tokens || a.kernels_us != b.kernels_us ||
-                a.overhead_us != b.overhead_us || a.launches != b.launches || a.extrapolated_us != b.extrapolated_us ||
-                a.served_us != b.served_us;
-    }
-    CHECK(differ == 0);
-    REQUIRE(p.operators.size() == one.operators.size());
-    for (std::size_t o = 0; o < p.operators.size(); ++o) {
-      CHECK(p.operators[o].name == one.operators[o].name);
-      CHECK(p.operators[o].us == one.operators[o].us);
-      CHECK(p.operators[o].launches == one.operators[o].launches);
-    }
-    REQUIRE(p.requests.size() == one.requests.size());
-    std::size_t requests_differ = 0;
-    for (std::size_t r = 0; r < p.requests.size(); ++r) {
-      const RequestTime &a = p.requests[r], &b = one.requests[r];
-      requests_differ += a.prompt_tokens != b.prompt_tokens || a.output_tokens != b.output_tokens ||
-                         a.time_to_first_token_us != b.time_to_first_token_us ||
-                         a.time_per_output_token_us != b.time_per_output_token_us || a.finish_us != b.finish_us ||
-                         a.started_before != b.started_before;
-    }
-    CHECK(requests_differ == 0);
-    CHECK(p.time_to_first_token_us.median == one.time_to_first_token_us.median);
-    CHECK(p.time_to_first_token_us.p90 == one.time_to_first_token_us.p90);
-    CHECK(p.time_per_output_token_us.median == one.time_per_output_token_us.median);
-    CHECK(p.time_per_output_token_us.p90 == one.time_per_output_token_us.p90);
+    check_same_prediction(run(threads), one);
   }
   // Two iterations that cannot be predicted, the later one first in a chunk of its own (a thread
   // meets it before the earlier one, at the end of the chunk before, is reached): the earlier one's
@@ -900,4 +920,63 @@ TEST_CASE("workload: predicted on several threads, a run comes out the same to t
   }
   CHECK_THAT(error_of([&] { run(-1); }), Contains("options.threads"));
   CHECK_THAT(error_of([&] { run(5000); }), Contains("options.threads"));
+}
+
+TEST_CASE("workload: a trace predicted as it is scheduled gives the whole workload's prediction to the last bit",
+          "[workload][thread]") {
+  const std::vector<TraceRequest> trace = long_trace(640);
+  const SchedulerPolicy policy = small_batches();
+  const GpuSpec& gpu = find_gpu("H100-SXM");
+  const Deployment deployment{.tp = 1};
+  // As e2e's --attention-impl: every iteration's attention named FlashAttention-2, which an engine
+  // whose decode follows the prompt's kernel (SGLang's profile) then decodes with too.
+  const std::function<void(WorkloadIteration&)> flash2 = [](WorkloadIteration& iteration) {
+    if (iteration.operators.attention) iteration.operators.attention->impl = AttentionImpl::flash2;
+  };
+  // (And a deployment naming its attention kernel, FlashAttention-3: the decode steps follow the prompt's.)
+  const Deployment named{.tp = 1, .attention_impl = AttentionImpl::flash3};
+  for (const auto& [adjusted, deployed] : {std::pair{false, deployment}, std::pair{true, deployment}, std::pair{false, named}}) {
+    INFO((adjusted ? "attention named flash2" : "as scheduled") << (deployed.attention_impl ? ", flash3 deployed" : ""));
+    Workload whole = generate_workload("llama", llama_8b(), trace, deployed, policy);
+    REQUIRE(whole.iterations.size() > 2 * 4096);  // three blocks
+    if (adjusted)
+      for (WorkloadIteration& iteration : whole.iterations) flash2(iteration);
+    WorkloadOptions options;
+    options.engine = EngineProfile::sglang();
+    options.threads = 1;
+    const WorkloadPrediction expected = predict_workload(Predictor(), whole, gpu, options);
+    for (const int threads : {1, 2, 0}) {
+      INFO(threads << " threads");
+      options.threads = threads;
+      check_same_prediction(
+          predict_trace(Predictor(), "llama", llama_8b(), trace, deployed, policy, gpu, options, adjusted ? flash2 : nullptr),
+          expected);
+    }
+  }
+  // Errors: the scheduling's own checks, an iteration of a later block that cannot be predicted,
+  // and a failure while a later block is scheduled (on the thread beside the predictors, or after).
+  ModelParams bad_params = llama_8b();
+  bad_params.num_key_value_heads = 7;
+  CHECK(error_of([&] { predict_trace(Predictor(), "llama", bad_params, trace, deployment, policy, gpu); }) ==
+        error_of([&] { generate_workload("llama", bad_params, trace, deployment, policy); }));
+  CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), {}, deployment, policy, gpu); }),
+             Contains("the trace has no request"));
+  const std::function<void(WorkloadIteration&)> breaks_later = [](WorkloadIteration& iteration) {
+    if (iteration.iteration == 4096 + 70) iteration.operators.attention->nkv = 7;
+  };
+  const std::function<void(WorkloadIteration&)> throws_later = [](WorkloadIteration& iteration) {
+    if (iteration.iteration == 2 * 4096 + 5) throw InvalidInput("iteration 8197 refused");
+  };
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    WorkloadOptions options;
+    options.threads = threads;
+    CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, options, breaks_later); }),
+               Contains("attention.kv_heads") && Contains("got 7"));
+    CHECK(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, options, throws_later); }) ==
+          "iteration 8197 refused");
+    options.threads = -1;
+    CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, options); }),
+               Contains("options.threads"));
+  }
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -397,5 +398,21 @@ struct WorkloadPrediction {
 
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
                                     const WorkloadOptions& options = {});
+
+// A trace's serving run predicted as it is scheduled: the same answer, to the last bit, as
+// predict_workload(predictor, generate_workload(model, params, trace, deployment, policy), gpu,
+// options) with `adjust` applied to every iteration in between, without ever holding the whole
+// workload (a 100,000-request trace is a workload of about a gigabyte). Iterations are scheduled
+// 4,096 at a time; with options.threads other than 1, the next block is scheduled on a thread of
+// its own while the predictors work through this one. `adjust` (may be empty) changes each
+// iteration as it is scheduled, the same way for every iteration (the attention kernel the engine
+// runs, the routing's skew); decode attention that follows the prompt's
+// (EngineProfile::decode_attention_follows_prompt) follows the first block's. The same errors as
+// the two calls, save that an iteration that cannot be predicted is reported before a later
+// block's scheduling error.
+WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, const ModelParams& params,
+                                 std::span<const TraceRequest> trace, const Deployment& deployment, const SchedulerPolicy& policy,
+                                 const GpuSpec& gpu, const WorkloadOptions& options = {},
+                                 const std::function<void(WorkloadIteration&)>& adjust = {});
 
 }  // namespace pipeweave

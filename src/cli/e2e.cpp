@@ -122,28 +122,40 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
 }
 
 
-// The workload the run is: read, or generated from the model config and trace.
+// What the run's flags change in each iteration, read or scheduled: the attention kernel the
+// engine runs (PyTorch's flash backend: FlashAttention-2, also on Hopper) and the traffic's routing.
+std::function<void(WorkloadIteration&)> iteration_adjustments(const E2eArguments& a) {
+  if (!a.attention_impl && !a.moe_zipf) return {};
+  return [impl = a.attention_impl, zipf = a.moe_zipf](WorkloadIteration& iteration) {
+    if (impl && iteration.operators.attention) iteration.operators.attention->impl = *impl;
+    if (zipf && iteration.operators.moe) iteration.operators.moe->zipf = *zipf;
+  };
+}
+
+constexpr const char* kNoMoe = "--moe-zipf: the run has no mixture-of-experts layer to route";
+
+// The model a generated run serves, named after its folder (models/Llama-3.1-8B/config.json), else the file.
+std::string model_name(const std::string& config_path) {
+  const fs::path config(config_path);
+  std::string name = config.parent_path().filename().string();
+  return name.empty() ? config.stem().string() : name;
+}
+
+Deployment run_deployment(const E2eArguments& a) {
+  return Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt};
+}
+
+// The workload the run is, whole: read, or generated from the model config and trace (to write it
+// with --write-workload).
 Workload run_workload(const E2eArguments& a) {
-  Workload workload;
-  if (!a.workload.empty()) {
-    workload = load_workload(a.workload);
-  } else {
-    // The model is named after its folder (models/Llama-3.1-8B/config.json), else the file.
-    const fs::path config(a.model);
-    std::string name = config.parent_path().filename().string();
-    if (name.empty()) name = config.stem().string();
-    workload = generate_workload(name, load_hf_config(config), load_trace(a.trace),
-                                 Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt}, a.policy);
-  }
-  if (a.attention_impl)  // what the run uses (PyTorch's flash backend: FlashAttention-2, also on Hopper)
-    for (WorkloadIteration& iteration : workload.iterations)
-      if (iteration.operators.attention) iteration.operators.attention->impl = *a.attention_impl;
-  if (a.moe_zipf) {  // the traffic's routing, as --attention-impl the engine's kernel: for files too
-    bool any_moe = false;
-    for (WorkloadIteration& iteration : workload.iterations)
-      if (iteration.operators.moe) iteration.operators.moe->zipf = *a.moe_zipf, any_moe = true;
-    if (!any_moe) throw InvalidInput("--moe-zipf: the run has no mixture-of-experts layer to route");
-  }
+  Workload workload = a.workload.empty() ? generate_workload(model_name(a.model), load_hf_config(a.model), load_trace(a.trace),
+                                                             run_deployment(a), a.policy)
+                                         : load_workload(a.workload);
+  if (const auto adjust = iteration_adjustments(a))
+    for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
+  if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
+                                 [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
+    throw InvalidInput(kNoMoe);
   if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
   if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
   return workload;
@@ -352,11 +364,27 @@ void write_report(const E2eArguments& a, const GpuSpec& gpu, const Workload& wor
 int e2e_command(int argc, const char* const* argv, int first) {
   const E2eArguments a = parse(argc, argv, first);
   const GpuSpec gpu = resolve_gpu(a.gpu);
-  const Workload workload = run_workload(a);
+  // A trace is predicted as it is scheduled (its workload is never held whole) unless the
+  // workload is to be written.
+  const bool streamed = a.workload.empty() && a.write_workload.empty();
+  Workload workload;  // the whole run; when streamed, only its model and deployment
+  ModelParams params;
+  std::vector<TraceRequest> trace;
+  if (streamed) {
+    params = load_hf_config(a.model);
+    trace = load_trace(a.trace);
+    const Deployment deployment = run_deployment(a);
+    workload = Workload{model_name(a.model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
+    if (a.moe_zipf && params.num_experts == 0) throw InvalidInput(kNoMoe);  // (every iteration has its MoE layers, or none)
+  } else {
+    workload = run_workload(a);
+  }
   std::vector<Mlp> models;
   for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
-  const WorkloadPrediction p = predict_workload(predictor, workload, gpu, a.options);
+  const WorkloadPrediction p =
+      streamed ? predict_trace(predictor, workload.model, params, trace, run_deployment(a), a.policy, gpu, a.options, iteration_adjustments(a))
+               : predict_workload(predictor, workload, gpu, a.options);
   const std::vector<Compared> compared = compare_measured(a, p);
   if (a.json) print_json(a, gpu, workload, p, compared);
   else print_text(a, gpu, workload, p, compared);

@@ -52,3 +52,20 @@ def test_a_workload_generated_from_a_config_and_a_trace(repo, predictor, h100):
         pw.Workload.generate(config, trace, tp=3)  # 32 heads do not split over 3 GPUs
     with pytest.raises(pw.Error, match="engine"):
         predictor.predict_workload(from_files, h100, engine="tensorrt")
+
+
+def test_a_trace_predicted_as_it_is_scheduled(repo, predictor, h100):
+    config = repo / "data/e2e/Llama-3.1-8B/config.json"
+    # long enough for three blocks of 4,096 iterations, one sequence at a time
+    trace = [(40 + (i * 53) % 300, 60 + (i * 37) % 90) for i in range(120)]
+    whole = pw.Workload.generate(config, trace, max_sequences=1, attention_impl="flash2", model="llama")
+    assert len(whole) > 2 * 4096
+    expected = predictor.predict_workload(whole, h100, engine="vllm").to_dict()
+    for threads in (1, 2, 0):
+        got = predictor.predict_trace(config, trace, h100, max_sequences=1, attention_impl="flash2", model="llama",
+                                      engine="vllm", threads=threads)
+        assert got.to_dict() == expected, threads
+    with pytest.raises(pw.Error, match="num_prefill_tokens"):
+        predictor.predict_trace(config, [(-5, 3)], h100)
+    with pytest.raises(pw.Error, match="options.threads"):
+        predictor.predict_trace(config, trace, h100, threads=-1)
