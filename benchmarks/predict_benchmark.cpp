@@ -312,7 +312,7 @@ void BM_RankGemmCandidates(benchmark::State& state) {
 BENCHMARK(BM_RankGemmCandidates)->Arg(48);
 
 // The same with the ranking model's shape: an ensemble of four 256-128-64 networks
-// (data/models/ranking/gemm_rank3.json), in the bundled GEMM model's place.
+// (data/models/ranking/gemm_rank3.json.gz), in the bundled GEMM model's place.
 void BM_RankGemmCandidatesEnsemble(benchmark::State& state) {
   const pw::Predictor predictor = trained_predictor().with({random_mlp(pw::OpFamily::gemm, {256, 128, 64}, 4)});
   const pw::GpuSpec& gpu = pw::default_gpu();

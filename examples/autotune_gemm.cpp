@@ -3,7 +3,7 @@
 // autotuner measures only the first few (or none). A caller with its own candidates (say, the
 // algorithms cuBLASLt's heuristic offers) ranks those the same way. A model file given last
 // takes the bundled GEMM model's place: the autotuner's ensemble orders configs better
-// (data/models/ranking/gemm_rank3.json; docs/experiments/ranking.md).
+// (data/models/ranking/gemm_rank3.json.gz; docs/experiments/ranking.md).
 //
 //   autotune_gemm [m n k [dtype [GPU name or spec.json [model.json]]]]   (default 256 14336 4096 bf16 H100-SXM)
 #include <cstdio>

@@ -1,6 +1,10 @@
 #pragma once
 // JSON helpers shared by the compiled part's readers (not installed): parsing with errors that
 // say what was being read, and typed field access whose errors name the field and its value.
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +44,51 @@ inline json parse_json(std::string_view text, std::string_view what) {
 // (dump() leaves DEL and UTF-8 as they are, and a cut could fall inside a character).
 inline std::string excerpt(const json& value) { return printable(value.dump(), 80); }
 
+// The most a gzip-compressed input may expand to: past any file this library reads (a workload of
+// 100,000 requests is a few hundred megabytes of JSON), short of a compressed bomb's gigabytes.
+inline constexpr std::size_t kMostInflatedBytes = std::size_t{4} << 30;
+
+// `compressed` (a whole gzip stream, or several one after another) inflated; errors name `path`.
+inline std::string gunzip(const std::string& compressed, const std::filesystem::path& path, std::string_view what) {
+  const auto fail = [&](const std::string& why) -> Error {
+    return InvalidInput("cannot read " + std::string(what) + " file " + path.string() + " (gzip): " + why);
+  };
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 16) != Z_OK) throw Error("cannot read " + std::string(what) + " file " + path.string() + ": zlib");
+  std::string out;
+  std::array<char, 1 << 16> buffer{};
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size(), std::numeric_limits<uInt>::max()));
+  std::size_t fed = stream.avail_in;
+  int status = Z_OK;
+  while (true) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer.data());
+    stream.avail_out = static_cast<uInt>(buffer.size());
+    status = inflate(&stream, Z_NO_FLUSH);
+    out.append(buffer.data(), buffer.size() - stream.avail_out);
+    if (out.size() > kMostInflatedBytes) {
+      inflateEnd(&stream);
+      throw fail("expands past " + std::to_string(kMostInflatedBytes >> 30) + " GiB");
+    }
+    if (stream.avail_in == 0 && fed < compressed.size()) {  // (inputs past 4 GiB, a uInt at a time)
+      stream.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size() - fed, std::numeric_limits<uInt>::max()));
+      fed += stream.avail_in;
+    }
+    if (status == Z_STREAM_END) {
+      if (stream.avail_in == 0) break;
+      inflateReset(&stream);  // the next member of a multi-member file
+      continue;
+    }
+    if (status != Z_OK && !(status == Z_BUF_ERROR && stream.avail_in > 0)) {
+      inflateEnd(&stream);
+      throw fail(status == Z_BUF_ERROR ? "the stream ends early" : (stream.msg ? stream.msg : "corrupt data"));
+    }
+  }
+  inflateEnd(&stream);
+  return out;
+}
+
+// A file's text; gzip-compressed files (known by their first bytes, whatever the name) inflated.
 inline std::string read_file(const std::filesystem::path& path, std::string_view what) {
   // A directory opens as a stream of nothing on Linux: said as what it is, not as empty JSON
   std::error_code ignored;
@@ -49,7 +98,10 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
   if (!in) throw Error("cannot open " + std::string(what) + " file " + path.string());
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  std::string bytes = text.str();
+  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b)
+    return gunzip(bytes, path, what);
+  return bytes;
 }
 
 // Whether `value` is an integer within [least, most], checked before any narrowing: an unsigned

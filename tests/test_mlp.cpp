@@ -1,5 +1,7 @@
 // The learned stage: Mlp inference checked against a forward pass written out here,
 // the batch overload, the weights file round trip, and every way a weights file is refused.
+#include <zlib.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 
@@ -11,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -357,6 +360,36 @@ TEST_CASE("Mlp: load_mlp reads a file and names the file on error", "[mlp]") {
   CHECK_THAT(missing, Contains("pipeweave_no_such_model.json"));
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
+}
+
+TEST_CASE("Mlp: a gzip-compressed model file reads as its text; a cut one is refused naming the file", "[mlp]") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto compressed = dir / ("pipeweave_test_mlp_" + std::to_string(std::random_device{}()) + ".json.gz");
+  const Mlp original(tiny_description());
+  const std::string text = to_json(original);
+  // Two gzip members one after another (as `cat a.gz b.gz` makes): one file's text.
+  gzFile out = gzopen(compressed.c_str(), "wb9");
+  REQUIRE(out);
+  REQUIRE(gzwrite(out, text.data(), static_cast<unsigned>(text.size() / 2)) > 0);
+  REQUIRE(gzclose(out) == Z_OK);
+  out = gzopen(compressed.c_str(), "ab9");
+  REQUIRE(out);
+  REQUIRE(gzwrite(out, text.data() + text.size() / 2, static_cast<unsigned>(text.size() - text.size() / 2)) > 0);
+  REQUIRE(gzclose(out) == Z_OK);
+  const Mlp loaded = load_mlp(compressed);
+  for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
+  // The first 60% of the compressed bytes: the stream ends early.
+  std::ifstream in(compressed, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  std::ofstream(compressed, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() * 6 / 10);
+  CHECK_THAT(error_of([&] { (void)load_mlp(compressed); }),
+             Contains("cannot read model weights file " + compressed.string() + " (gzip): the stream ends early"));
+  // Bytes that are not deflate data after a gzip header.
+  std::ofstream(compressed, std::ios::binary | std::ios::trunc) << bytes.substr(0, 10) << std::string(64, 'x');
+  CHECK_THAT(error_of([&] { (void)load_mlp(compressed); }),
+             Contains("cannot read model weights file " + compressed.string() + " (gzip): "));
+  std::filesystem::remove(compressed);
 }
 
 TEST_CASE("mlp_from_json: the feature list must be this build's, in order", "[mlp]") {

@@ -10,7 +10,7 @@
 # with the H200 left out entirely and scored on the H200 (the unseen-GPU case); that model is
 # kept in data/models/holdout/ (not bundled: examples/calibrate_new_gpu fine-tunes it); and as
 # an ensemble of four networks with a ranking term beside the MAPE (--rank-weight 3 --networks 4),
-# for an autotuner that orders a shape's configs: data/models/ranking/gemm_rank3.json (not
+# for an autotuner that orders a shape's configs: data/models/ranking/gemm_rank3.json.gz (not
 # bundled: it orders configs better, predicts latencies a little worse, and costs four networks'
 # time); the networks for GEMMs without a config trained on these rested rows go to
 # data/models/rested/ (an option: the bundled ones are trained on served rows by served_all.sh,
@@ -137,11 +137,13 @@ configless=(--model data/models/rested/gemm_configless_bf16.json --model data/mo
 mkdir -p data/models/ranking
 "$cli" train --op gemm --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus \
   "${gemm_options[@]}" --rank-weight 3 --networks 4 --out data/models/ranking/gemm_rank3.json 2> "$report/gemm_rank3.train.log"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --data "$data/H100-SXM/gemm.csv.gz" \
+# kept compressed (model files are read gzip-compressed as well as plain)
+gzip -9 -n -f data/models/ranking/gemm_rank3.json
+"$cli" eval --model data/models/ranking/gemm_rank3.json.gz --held-out --data "$data/H100-SXM/gemm.csv.gz" \
   --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_rank3.eval.json"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+"$cli" eval --model data/models/ranking/gemm_rank3.json.gz --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
   --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus --json > "$report/gemm_rank3.ranking.json"
-"$cli" eval --model data/models/ranking/gemm_rank3.json --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
+"$cli" eval --model data/models/ranking/gemm_rank3.json.gz --held-out --ranking --data "$data/H100-SXM/gemm.csv.gz" \
   --data "$data/H200-SXM/gemm.csv.gz" --specs data/gpus
 # Does a held-out shape's error depend on what the GPU ran before it in the collection? (It did
 # before the GEMMs were measured with rest: docs/experiments/reproducibility.md.)
