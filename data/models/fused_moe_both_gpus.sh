@@ -8,11 +8,15 @@
 # OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result on each GPU's fully
 # measured held-out shapes -> report/fused_moe/both_gpus/. About 5 minutes on 2 cores.
 # The bundled model (fused_moe.json, fused_moe.sh step 3) is this recipe on all five families.
+# Optional environment: TRAIN_FLAGS, the flags to train besides --seed 1 (default "--networks 4
+# --rank-weight 1"), and REPORT, the report folder (default data/models/report/fused_moe/both_gpus);
+# fused_moe_variants.sh chooses the flags on the training families alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
-report=data/models/report/fused_moe/both_gpus
+report="${REPORT:-data/models/report/fused_moe/both_gpus}"
+read -ra train_flags <<< "${TRAIN_FLAGS:---networks 4 --rank-weight 1}"
 mkdir -p "$report"
 gpus=(H100-SXM H200-SXM)
 held_out=(DeepSeek-V2-Lite OLMoE-1B-7B)
@@ -24,7 +28,7 @@ for gpu in "${gpus[@]}"; do
     for routing in uniform skewed; do args+=(--data "data/measurements/$gpu/fused_moe/$family.$routing.csv.gz"); done
   done
 done
-"$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
+"$cli" train --op fused_moe "${args[@]}" "${train_flags[@]}" --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
 for gpu in "${gpus[@]}"; do
   for routing in uniform skewed; do
     "$cli" eval --model "$model" --data "data/measurements/$gpu/fused_moe/${held_out[0]}.$routing.csv.gz" \
