@@ -145,7 +145,8 @@ nb::dict op_dict(const pw::SiluMul& s) {
 }
 nb::dict op_dict(const pw::FusedMoe& f) {
   nb::dict d = dict_of("family", "fused_moe", "tokens", f.tokens, "experts", f.experts, "top_k", f.top_k, "hidden", f.hidden,
-             "intermediate", f.intermediate, "dtype", pw::to_string(f.dtype), "zipf", f.zipf);
+             "intermediate", f.intermediate, "dtype", pw::to_string(f.dtype), "zipf", f.zipf, "expert_parallel",
+             f.expert_parallel);
   d["config"] = f.config ? nb::object(dict_of("block_m", f.config->block_m, "block_n", f.config->block_n,
                                                "block_k", f.config->block_k, "stages", f.config->stages, "group_m",
                                                f.config->group_m, "warps", f.config->warps))
@@ -422,14 +423,16 @@ NB_MODULE(_core, m) {
   nb::class_<pw::FusedMoe> moe_cls(m, "FusedMoe", "A mixture-of-experts layer's grouped expert GEMMs (intermediate: per expert, after TP).");
   moe_cls.def("__init__",
            [](pw::FusedMoe* self, std::int64_t tokens, std::int64_t experts, std::int64_t top_k, std::int64_t hidden,
-              std::int64_t intermediate, std::string_view dtype, std::optional<pw::FusedMoeConfig> config, double zipf) {
+              std::int64_t intermediate, std::string_view dtype, std::optional<pw::FusedMoeConfig> config, double zipf,
+              std::int64_t expert_parallel) {
              new (self) pw::FusedMoe(validated(pw::FusedMoe{.tokens = tokens, .experts = experts, .top_k = top_k, .hidden = hidden,
                                                             .intermediate = intermediate, .dtype = dtype_from(dtype, "fused_moe.dtype"),
-                                                            .zipf = zipf, .config = config}));
+                                                            .zipf = zipf, .expert_parallel = expert_parallel, .config = config}));
            },
            "tokens"_a, "experts"_a, "top_k"_a, "hidden"_a, "intermediate"_a, "dtype"_a = "bf16", "config"_a = nb::none(),
-           "zipf"_a = 0.0,
-           "zipf: the routing's skew, expert i picked in proportion to 1 / (i + 1)^zipf (0: uniform)")
+           "zipf"_a = 0.0, "expert_parallel"_a = 1,
+           "zipf: the routing's skew, expert i picked in proportion to 1 / (i + 1)^zipf (0: uniform); expert_parallel: the "
+           "ranks the experts are split over (this kernel is one rank's, over every token; experts: the model's)")
       .def_ro("tokens", &pw::FusedMoe::tokens)
       .def_ro("experts", &pw::FusedMoe::experts)
       .def_ro("top_k", &pw::FusedMoe::top_k)
@@ -437,6 +440,7 @@ NB_MODULE(_core, m) {
       .def_ro("intermediate", &pw::FusedMoe::intermediate)
       .def_prop_ro("dtype", [](const pw::FusedMoe& f) { return pw::to_string(f.dtype); })
       .def_ro("zipf", &pw::FusedMoe::zipf)
+      .def_ro("expert_parallel", &pw::FusedMoe::expert_parallel)
       .def_ro("config", &pw::FusedMoe::config);
 
   nb::class_<pw::Elementwise> elementwise_cls(m, "Elementwise", "A memory-bound kernel described by its DRAM bytes, FP32 operations and special-function operations.");

@@ -171,17 +171,20 @@ MeasuredKernel silu_row(const Row& row) {
 
 // A fused-MoE layer's two grouped GEMMs (gate-up, then down) with the Triton config that ran;
 // duration_us is the two kernels' sum. is_default (optional): the engines' default config; zipf
-// (optional, default 0: uniform): the routing's skew.
+// (optional, default 0: uniform): the routing's skew; ep (optional, default 1): the expert-parallel
+// ranks.
 MeasuredKernel fused_moe_row(const Row& row) {
   FusedMoe moe{.tokens = row.integer("tokens"), .experts = row.integer("experts"), .top_k = row.integer("top_k"),
                .hidden = row.integer("hidden"), .intermediate = row.integer("intermediate"), .dtype = row.dtype(),
-               .zipf = row.states("zipf") ? row.number("zipf") : 0.0};
+               .zipf = row.states("zipf") ? row.number("zipf") : 0.0,
+               .expert_parallel = row.states("ep") ? row.integer("ep") : 1};
   moe.config = FusedMoeConfig{.block_m = row.small_integer("block_m"), .block_n = row.small_integer("block_n"),
                               .block_k = row.small_integer("block_k"), .stages = row.small_integer("stages"),
                               .group_m = row.small_integer("group_m"), .warps = row.small_integer("warps")};
   const std::string shape = "fused_moe:" + row.text("dtype") + "," + row.text("tokens") + "," + row.text("experts") + "," +
                             row.text("top_k") + "," + row.text("hidden") + "," + row.text("intermediate") +
-                            (moe.zipf != 0 ? ",zipf=" + row.text("zipf") : "");
+                            (moe.zipf != 0 ? ",zipf=" + row.text("zipf") : "") +
+                            (moe.expert_parallel != 1 ? ",ep=" + row.text("ep") : "");
   return MeasuredKernel{row.text("gpu"), Kernel(moe), row.number("duration_us"), shape,
                         !row.has("is_default") || row.text("is_default") == "1"};
 }

@@ -198,6 +198,7 @@ Kernel parse_fused_moe(KeyValues& values) {
   moe.intermediate = values.integer("intermediate");
   moe.dtype = values.dtype(DType::bf16);
   moe.zipf = values.number("zipf", 0.0);
+  moe.expert_parallel = values.integer("ep", 1);
   if (values.has("block_m") || values.has("block_n") || values.has("block_k")) {
     FusedMoeConfig config;
     config.block_m = values.small_integer("block_m");
@@ -308,6 +309,7 @@ std::string to_string(const Kernel& kernel) {
           out << "tokens=" << op.tokens << ",experts=" << op.experts << ",top_k=" << op.top_k << ",hidden=" << op.hidden
               << ",intermediate=" << op.intermediate << ",dtype=" << to_string(op.dtype);
           if (op.zipf != 0) out << ",zipf=" << number_text(op.zipf);
+          if (op.expert_parallel != 1) out << ",ep=" << op.expert_parallel;
           if (op.config)
             out << ",block_m=" << op.config->block_m << ",block_n=" << op.config->block_n
                 << ",block_k=" << op.config->block_k << ",stages=" << op.config->stages << ",group_m=" << op.config->group_m

@@ -1048,7 +1048,7 @@ struct KernelSizeHash {
             for (double v : {as_double(op.kind), op.bytes, as_double(op.ranks)}) mix(v);
           } else if constexpr (std::is_same_v<Op, FusedMoe>) {
             for (double v : {as_double(op.tokens), as_double(op.experts), as_double(op.top_k), as_double(op.hidden),
-                             as_double(op.intermediate), op.zipf})
+                             as_double(op.intermediate), op.zipf, as_double(op.expert_parallel)})
               mix(v);
           } else if constexpr (std::is_same_v<Op, Attention>) {
             for (double v : {as_double(op.q_lens.size()), as_double(op.heads), as_double(op.head_dim)}) mix(v);

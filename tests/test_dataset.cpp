@@ -131,6 +131,17 @@ TEST_CASE("fused-MoE rows become FusedMoe kernels, the routing's skew from the z
   CHECK(rows[2].is_default);
   CHECK_THROWS_WITH(measurements_from_csv(header + "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,113.4,0,9\n"),
                     Catch::Contains("fused_moe.zipf"));
+  // The expert-parallel ranks from the ep column (absent or empty: one); a rank's shape is a shape of its own.
+  const std::string with_ep = "gpu,dtype,tokens,experts,top_k,hidden,intermediate,block_m,block_n,block_k,stages,group_m,warps,"
+                              "duration_us,is_default,zipf,ep\n";
+  const auto ranked = measurements_from_csv(with_ep + "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,40.1,0,0,8\n"
+                                                      "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,113.4,0,0,\n");
+  CHECK(std::get<FusedMoe>(ranked[0].kernel.op()).expert_parallel == 8);
+  CHECK(std::get<FusedMoe>(ranked[1].kernel.op()).expert_parallel == 1);
+  CHECK(ranked[0].shape == "fused_moe:bf16,64,64,6,2048,1408,ep=8");
+  CHECK(ranked[1].shape == "fused_moe:bf16,64,64,6,2048,1408");
+  CHECK_THROWS_WITH(measurements_from_csv(with_ep + "H100-SXM,bf16,64,64,6,2048,1408,16,128,128,4,32,8,40.1,0,0,5\n"),
+                    Catch::Contains("fused_moe.ep must divide"));
 }
 
 TEST_CASE("measurement CSVs: errors name the line and the column") {

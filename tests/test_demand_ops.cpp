@@ -385,6 +385,42 @@ TEST_CASE("fused_moe demand: skewed routing touches fewer experts and pads diffe
   }
 }
 
+TEST_CASE("fused_moe demand: expert parallelism computes the rank's share and writes zeros for the rest",
+          "[demand][fused_moe]") {
+  const auto gpu = synthetic_gpu(4);  // DRAM: 1024 bytes a cycle over the chip
+  auto whole = make_moe(4096, 8, 2, 256, 128);
+  whole.config = pipeweave::FusedMoeConfig{.block_m = 64, .block_n = 32, .block_k = 64};
+  auto rank = whole;
+  rank.expert_parallel = 4;  // this rank: 2 of the 8 experts
+  const auto all = pipeweave::demand(whole, gpu), share = pipeweave::demand(rank, gpu);
+  // 4,096 tokens touch every expert: the rank computes a quarter of the blocks.
+  CHECK(at(share.gpu_cycles, Pipe::tensor) == Approx(at(all.gpu_cycles, Pipe::tensor) / 4).epsilon(1e-12));
+  // The launch is the same grid (every routed row sorted and padded on every rank).
+  CHECK(share.ctas == all.ctas);
+  // DRAM: its two experts' weights, the tokens that picked one of them (1 - (3/4)^2 of them), its
+  // rows' outputs, and zeros written to the other ranks' rows of both outputs (2 x 128 + 256 wide).
+  const double rows = 8192, local_rows = 2048, local_tokens = 4096 * (1 - 0.75 * 0.75);
+  const double gate_up = 2 * 256.0 * 256 * 2 + local_tokens * 256 * 2 + local_rows * 256 * 2;
+  const double down = 2 * 256.0 * 128 * 2 + local_rows * 128 * 2 + local_rows * 256 * 2;
+  const double zeros = (rows - local_rows) * (2 * 128 + 256) * 2;
+  CHECK(at(share.gpu_cycles, Pipe::dram) == Approx((gate_up + down + zeros) / 1024).epsilon(1e-9));
+  // One rank is the whole layer, to the last bit.
+  auto one = whole;
+  one.expert_parallel = 1;
+  CHECK(pipeweave::demand(one, gpu).gpu_cycles == all.gpu_cycles);
+  // vLLM's default config counts the rank's experts (its weight tensor): 16 tokens over 64 experts
+  // take the small blocks, over the 8 of one rank of 8 the large ones.
+  auto few = make_moe(16, 64, 6, 2048, 1408);
+  CHECK(pipeweave::default_config(few, gpu).block_m == 16);
+  few.expert_parallel = 8;
+  CHECK(pipeweave::default_config(few, gpu).block_m == 64);
+  // The ranks must split the experts evenly.
+  few.expert_parallel = 3;
+  CHECK_THROWS_WITH(pipeweave::Kernel(few), Catch::Contains("fused_moe.ep must divide fused_moe.experts (64) into equal shares, got 3"));
+  few.expert_parallel = 0;
+  CHECK_THROWS_WITH(pipeweave::Kernel(few), Catch::Contains("fused_moe.ep"));
+}
+
 TEST_CASE("fused_moe configs: checked knobs and the tuning grid", "[demand][fused_moe]") {
   const auto gpu = synthetic_gpu(4);
   auto moe = make_moe(64, 8, 2, 4096, 1024);

@@ -397,6 +397,12 @@ TEST_CASE("parse_kernel: rmsnorm, silu_mul, fused_moe, elementwise", "[kernel_te
   CHECK(parse_kernel(to_string(Kernel(configured))) == Kernel(configured));
   CHECK(to_string(Kernel(configured)).find(",zipf=1.2,") != std::string::npos);
   CHECK(to_string(Kernel(make_moe(512, 8, 2, 4096, 14336))).find("zipf") == std::string::npos);
+  // Expert parallelism, written only past one rank.
+  const Kernel ranked = parse_kernel("fused_moe:tokens=64,experts=64,top_k=6,hidden=2048,intermediate=1408,ep=8");
+  CHECK(ranked.get_if<FusedMoe>()->expert_parallel == 8);
+  CHECK(to_string(ranked) == "fused_moe:tokens=64,experts=64,top_k=6,hidden=2048,intermediate=1408,dtype=bf16,ep=8");
+  CHECK(parse_kernel(to_string(ranked)) == ranked);
+  CHECK(to_string(Kernel(make_moe(512, 8, 2, 4096, 14336))).find("ep=") == std::string::npos);
 
   CHECK(parse_kernel("elementwise:bytes=1e9,flops=2.5e8") == Kernel(make_elementwise(1e9, 2.5e8, 0)));
   CHECK(parse_kernel("elementwise:bytes=4096") == Kernel(make_elementwise(4096, 0, 0)));

@@ -3,7 +3,7 @@
 shapes of public MoE models, with uniform and skewed routing.
 
     python3 cuda_kernels/fused_moe/collect_fused_moe.py --out moe.csv [--budget-s 420] [--seed 1]
-        [--workers 12] [--configs 60] [--per-shape 12]
+        [--workers 12] [--configs 60] [--per-shape 12] [--ep 2,4,8 [--ep-only]]
 
 Shapes: the experts' layers of Mixtral-8x7B, Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B, DeepSeek-V2-Lite
 and OLMoE-1B-7B at tensor parallelism 1-8 (each expert's intermediate split over the TP ranks;
@@ -23,9 +23,17 @@ median of --reps after --warmup launches. Shapes are measured in a random order 
 until --budget-s; what is measured in time is a random subset. Compiles first, in --workers
 processes (Triton's cache is shared on disk).
 
+Expert parallelism (--ep SIZES): the experts split over SIZE ranks (tensor parallelism 1, each
+expert whole; sizes that do not divide a model's experts are skipped), each token routed over all
+the experts, and rank 0 (global experts 0 to E/SIZE - 1) measured as vLLM runs it without an
+all-to-all: every routed row sorted and padded, another rank's blocks writing zeros
+(fused_moe_triton.py). Its rows count the local experts touched and their largest expert's rows;
+vLLM's default config is the one for the local experts (the kernel's weight tensor). --ep-only
+measures the expert-parallel points alone.
+
 Writes one row per (shape, routing, dtype, config): the shape, the routing's measured expert
 load (experts touched, the largest expert's rows, rows after padding), the config, and the two
-kernels' times gemm1_us (gate-up) and gemm2_us (down).
+kernels' times gemm1_us (gate-up) and gemm2_us (down); ep the expert-parallel size (1: none).
 """
 import argparse
 import csv
@@ -148,6 +156,8 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)))
+    parser.add_argument("--ep", default="", help="expert-parallel sizes to measure beside the TP points (comma list)")
+    parser.add_argument("--ep-only", action="store_true", help="only the expert-parallel points")
     return parser.parse_args()
 
 
@@ -172,6 +182,21 @@ def check_against_pytorch(seed):
         print(f"check {dtype}: relative error {error:.4f} against PyTorch", file=sys.stderr, flush=True)
         if error > (0.1 if dtype == "fp8" else 0.02):
             sys.exit(f"collect_fused_moe: error: the {dtype} kernel disagrees with PyTorch ({error:.3f})")
+        # Expert parallelism over 4 ranks: rank 0 holds experts 0-1 and adds only their part.
+        local = e // 4
+        ref_local = torch.zeros(t, h, device="cuda")
+        for token in range(t):
+            for slot in range(k):
+                expert = int(ids[token, slot])
+                if expert < local:
+                    g, u = (x[token] @ w1[expert].T).chunk(2)
+                    ref_local[token] += wts[token, slot] * (w2[expert] @ (torch.nn.functional.silu(g) * u))
+        got = fm.fused_moe(cast(x), cast(w1[:local]), cast(w2[:local]), wts, ids, fm.vllm_default_config(t, local),
+                           one, one, one, global_experts=e)
+        error = ((got.float() - ref_local).norm() / ref_local.norm()).item()
+        print(f"check {dtype}, expert parallel: relative error {error:.4f} against PyTorch", file=sys.stderr, flush=True)
+        if error > (0.1 if dtype == "fp8" else 0.02):
+            sys.exit(f"collect_fused_moe: error: the {dtype} expert-parallel kernel disagrees with PyTorch ({error:.3f})")
 
 
 def compile_all(configs, workers, start):
@@ -189,32 +214,37 @@ def compile_all(configs, workers, start):
 
 
 def measurement_order(args, rng):
-    """The points (model, tp, tokens, routing, dtype) in the order they are measured, the "full" ones
-    first, each part shuffled; and the full ones."""
-    layers = [(name, tp) for name in args.models.split(",") for tp in MODELS[name][4]]
+    """The points (model, tp, ep, tokens, routing, dtype) in the order they are measured, the "full"
+    ones first, each part shuffled; and the full ones."""
+    names = args.models.split(",")
+    layers = [] if args.ep_only else [(name, tp, 1) for name in names for tp in MODELS[name][4]]
+    for ep in (int(size) for size in args.ep.split(",") if size):
+        layers += [(name, 1, ep) for name in names if ep > 1 and MODELS[name][0] % ep == 0]
     token_list = [int(t) for t in args.tokens.split(",")]
-    points = [(name, tp, tokens, routing, dtype) for name, tp in layers for tokens in token_list
+    points = [(name, tp, ep, tokens, routing, dtype) for name, tp, ep in layers for tokens in token_list
               for routing in ("uniform", "skewed") for dtype in DTYPES]
-    full = [p for p in points if p[3] == "uniform" and p[2] in FULL_TOKENS]
+    full = [p for p in points if p[4] == "uniform" and p[3] in FULL_TOKENS]
     rest = [p for p in points if p not in full]
     rng.shuffle(full)
     rng.shuffle(rest)
     return full + rest, full
 
 
-def make_layer(name, tp, tokens, routing, dtype, generator):
-    """One point's operands: copies of the experts' weights (enough to span twice the L2 for the
-    experts a token touches, within 6 GiB), the activations, the outputs and the routing."""
+def make_layer(name, tp, ep, tokens, routing, dtype, generator):
+    """One point's operands: copies of the (local) experts' weights (enough to span twice the L2 for
+    the experts a token touches, within 6 GiB), the activations, the outputs and the routing over
+    all the experts."""
     experts, top_k, hidden, inter_full, _ = MODELS[name]
     inter = inter_full // tp
+    local = experts // ep
     dt = torch_dtype(dtype)
     bytes_per = 1 if dtype == "fp8" else 2
     expert_bytes = 3 * inter * hidden * bytes_per
-    total_bytes = experts * expert_bytes
+    total_bytes = local * expert_bytes
     copies = max(1, min(math.ceil(2 * L2_BYTES / (top_k * expert_bytes)), (6 << 30) // total_bytes))
-    layer = types.SimpleNamespace(experts=experts, top_k=top_k, hidden=hidden, inter=inter, copies=copies)
-    layer.w1s = [torch.randn(experts, 2 * inter, hidden, device="cuda").to(dt) for _ in range(copies)]
-    layer.w2s = [torch.randn(experts, hidden, inter, device="cuda").to(dt) for _ in range(copies)]
+    layer = types.SimpleNamespace(experts=experts, local=local, ep=ep, top_k=top_k, hidden=hidden, inter=inter, copies=copies)
+    layer.w1s = [torch.randn(local, 2 * inter, hidden, device="cuda").to(dt) for _ in range(copies)]
+    layer.w2s = [torch.randn(local, hidden, inter, device="cuda").to(dt) for _ in range(copies)]
     layer.x = torch.randn(tokens, hidden, device="cuda").to(dt)
     layer.x2 = torch.randn(tokens * top_k, inter, device="cuda").to(dt)
     layer.c1 = torch.empty(tokens * top_k, 2 * inter, device="cuda", dtype=torch.bfloat16)
@@ -255,15 +285,16 @@ def time_configs(layer, chosen, aligned, launches):
 
 def measure_point(writer, point, is_full, args, configs, bad, rng, generator):
     """Measures one point's chosen configs and writes their rows; returns how many."""
-    name, tp, tokens, routing, dtype = point
-    layer = make_layer(name, tp, tokens, routing, dtype, generator)
-    counts = torch.bincount(layer.ids.flatten().long(), minlength=layer.experts)
-    default = fm.vllm_default_config(tokens, layer.experts)
+    name, tp, ep, tokens, routing, dtype = point
+    layer = make_layer(name, tp, ep, tokens, routing, dtype, generator)
+    counts = torch.bincount(layer.ids.flatten().long(), minlength=layer.experts)[:layer.local]  # this rank's experts
+    default = fm.vllm_default_config(tokens, layer.local)
     chosen = choose_configs(configs, bad, dtype, is_full, default, args.per_shape, rng)
     aligned = {}
     for c in chosen:
         if c["BLOCK_SIZE_M"] not in aligned:
-            aligned[c["BLOCK_SIZE_M"]] = fm.moe_align_block_size(layer.ids, c["BLOCK_SIZE_M"], layer.experts)
+            aligned[c["BLOCK_SIZE_M"]] = fm.moe_align_block_size(layer.ids, c["BLOCK_SIZE_M"], layer.experts,
+                                                                 layer.local if ep > 1 else None)
     launches = args.warmup + args.reps
     durations = time_configs(layer, chosen, aligned, launches)
     if len(durations) != 2 * launches * len(chosen):
@@ -275,7 +306,7 @@ def measure_point(writer, point, is_full, args, configs, bad, rng, generator):
         writer.writerow([name, tp, tokens, layer.experts, layer.top_k, layer.hidden, layer.inter, dtype, routing,
                          int((counts > 0).sum()), int(counts.max()), int(is_full), *key(c),
                          int(aligned[c["BLOCK_SIZE_M"]][2].item()), round(gemm1, 3), round(gemm2, 3),
-                         int(key(c) == key(default))])
+                         int(key(c) == key(default)), ep])
     return len(chosen)
 
 
@@ -293,7 +324,7 @@ def main():
         writer = csv.writer(out)
         writer.writerow(["model", "tp", "tokens", "experts", "top_k", "hidden", "intermediate", "dtype", "routing",
                          "experts_touched", "max_expert_rows", "full", *CONFIG_KEYS, "padded_rows", "gemm1_us", "gemm2_us",
-                         "vllm_default"])
+                         "vllm_default", "ep"])
         for index, point in enumerate(order):
             if time.time() - start > args.budget_s:
                 print(f"budget reached after {index} of {len(order)} shapes", file=sys.stderr, flush=True)

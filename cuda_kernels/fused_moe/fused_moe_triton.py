@@ -8,8 +8,12 @@ with per-tensor / per-expert scales (vLLM's w8a8 path).
 
 The kernel's knobs are the engines' config keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps,
 num_stages. Differences from vLLM's kernel, none of which changes what a CTA does: top_k is a
-run-time argument (vLLM: a compile-time constant; here it would multiply the compiles by four),
-and no expert-parallel expert map.
+run-time argument (vLLM: a compile-time constant; here it would multiply the compiles by four).
+
+Expert parallelism as vLLM runs it without an all-to-all (`expert_map`): every rank sorts all the
+routed rows by their global expert and pads them, then maps each block's expert to its local index,
+or -1 where another rank holds it; a block of another rank's expert writes zeros to its rows'
+outputs and returns (the ranks' outputs are summed after).
 """
 import torch
 import triton
@@ -44,8 +48,15 @@ def fused_moe_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, topk_weights
     offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N).to(tl.int64)) % N
     offs_k = tl.arange(0, BLOCK_SIZE_K)
     # Row r of the sorted list is token r // top_k's activations (gate-up), or row r itself (down: top_k = 1).
-    a_ptrs = a_ptr + (offs_token[:, None] // top_k * stride_am + offs_k[None, :] * stride_ak)
     off_expert = tl.load(expert_ids_ptr + pid_m).to(tl.int64)
+    if off_expert == -1:
+        # Another rank's expert (expert parallelism): zeros to this block's rows, as vLLM writes them.
+        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_token[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = token_mask[:, None] & (offs_cn[None, :] < N)
+        tl.store(c_ptrs, tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=compute_type), mask=c_mask)
+        return
+    a_ptrs = a_ptr + (offs_token[:, None] // top_k * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + off_expert * stride_be + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
     if use_fp8:
         a_scale = tl.load(a_scale_ptr)
@@ -72,10 +83,12 @@ def fused_moe_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, topk_weights
     tl.store(c_ptrs, accumulator, mask=c_mask)
 
 
-def moe_align_block_size(topk_ids, block_m, experts):
+def moe_align_block_size(topk_ids, block_m, experts, local_experts=None):
     """vLLM's moe_align_block_size, in PyTorch: the routed rows (token x top_k, flattened) sorted by
     expert, each expert's run padded to a multiple of block_m with the invalid id numel; the expert of
-    each block; and the padded total. The id list is sized for the worst case, as the grid is."""
+    each block; and the padded total. The id list is sized for the worst case, as the grid is.
+    local_experts (expert parallelism, this rank holding global experts 0 to local_experts - 1): each
+    block's expert mapped through vLLM's expert_map, -1 for another rank's."""
     flat = topk_ids.flatten().to(torch.int64)
     numel = flat.numel()
     counts = torch.bincount(flat, minlength=experts)
@@ -94,6 +107,8 @@ def moe_align_block_size(topk_ids, block_m, experts):
     blocks = -(-max_padded // block_m)
     expert_ids = torch.cat([expert_ids, torch.zeros(blocks - expert_ids.numel(), dtype=torch.int32, device=flat.device)])
     total = torch.tensor([int(padded.sum())], dtype=torch.int32, device=flat.device)
+    if local_experts is not None:
+        expert_ids = torch.where(expert_ids < local_experts, expert_ids, torch.full_like(expert_ids, -1))
     return sorted_ids, expert_ids, total
 
 
@@ -111,11 +126,16 @@ def invoke(a, w, c, a_scale, w_scale, topk_weights, sorted_ids, expert_ids, tota
         compute_type=tl.bfloat16, num_warps=config["num_warps"], num_stages=config["num_stages"])
 
 
-def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, config, w1_scale=None, w2_scale=None, a_scale=None):
-    """The whole layer, for checking the kernel against a PyTorch reference: bf16 in and out."""
+def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, config, w1_scale=None, w2_scale=None, a_scale=None,
+              global_experts=None):
+    """The whole layer, for checking the kernel against a PyTorch reference: bf16 in and out.
+    global_experts (expert parallelism): the model's experts, of which w1 and w2 hold the first."""
     tokens, top_k = topk_ids.shape
     experts = w1.shape[0]
-    sorted_ids, expert_ids, total = moe_align_block_size(topk_ids, config["BLOCK_SIZE_M"], experts)
+    if global_experts is None:
+        sorted_ids, expert_ids, total = moe_align_block_size(topk_ids, config["BLOCK_SIZE_M"], experts)
+    else:
+        sorted_ids, expert_ids, total = moe_align_block_size(topk_ids, config["BLOCK_SIZE_M"], global_experts, experts)
     inter = w2.shape[2]
     cache1 = torch.empty(tokens * top_k, 2 * inter, device=hidden_states.device, dtype=torch.bfloat16)
     cache3 = torch.empty(tokens * top_k, w2.shape[1], device=hidden_states.device, dtype=torch.bfloat16)

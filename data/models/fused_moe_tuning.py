@@ -38,15 +38,17 @@ def main():
             for r in csv.DictReader(f):
                 if r["full"] != "1" or r["gpu"] != gpu.name:
                     continue
-                shape = (r["dtype"], int(r["tokens"]), int(r["experts"]), int(r["top_k"]), int(r["hidden"]), int(r["intermediate"]))
+                ep = int(r.get("ep") or 1)  # expert-parallel ranks (files before the column: none)
+                shape = (r["dtype"], int(r["tokens"]), int(r["experts"]), int(r["top_k"]), int(r["hidden"]), int(r["intermediate"]), ep)
                 config = (int(r["block_m"]), int(r["block_n"]), int(r["block_k"]), int(r["stages"]), int(r["group_m"]), int(r["warps"]))
                 shapes[shape][config].append((float(r["duration_us"]), r["is_default"] == "1"))
                 family[shape] = r["model"]
     rows = []
     for shape, configs in sorted(shapes.items()):
-        dtype, tokens, experts, top_k, hidden, inter = shape
+        dtype, tokens, experts, top_k, hidden, inter, ep = shape
         names = list(configs)
         kernels = [pw.FusedMoe(tokens=tokens, experts=experts, top_k=top_k, hidden=hidden, intermediate=inter, dtype=dtype,
+                               expert_parallel=ep,
                                config=pw.FusedMoeConfig(block_m=c[0], block_n=c[1], block_k=c[2], stages=c[3], group_m=c[4],
                                                         warps=c[5])) for c in names]
         ranked = predictor.rank(kernels, gpu)
@@ -57,7 +59,7 @@ def main():
         pick = names[ranked[0].index]
         fastest = min(measured.values())
         rows.append({"family": family[shape], "dtype": dtype, "tokens": tokens, "experts": experts, "top_k": top_k,
-                     "hidden": hidden, "intermediate": inter, "configs": len(names), "default_us": measured[defaults[0]],
+                     "hidden": hidden, "intermediate": inter, "ep": ep, "configs": len(names), "default_us": measured[defaults[0]],
                      "pick_us": measured[pick], "fastest_us": fastest, "speedup": measured[defaults[0]] / measured[pick],
                      "gap_pct": 100 * (measured[pick] / fastest - 1), "pick": "x".join(map(str, pick))})
     if not rows:

@@ -35,7 +35,8 @@ def test_fields_and_to_dict():
     assert attention.q_lens == [512, 1, 1] and attention.kv_lens == [512, 4096, 900] and attention.page_size == 16
     assert pw.Attention([7], heads=8, kv_heads=8, head_dim=64).kv_lens == [7]  # default: a prefill
     assert OPS[8].to_dict() == {"family": "fused_moe", "tokens": 512, "experts": 8, "top_k": 2, "hidden": 4096,
-                                "intermediate": 14336, "dtype": "bf16", "zipf": 0.0, "config": None}
+                                "intermediate": 14336, "dtype": "bf16", "zipf": 0.0, "expert_parallel": 1,
+                                "config": None}
     assert eval(repr(OPS[1].config), {"GemmConfig": pw.GemmConfig}) == OPS[1].config
     assert "bf16" in pw.dtypes() and "fp8_e4m3" in pw.dtypes()
 

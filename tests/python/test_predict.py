@@ -135,3 +135,10 @@ def test_fused_moe_configs(predictor, h100):
     few, skewed = (pw.FusedMoe(tokens=8, experts=64, top_k=6, hidden=2048, intermediate=1408, zipf=z) for z in (0, 1.2))
     assert skewed.zipf == 1.2 and pw.parse_kernel(str(skewed)) == skewed
     assert predictor.predict(skewed, h100).lower_bound_us < predictor.predict(few, h100).lower_bound_us
+    # Expert parallelism: one rank of eight computes an eighth of the experts' blocks.
+    rank = pw.FusedMoe(tokens=4096, experts=64, top_k=6, hidden=2048, intermediate=1408, expert_parallel=8)
+    assert rank.expert_parallel == 8 and pw.parse_kernel(str(rank)) == rank and "ep=8" in str(rank)
+    whole = pw.FusedMoe(tokens=4096, experts=64, top_k=6, hidden=2048, intermediate=1408)
+    assert predictor.predict(rank, h100).latency_us < predictor.predict(whole, h100).latency_us / 2
+    with pytest.raises(pw.Error, match="fused_moe.ep must divide"):
+        pw.FusedMoe(tokens=8, experts=64, top_k=6, hidden=2048, intermediate=1408, expert_parallel=3)

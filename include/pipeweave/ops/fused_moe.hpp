@@ -6,7 +6,10 @@
 // hidden]). The SiLU between them and the top-k sum after are separate kernels (silu_mul,
 // elementwise). Routing: each token picks top_k distinct experts, uniformly, or (zipf > 0) in
 // proportion to a Zipf popularity of that exponent over the experts, as skewed loads route; the
-// demand takes each expert's expected share of the rows.
+// demand takes each expert's expected share of the rows. Expert parallelism (expert_parallel > 1)
+// as vLLM runs it without an all-to-all: the rank holds experts / expert_parallel of the experts,
+// sorts and pads every routed row as before, computes its own experts' blocks, and writes zeros for
+// the rows of the other ranks' experts (the ranks' outputs are summed after).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -64,7 +67,12 @@ struct FusedMoe {
   // The routing's skew: expert i (of the popularity order) is picked in proportion to
   // 1 / (i + 1)^zipf; 0 is uniform. Engines see about 0.5-1.5 on real traffic.
   double zipf = 0;
+  // Ranks the experts are split over (1: none, or tensor parallelism): this kernel is one rank's,
+  // over all `tokens`, `experts` the model's; it must divide them.
+  std::int64_t expert_parallel = 1;
   std::optional<FusedMoeConfig> config;
+
+  std::int64_t local_experts() const { return expert_parallel > 0 ? experts / expert_parallel : experts; }
 
   void validate() const {
     detail::require_positive("fused_moe.tokens", tokens);
@@ -75,6 +83,10 @@ struct FusedMoe {
     detail::require_positive("fused_moe.hidden", hidden);
     detail::require_positive("fused_moe.intermediate", intermediate);
     if (!valid_zipf(zipf)) detail::fail_field("fused_moe.zipf", zipf, "must be " + std::string(kZipfRange));
+    detail::require_positive("fused_moe.ep", expert_parallel);  // (named as kernel strings and files name it)
+    if (experts % expert_parallel != 0)
+      detail::fail_field("fused_moe.ep", expert_parallel,
+                         "must divide fused_moe.experts (" + std::to_string(experts) + ") into equal shares");
     if (config) config->validate();
   }
   bool operator==(const FusedMoe&) const = default;
@@ -82,9 +94,10 @@ struct FusedMoe {
 
 // vLLM's get_default_config for bf16 and per-tensor fp8 (v0.6-v0.8): small blocks when the
 // batch has at most as many tokens as experts, else 64x64x32 with GROUP_SIZE_M 8; num_warps and
-// num_stages left to Triton's defaults, 4 and 3. What an engine runs with no tuned table.
+// num_stages left to Triton's defaults, 4 and 3. What an engine runs with no tuned table. (The
+// experts it counts are the rank's: its weight tensor's.)
 inline FusedMoeConfig default_config(const FusedMoe& moe, const GpuSpec&) {
-  if (moe.tokens <= moe.experts) return FusedMoeConfig{.block_m = 16, .block_n = 32, .block_k = 64, .stages = 3, .group_m = 1, .warps = 4};
+  if (moe.tokens <= moe.local_experts()) return FusedMoeConfig{.block_m = 16, .block_n = 32, .block_k = 64, .stages = 3, .group_m = 1, .warps = 4};
   return FusedMoeConfig{.block_m = 64, .block_n = 64, .block_k = 32, .stages = 3, .group_m = 8, .warps = 4};
 }
 
@@ -209,10 +222,28 @@ inline Demand demand(const FusedMoe& moe, const GpuSpec& gpu) {
   // row; a batch of fewer routed rows than experts, for each row its own block.
   const double max_padded = routed_rows < experts ? routed_rows * config.block_m : routed_rows + experts * (config.block_m - 1);
   const double grid_blocks = std::max(blocks, detail::ceil_div(max_padded, config.block_m));
-  Demand result = detail::moe_gemm(active, blocks, grid_blocks, routed_rows, tokens, 2.0 * moe.intermediate, moe.hidden,
-                                   config, moe.dtype, gpu);
-  result += detail::moe_gemm(active, blocks, grid_blocks, routed_rows, routed_rows, moe.hidden, moe.intermediate, config,
-                             moe.dtype, gpu);
+  // Under expert parallelism the rank's experts are a share of the popularity order that nothing
+  // ties to it: in expectation 1 / ranks of the experts touched, their row blocks and their rows;
+  // gate-up reads the tokens that picked at least one of them. (Divided by one rank, each is as it was.)
+  const double ranks = static_cast<double>(moe.expert_parallel);
+  const double local_active = active / ranks, local_blocks = blocks / ranks, local_rows = routed_rows / ranks;
+  const double local_tokens =
+      moe.expert_parallel == 1 ? tokens : tokens * -std::expm1(double(moe.top_k) * std::log1p(-1 / ranks));
+  Demand result = detail::moe_gemm(local_active, local_blocks, grid_blocks, local_rows, local_tokens, 2.0 * moe.intermediate,
+                                   moe.hidden, config, moe.dtype, gpu);
+  result += detail::moe_gemm(local_active, local_blocks, grid_blocks, local_rows, local_rows, moe.hidden, moe.intermediate,
+                             config, moe.dtype, gpu);
+  if (moe.expert_parallel > 1) {
+    // The other ranks' blocks write zeros to their rows of both outputs (16-bit): a pass over those
+    // bytes spread over the SMs, on top of the GEMMs' CTAs.
+    const double zero_bytes = (routed_rows - local_rows) * (2.0 * moe.intermediate + moe.hidden) * 2;
+    const PipeArray rate = detail::per_sm_rates(gpu, detail::tensor_rate(gpu, moe.dtype));
+    for (Pipe pipe : {Pipe::dram, Pipe::l2}) {
+      const double extra = zero_bytes / (at(rate, pipe) * gpu.sm_count);
+      at(result.gpu_cycles, pipe) += extra;
+      at(result.sm_cycles, pipe) += extra;
+    }
+  }
   result.config_defaulted = !moe.config.has_value();
   return result;
 }
