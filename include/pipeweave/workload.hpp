@@ -405,8 +405,8 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
 // workload (a 100,000-request trace is a workload of about a gigabyte). Iterations are scheduled
 // 4,096 at a time; with options.threads other than 1, the next block is scheduled on a thread of
 // its own while the predictors work through this one. `adjust` (may be empty) changes each
-// iteration as it is scheduled, the same way for every iteration (the attention kernel the engine
-// runs, the routing's skew); decode attention that follows the prompt's
+// iteration as it is scheduled (on that thread), the same way for every iteration (the attention
+// kernel the engine runs, the routing's skew); decode attention that follows the prompt's
 // (EngineProfile::decode_attention_follows_prompt) follows the first block's. The same errors as
 // the two calls, save that an iteration that cannot be predicted is reported before a later
 // block's scheduling error.
