@@ -202,6 +202,23 @@ std::vector<pw::TraceRequest> trace_from(const nb::handle& trace) {
   return pw::trace_from_csv(csv, "trace");
 }
 
+// What Workload.generate and Predictor.predict_trace take to schedule a trace: the model, its
+// requests, the deployment and the scheduler's policy.
+struct TraceRun {
+  pw::ModelParams params;
+  std::vector<pw::TraceRequest> requests;
+  pw::Deployment deployment;
+  pw::SchedulerPolicy policy;
+  TraceRun(nb::handle config, nb::handle trace, int tp, int pp, std::string_view dtype, std::int64_t max_batched_tokens,
+           std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl)
+      : params(model_params_from(config)),
+        requests(trace_from(trace)),
+        deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype)},
+        policy{.max_batched_tokens = max_batched_tokens, .max_sequences = max_sequences, .chunked_prefill = chunked_prefill} {
+    if (attention_impl) deployment.attention_impl = attention_impl_from(*attention_impl);
+  }
+};
+
 nb::dict workload_prediction_dict(const pw::WorkloadPrediction& p) {
   nb::dict d;
   d["total_us"] = p.total_us, d["prefill_us"] = p.prefill_us, d["overhead_us"] = p.overhead_us;
@@ -529,14 +546,9 @@ NB_MODULE(_core, m) {
           "generate",
           [](nb::handle config, nb::handle trace, int tp, int pp, std::string_view dtype, std::int64_t max_batched_tokens,
              std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl, std::string model) {
-            const pw::ModelParams params = model_params_from(config);
-            const std::vector<pw::TraceRequest> requests = trace_from(trace);
-            pw::Deployment deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype)};
-            if (attention_impl) deployment.attention_impl = attention_impl_from(*attention_impl);
-            const pw::SchedulerPolicy policy{.max_batched_tokens = max_batched_tokens, .max_sequences = max_sequences,
-                                             .chunked_prefill = chunked_prefill};
+            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl);
             nb::gil_scoped_release unlocked;
-            return pw::generate_workload(std::move(model), params, requests, deployment, policy);
+            return pw::generate_workload(std::move(model), run.params, run.requests, run.deployment, run.policy);
           },
           "config"_a, "trace"_a, nb::kw_only(), "tp"_a = 1, "pp"_a = 1, "dtype"_a = "bf16", "max_batched_tokens"_a = 8192,
           "max_sequences"_a = 256, "chunked_prefill"_a = true, "attention_impl"_a = nb::none(), "model"_a = "model",
@@ -668,17 +680,12 @@ NB_MODULE(_core, m) {
           [](const pw::Predictor& p, nb::handle config, nb::handle trace, const pw::GpuSpec& gpu, int tp, int pp, std::string_view dtype,
              std::int64_t max_batched_tokens, std::int64_t max_sequences, bool chunked_prefill,
              std::optional<std::string_view> attention_impl, std::string model, std::string_view engine, int threads) {
-            const pw::ModelParams params = model_params_from(config);
-            const std::vector<pw::TraceRequest> requests = trace_from(trace);
-            pw::Deployment deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype)};
-            if (attention_impl) deployment.attention_impl = attention_impl_from(*attention_impl);
-            const pw::SchedulerPolicy policy{.max_batched_tokens = max_batched_tokens, .max_sequences = max_sequences,
-                                             .chunked_prefill = chunked_prefill};
+            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl);
             pw::WorkloadOptions options;
             options.engine = pw::EngineProfile::named(engine);
             options.threads = threads;
             nb::gil_scoped_release unlocked;
-            return pw::predict_trace(p, std::move(model), params, requests, deployment, policy, gpu, options);
+            return pw::predict_trace(p, std::move(model), run.params, run.requests, run.deployment, run.policy, gpu, options);
           },
           "config"_a, "trace"_a, "gpu"_a, nb::kw_only(), "tp"_a = 1, "pp"_a = 1, "dtype"_a = "bf16", "max_batched_tokens"_a = 8192,
           "max_sequences"_a = 256, "chunked_prefill"_a = true, "attention_impl"_a = nb::none(), "model"_a = "model",

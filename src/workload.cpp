@@ -776,24 +776,32 @@ WorkloadIteration iteration_of(const Batch& batch, std::int64_t index, const Mod
   return iteration;
 }
 
-}  // namespace
-
-Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
-                           const Deployment& deployment, const SchedulerPolicy& policy) {
+// The scheduler of a trace's requests, once the model, the policy, the deployment and the trace are checked.
+BatchScheduler checked_scheduler(const ModelParams& params, std::span<const TraceRequest> trace, const Deployment& deployment,
+                                 const SchedulerPolicy& policy) {
   params.validate();
   policy.validate();
   deployment.validate();
   check_parallel_split(params, deployment);
   if (trace.empty()) throw InvalidInput("the trace has no request");
-  BatchScheduler scheduler(trace_requests(trace, policy), policy);
+  return BatchScheduler(trace_requests(trace, policy), policy);
+}
+
+// The scheduler's next batch as the run's iteration `index` (the scheduler not done).
+WorkloadIteration next_iteration(BatchScheduler& scheduler, std::size_t index, const ModelParams& params, const Deployment& deployment) {
+  const Batch batch = scheduler.next();
+  if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
+  if (index >= static_cast<std::size_t>(kMaxWorkloadIterations)) throw too_many_iterations(static_cast<std::int64_t>(index) + 1);
+  return iteration_of(batch, static_cast<std::int64_t>(index), params, deployment);
+}
+
+}  // namespace
+
+Workload generate_workload(std::string model, const ModelParams& params, std::span<const TraceRequest> trace,
+                           const Deployment& deployment, const SchedulerPolicy& policy) {
+  BatchScheduler scheduler = checked_scheduler(params, trace, deployment, policy);
   Workload w{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
-  while (!scheduler.done()) {
-    const Batch batch = scheduler.next();
-    if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
-    const auto index = static_cast<std::int64_t>(w.iterations.size());
-    if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
-    w.iterations.push_back(iteration_of(batch, index, params, deployment));
-  }
+  while (!scheduler.done()) w.iterations.push_back(next_iteration(scheduler, w.iterations.size(), params, deployment));
   return w;
 }
 
@@ -1357,12 +1365,7 @@ WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, 
                                  const GpuSpec& gpu, const WorkloadOptions& options,
                                  const std::function<void(WorkloadIteration&)>& adjust) {
   // generate_workload's checks, then predict_workload's, in that order
-  params.validate();
-  policy.validate();
-  deployment.validate();
-  check_parallel_split(params, deployment);
-  if (trace.empty()) throw InvalidInput("the trace has no request");
-  BatchScheduler scheduler(trace_requests(trace, policy), policy);
+  BatchScheduler scheduler = checked_scheduler(params, trace, deployment, policy);
   const SustainedLoad sustained = checked_options(gpu, options);
   const Workload header{std::move(model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
 
@@ -1373,11 +1376,7 @@ WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, 
     block.clear();
     const std::size_t first = scheduled;
     while (block.size() < kBlock && !scheduler.done()) {
-      const Batch batch = scheduler.next();
-      if (batch.q.empty()) throw Error("the scheduler made no progress (a bug): please report the trace");
-      const auto index = static_cast<std::int64_t>(scheduled);
-      if (index >= kMaxWorkloadIterations) throw too_many_iterations(index + 1);
-      block.push_back(iteration_of(batch, index, params, deployment));
+      block.push_back(next_iteration(scheduler, scheduled, params, deployment));
       if (adjust) adjust(block.back());
       ++scheduled;
     }
