@@ -129,7 +129,7 @@ void save_gpu_spec(const GpuSpec& gpu, const std::filesystem::path& path) {
 }
 
 GpuSpec resolve_gpu(std::string_view name_or_path) {
-  if (name_or_path.ends_with(".json")) return load_gpu_spec(std::filesystem::path(name_or_path));
+  if (name_or_path.ends_with(".json") || name_or_path.ends_with(".json.gz")) return load_gpu_spec(std::filesystem::path(name_or_path));
   return find_gpu(name_or_path);
 }
 

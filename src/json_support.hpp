@@ -44,47 +44,52 @@ inline json parse_json(std::string_view text, std::string_view what) {
 // (dump() leaves DEL and UTF-8 as they are, and a cut could fall inside a character).
 inline std::string excerpt(const json& value) { return printable(value.dump(), 80); }
 
-// The most a gzip-compressed input may expand to: past any file this library reads (a workload of
-// 100,000 requests is a few hundred megabytes of JSON), short of a compressed bomb's gigabytes.
-inline constexpr std::size_t kMostInflatedBytes = std::size_t{4} << 30;
+// The most a gzip-compressed input may expand to: past any JSON file this library reads (a workload of
+// 20,000 requests is a few hundred megabytes), and a bound on what a compressed bomb can ask for.
+inline constexpr std::size_t kMostInflatedBytes = std::size_t{1} << 30;
 
-// `compressed` (a whole gzip stream, or several one after another) inflated; errors name `path`.
+// `compressed` (a gzip stream, or several one after another; zero bytes after the last, as gzip
+// pads, are ignored) inflated; errors name `path`.
 inline std::string gunzip(const std::string& compressed, const std::filesystem::path& path, std::string_view what) {
-  const auto fail = [&](const std::string& why) -> Error {
-    return InvalidInput("cannot read " + std::string(what) + " file " + path.string() + " (gzip): " + why);
+  const auto fail = [&](const std::string& why) {
+    throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + " (gzip): " + why);
   };
-  z_stream stream{};
-  if (inflateInit2(&stream, 15 + 16) != Z_OK) throw Error("cannot read " + std::string(what) + " file " + path.string() + ": zlib");
+  struct Stream {  // the inflater's state, released however the reading ends
+    z_stream z{};
+    ~Stream() { inflateEnd(&z); }
+  } stream;
+  if (inflateInit2(&stream.z, 15 + 16) != Z_OK) throw Error("cannot read " + std::string(what) + " file " + path.string() + ": zlib");
   std::string out;
   std::array<char, 1 << 16> buffer{};
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
-  stream.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size(), std::numeric_limits<uInt>::max()));
-  std::size_t fed = stream.avail_in;
-  int status = Z_OK;
+  std::size_t fed = 0;  // bytes of `compressed` handed to zlib (a uInt at a time: inputs past 4 GiB)
+  const auto feed = [&] {
+    stream.z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data() + fed));
+    stream.z.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size() - fed, std::numeric_limits<uInt>::max()));
+    fed += stream.z.avail_in;
+  };
+  feed();
   while (true) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer.data());
-    stream.avail_out = static_cast<uInt>(buffer.size());
-    status = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer.data(), buffer.size() - stream.avail_out);
-    if (out.size() > kMostInflatedBytes) {
-      inflateEnd(&stream);
-      throw fail("expands past " + std::to_string(kMostInflatedBytes >> 30) + " GiB");
-    }
-    if (stream.avail_in == 0 && fed < compressed.size()) {  // (inputs past 4 GiB, a uInt at a time)
-      stream.avail_in = static_cast<uInt>(std::min<std::size_t>(compressed.size() - fed, std::numeric_limits<uInt>::max()));
-      fed += stream.avail_in;
-    }
+    stream.z.next_out = reinterpret_cast<Bytef*>(buffer.data());
+    stream.z.avail_out = static_cast<uInt>(buffer.size());
+    const int status = inflate(&stream.z, Z_NO_FLUSH);
+    const std::size_t produced = buffer.size() - stream.z.avail_out;
+    if (out.size() + produced > kMostInflatedBytes)  // (checked before the text grows past it)
+      fail("expands past " + std::to_string(kMostInflatedBytes >> 30) + " GiB");
+    out.append(buffer.data(), produced);
+    if (stream.z.avail_in == 0 && fed < compressed.size()) feed();
     if (status == Z_STREAM_END) {
-      if (stream.avail_in == 0) break;
-      inflateReset(&stream);  // the next member of a multi-member file
+      const std::size_t left = stream.z.avail_in + (compressed.size() - fed);
+      if (left == 0) break;
+      const std::string_view rest(compressed.data() + compressed.size() - left, left);
+      if (rest.find_first_not_of('\0') == std::string_view::npos) break;  // gzip's zero padding
+      if (rest.size() < 2 || static_cast<unsigned char>(rest[0]) != 0x1f || static_cast<unsigned char>(rest[1]) != 0x8b)
+        fail("trailing data after the compressed stream");
+      inflateReset(&stream.z);  // the next member of a multi-member file
       continue;
     }
-    if (status != Z_OK && !(status == Z_BUF_ERROR && stream.avail_in > 0)) {
-      inflateEnd(&stream);
-      throw fail(status == Z_BUF_ERROR ? "the stream ends early" : (stream.msg ? stream.msg : "corrupt data"));
-    }
+    if (status != Z_OK && !(status == Z_BUF_ERROR && stream.z.avail_in > 0))
+      fail(status == Z_BUF_ERROR ? "the stream ends early" : (stream.z.msg ? stream.z.msg : "corrupt data"));
   }
-  inflateEnd(&stream);
   return out;
 }
 

@@ -385,6 +385,13 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
     const auto indexed = [](std::string_view list, std::size_t index, std::string_view rest = {}) {
       return std::string(list) + "[" + std::to_string(index) + "]" + std::string(rest);
     };
+    // (A workload built in code, or changed by predict_trace's adjust, may hold lists of two lengths.)
+    if (it.kv_lengths.size() != it.q_lengths.size())
+      detail::fail_field(at("kv_lengths"), std::to_string(it.kv_lengths.size()) + " entries",
+                         "must have one entry per q_lengths entry (" + std::to_string(it.q_lengths.size()) + ")");
+    if (!it.request_ids.empty() && it.request_ids.size() != it.q_lengths.size())
+      detail::fail_field(at("request_ids"), std::to_string(it.request_ids.size()) + " entries",
+                         "must be empty or have one entry per q_lengths entry (" + std::to_string(it.q_lengths.size()) + ")");
     for (std::size_t r = 0; r < it.q_lengths.size(); ++r) {
       bounded(it.q_lengths[r], kMaxSize, [&] { return at(indexed("q_lengths", r)); });
       bounded(it.kv_lengths[r], kMaxSize, [&] { return at(indexed("kv_lengths", r)); });
@@ -399,6 +406,9 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
     }
     if (ops.attention) {
       const WorkloadAttention& a = *ops.attention;
+      if (a.kv_lengths.size() != a.q_lengths.size())
+        detail::fail_field(op("attention.kv_lengths"), std::to_string(a.kv_lengths.size()) + " entries",
+                           "must have one entry per attention.q_lengths entry (" + std::to_string(a.q_lengths.size()) + ")");
       for (std::size_t r = 0; r < a.q_lengths.size(); ++r) {
         bounded(a.q_lengths[r], kMaxSize, [&] { return op(indexed("attention.q_lengths", r)); });
         bounded(a.kv_lengths[r], kMaxSize, [&] { return op(indexed("attention.kv_lengths", r)); });
@@ -1389,8 +1399,8 @@ WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, 
   const std::optional<AttentionImpl> decode_impl =
       options.engine.decode_attention_follows_prompt ? prompt_attention_impl(block) : std::nullopt;
   const RunSettings run{predictor, header, gpu, options, sustained, decode_impl, gpu.compute_capability_major == 9};
-  // (A block's worth of threads: the trace's length is not known before it is scheduled.)
-  std::vector<IterationPredictor> predictors = thread_predictors(options, kBlock);
+  // (A block's worth of threads, unless the first block is the whole trace: its length is not known before.)
+  std::vector<IterationPredictor> predictors = thread_predictors(options, block.size());
   const bool overlap = options.threads != 1;  // one thread asked for: the scheduling waits its turn
   std::vector<IterationOutcome> outcomes;
   RunTotals totals(run);

@@ -15,6 +15,7 @@
 #include "demand_test_gpu.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/kernel.hpp"
 #include "pipeweave/pipes.hpp"
 
@@ -397,17 +398,39 @@ TEST_CASE("fused_moe demand: expert parallelism computes the rank's share and wr
   CHECK(at(share.gpu_cycles, Pipe::tensor) == Approx(at(all.gpu_cycles, Pipe::tensor) / 4).epsilon(1e-12));
   // The launch is the same grid (every routed row sorted and padded on every rank).
   CHECK(share.ctas == all.ctas);
-  // DRAM: its two experts' weights, the tokens that picked one of them (1 - (3/4)^2 of them), its
-  // rows' outputs, and zeros written to the other ranks' rows of both outputs (2 x 128 + 256 wide).
-  const double rows = 8192, local_rows = 2048, local_tokens = 4096 * (1 - 0.75 * 0.75);
+  // DRAM: its two experts' weights, the tokens that picked one of them (each token's two distinct
+  // experts miss both of the rank's with 6/8 x 5/7), its rows' outputs, and zeros written to the
+  // other ranks' rows of both outputs (2 x 128 + 256 wide).
+  const double rows = 8192, local_rows = 2048, local_tokens = 4096 * (1 - 6.0 / 8 * 5.0 / 7);
   const double gate_up = 2 * 256.0 * 256 * 2 + local_tokens * 256 * 2 + local_rows * 256 * 2;
   const double down = 2 * 256.0 * 128 * 2 + local_rows * 128 * 2 + local_rows * 256 * 2;
   const double zeros = (rows - local_rows) * (2 * 128 + 256) * 2;
   CHECK(at(share.gpu_cycles, Pipe::dram) == Approx((gate_up + down + zeros) / 1024).epsilon(1e-9));
-  // One rank is the whole layer, to the last bit.
-  auto one = whole;
-  one.expert_parallel = 1;
-  CHECK(pipeweave::demand(one, gpu).gpu_cycles == all.gpu_cycles);
+  // One rank is the layer as it was before expert parallelism, to the last bit: figures of the
+  // build before it (75a59b1) for three H100 layers, uniform and skewed, defaulted and configured.
+  const auto& h100 = pipeweave::find_gpu("H100-SXM");
+  pipeweave::FusedMoe before[3] = {
+      {.tokens = 512, .experts = 64, .top_k = 6, .hidden = 2048, .intermediate = 1408},
+      {.tokens = 37, .experts = 8, .top_k = 2, .hidden = 4096, .intermediate = 3584, .dtype = DType::fp8_e4m3, .zipf = 1.2},
+      {.tokens = 4096, .experts = 128, .top_k = 8, .hidden = 2048, .intermediate = 768}};
+  before[2].config = pipeweave::FusedMoeConfig{.block_m = 128, .block_n = 128, .block_k = 64, .stages = 4, .group_m = 16, .warps = 8};
+  const pipeweave::PipeArray gpu_cycles[3] = {
+      {0x1.004a8ccdf4683p+17, 0x1.2ece40b2b97b3p+10, 0, 0x1.2ca19f5b12198p+19, 0x1.e8286583a26e9p+18, 0x1.006fd9d1c99aep+18, 0},
+      {0x1.40604c227d8b3p+15, 0x1.58a658738a62cp+8, 0, 0x1.6cfad32804cc9p+17, 0x1.30df34cd5033p+17, 0x1.40d1cdec99a82p+16, 0},
+      {0x1.1797253dc4cecp+19, 0x1.be3d6cd17d215p+12, 0, 0x1.8b70eadddd3adp+19, 0x1.1246cd28dbdcp+20, 0x1.17bfd6593906p+19, 0}};
+  const pipeweave::PipeArray sm_cycles[3] = {
+      {0x1.084ce134640b7p+17, 0x1.3844b2b84f47p+10, 0, 0x1.3606ac55eaaa4p+19, 0x1.f769a8afbf82p+18, 0x1.087358a057e7ap+18, 0},
+      {0x1.501bb935d1b6cp+15, 0x1.6992e9e2e2882p+8, 0, 0x1.7ee6f5bb95d3ap+17, 0x1.3fd7bab6a07dbp+17, 0x1.5092cde3589b3p+16, 0},
+      {0x1.2053de67b2f54p+19, 0x1.cc2f5838090a6p+12, 0, 0x1.97cc7234cc24ap+19, 0x1.1ad9039222baep+20, 0x1.207dd50c02ce3p+19, 0}};
+  const double ctas[3] = {0x1.07ap+13, 0x1.b8p+10, 0x1.4f2p+13}, busiest[3] = {0x1.3p+5, 0x1.6p+3, 0x1.cp+5};
+  for (int i = 0; i < 3; ++i) {
+    INFO("layer " << i);
+    const auto d = pipeweave::demand(before[i], h100);
+    CHECK(d.gpu_cycles == gpu_cycles[i]);
+    CHECK(d.sm_cycles == sm_cycles[i]);
+    CHECK(d.ctas == ctas[i]);
+    CHECK(d.busiest_sm_ctas == busiest[i]);
+  }
   // vLLM's default config counts the rank's experts (its weight tensor): 16 tokens over 64 experts
   // take the small blocks, over the 8 of one rank of 8 the large ones.
   auto few = make_moe(16, 64, 6, 2048, 1408);

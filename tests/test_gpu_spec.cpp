@@ -1,6 +1,7 @@
 // The GPU catalog (names, lookup, spec-sheet sanity) and GpuSpec as JSON (round trip,
 // files, and every way a spec file is refused).
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include "test_support.hpp"
 #include <filesystem>
@@ -575,6 +576,16 @@ TEST_CASE("resolve_gpu: a .json path is a file, anything else a catalog name", "
   const auto path = std::filesystem::temp_directory_path() / "pipeweave_test_resolve.json";
   save_gpu_spec(custom_spec(), path);
   CHECK(resolve_gpu(path.string()) == custom_spec());
+  // The same spec gzip-compressed, named .json.gz.
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto compressed = std::filesystem::temp_directory_path() / "pipeweave_test_resolve.json.gz";
+  gzFile out = gzopen(compressed.c_str(), "wb");
+  REQUIRE(out);
+  REQUIRE(gzwrite(out, text.data(), static_cast<unsigned>(text.size())) > 0);
+  REQUIRE(gzclose(out) == Z_OK);
+  CHECK(resolve_gpu(compressed.string()) == custom_spec());
+  std::filesystem::remove(compressed);
   std::filesystem::remove(path);
 
   // A missing .json file is reported as a file, not looked up in the catalog.

@@ -378,11 +378,18 @@ TEST_CASE("Mlp: a gzip-compressed model file reads as its text; a cut one is ref
   REQUIRE(gzclose(out) == Z_OK);
   const Mlp loaded = load_mlp(compressed);
   for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
-  // The first 60% of the compressed bytes: the stream ends early.
   std::ifstream in(compressed, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   in.close();
+  // Zero bytes after the last member (gzip's padding) are no data; anything else is refused.
+  std::ofstream(compressed, std::ios::binary | std::ios::trunc) << bytes << std::string(512, '\0');
+  CHECK(load_mlp(compressed).efficiency(sample_features()[0]) == original.efficiency(sample_features()[0]));
+  std::ofstream(compressed, std::ios::binary | std::ios::trunc) << bytes << "trailing";
+  CHECK_THAT(error_of([&] { (void)load_mlp(compressed); }),
+             Contains("(gzip): trailing data after the compressed stream"));
+  // The first 60% of the compressed bytes: the stream ends early, the input's fault.
   std::ofstream(compressed, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() * 6 / 10);
+  CHECK_THROWS_AS(load_mlp(compressed), InvalidInput);
   CHECK_THAT(error_of([&] { (void)load_mlp(compressed); }),
              Contains("cannot read model weights file " + compressed.string() + " (gzip): the stream ends early"));
   // Bytes that are not deflate data after a gzip header.

@@ -961,6 +961,22 @@ TEST_CASE("workload: a trace predicted as it is scheduled gives the whole worklo
         error_of([&] { generate_workload("llama", bad_params, trace, deployment, policy); }));
   CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), {}, deployment, policy, gpu); }),
              Contains("the trace has no request"));
+  // An iteration whose lists an adjustment left of two lengths: refused by name, not read past their end.
+  const std::function<void(WorkloadIteration&)> cuts_lists = [](WorkloadIteration& iteration) {
+    if (iteration.iteration == 4096 + 3) iteration.kv_lengths.clear(), iteration.kv_lengths.shrink_to_fit();
+  };
+  CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, {}, cuts_lists); }),
+             Contains("iterations[4099].kv_lengths") && Contains("must have one entry per q_lengths entry"));
+  const std::function<void(WorkloadIteration&)> cuts_attention = [](WorkloadIteration& iteration) {
+    if (iteration.iteration == 7) iteration.operators.attention->kv_lengths.pop_back();
+  };
+  CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, {}, cuts_attention); }),
+             Contains("iterations[7].operators.attention.kv_lengths"));
+  const std::function<void(WorkloadIteration&)> cuts_ids = [](WorkloadIteration& iteration) {
+    if (iteration.iteration == 9) iteration.request_ids.pop_back();
+  };
+  CHECK_THAT(error_of([&] { predict_trace(Predictor(), "llama", llama_8b(), trace, deployment, policy, gpu, {}, cuts_ids); }),
+             Contains("iterations[9].request_ids"));
   const std::function<void(WorkloadIteration&)> breaks_later = [](WorkloadIteration& iteration) {
     if (iteration.iteration == 4096 + 70) iteration.operators.attention->nkv = 7;
   };

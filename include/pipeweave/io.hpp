@@ -19,7 +19,7 @@ std::string to_json(const GpuSpec& gpu);
 GpuSpec load_gpu_spec(const std::filesystem::path& path);
 void save_gpu_spec(const GpuSpec& gpu, const std::filesystem::path& path);
 
-// A catalog name or CUDA device name, or the path of a spec JSON file (anything ending in .json).
+// A catalog name or CUDA device name, or the path of a spec JSON file (anything ending in .json, or .json.gz for a compressed one).
 GpuSpec resolve_gpu(std::string_view name_or_path);
 
 // Model weights <-> JSON (format "pipeweave-mlp", version 1).

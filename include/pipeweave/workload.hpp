@@ -408,8 +408,9 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
 // iteration as it is scheduled (on that thread), the same way for every iteration (the attention
 // kernel the engine runs, the routing's skew); decode attention that follows the prompt's
 // (EngineProfile::decode_attention_follows_prompt) follows the first block's. The same errors as
-// the two calls, save that an iteration that cannot be predicted is reported before a later
-// block's scheduling error.
+// the two calls, though where several inputs are wrong another may be reported first: the options
+// are checked before any iteration is scheduled, and each block is checked and predicted before
+// the next is scheduled.
 WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, const ModelParams& params,
                                  std::span<const TraceRequest> trace, const Deployment& deployment, const SchedulerPolicy& policy,
                                  const GpuSpec& gpu, const WorkloadOptions& options = {},

@@ -145,22 +145,6 @@ Deployment run_deployment(const E2eArguments& a) {
   return Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt};
 }
 
-// The workload the run is, whole: read, or generated from the model config and trace (to write it
-// with --write-workload).
-Workload run_workload(const E2eArguments& a) {
-  Workload workload = a.workload.empty() ? generate_workload(model_name(a.model), load_hf_config(a.model), load_trace(a.trace),
-                                                             run_deployment(a), a.policy)
-                                         : load_workload(a.workload);
-  if (const auto adjust = iteration_adjustments(a))
-    for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
-  if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
-                                 [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
-    throw InvalidInput(kNoMoe);
-  if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));
-  if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
-  return workload;
-}
-
 // --measured: per iteration, predicted against measured.
 struct Compared {
   const IterationTime* iteration;
@@ -364,27 +348,43 @@ void write_report(const E2eArguments& a, const GpuSpec& gpu, const Workload& wor
 int e2e_command(int argc, const char* const* argv, int first) {
   const E2eArguments a = parse(argc, argv, first);
   const GpuSpec gpu = resolve_gpu(a.gpu);
-  // A trace is predicted as it is scheduled (its workload is never held whole) unless the
-  // workload is to be written.
-  const bool streamed = a.workload.empty() && a.write_workload.empty();
-  Workload workload;  // the whole run; when streamed, only its model and deployment
+  // What the run is, read: a workload file, or a model's config and a trace (in this order, the
+  // errors come the same way whether the trace is predicted as it is scheduled or whole).
+  Workload workload;  // a trace's: its model and deployment, the iterations only to write them
   ModelParams params;
   std::vector<TraceRequest> trace;
-  if (streamed) {
+  const auto adjust = iteration_adjustments(a);
+  if (!a.workload.empty()) {
+    workload = load_workload(a.workload);
+    if (adjust)
+      for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
+    if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
+                                   [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
+      throw InvalidInput(kNoMoe);
+    if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));  // as adjusted
+    if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
+  } else {
     params = load_hf_config(a.model);
     trace = load_trace(a.trace);
-    const Deployment deployment = run_deployment(a);
-    workload = Workload{model_name(a.model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
     if (a.moe_zipf && params.num_experts == 0) throw InvalidInput(kNoMoe);  // (every iteration has its MoE layers, or none)
-  } else {
-    workload = run_workload(a);
   }
   std::vector<Mlp> models;
   for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
-  const WorkloadPrediction p =
-      streamed ? predict_trace(predictor, workload.model, params, trace, run_deployment(a), a.policy, gpu, a.options, iteration_adjustments(a))
-               : predict_workload(predictor, workload, gpu, a.options);
+  WorkloadPrediction p;
+  if (!a.workload.empty()) {
+    p = predict_workload(predictor, workload, gpu, a.options);
+  } else if (!a.write_workload.empty()) {  // the trace scheduled whole, to be written
+    workload = generate_workload(model_name(a.model), params, trace, run_deployment(a), a.policy);
+    if (adjust)
+      for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
+    write_text(a.write_workload, to_json(workload));
+    p = predict_workload(predictor, workload, gpu, a.options);
+  } else {  // predicted as it is scheduled, never held whole
+    const Deployment deployment = run_deployment(a);
+    workload = Workload{model_name(a.model), params, deployment.tp, deployment.pp, deployment.dtype, {}};
+    p = predict_trace(predictor, workload.model, params, trace, deployment, a.policy, gpu, a.options, adjust);
+  }
   const std::vector<Compared> compared = compare_measured(a, p);
   if (a.json) print_json(a, gpu, workload, p, compared);
   else print_text(a, gpu, workload, p, compared);

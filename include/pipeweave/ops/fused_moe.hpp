@@ -224,11 +224,14 @@ inline Demand demand(const FusedMoe& moe, const GpuSpec& gpu) {
   const double grid_blocks = std::max(blocks, detail::ceil_div(max_padded, config.block_m));
   // Under expert parallelism the rank's experts are a share of the popularity order that nothing
   // ties to it: in expectation 1 / ranks of the experts touched, their row blocks and their rows;
-  // gate-up reads the tokens that picked at least one of them. (Divided by one rank, each is as it was.)
+  // gate-up reads the tokens that picked at least one of them, each token's top_k distinct experts
+  // missing all of the rank's with C(E - local, k) / C(E, k). (Divided by one rank, each is as it was.)
   const double ranks = static_cast<double>(moe.expert_parallel);
   const double local_active = active / ranks, local_blocks = blocks / ranks, local_rows = routed_rows / ranks;
-  const double local_tokens =
-      moe.expert_parallel == 1 ? tokens : tokens * -std::expm1(double(moe.top_k) * std::log1p(-1 / ranks));
+  double misses_rank = 1;
+  for (std::int64_t pick = 0; moe.expert_parallel > 1 && pick < moe.top_k && misses_rank > 0; ++pick)
+    misses_rank *= double(moe.experts - moe.local_experts() - pick) / double(moe.experts - pick);
+  const double local_tokens = moe.expert_parallel == 1 ? tokens : tokens * (1 - misses_rank);
   Demand result = detail::moe_gemm(local_active, local_blocks, grid_blocks, local_rows, local_tokens, 2.0 * moe.intermediate,
                                    moe.hidden, config, moe.dtype, gpu);
   result += detail::moe_gemm(local_active, local_blocks, grid_blocks, local_rows, local_rows, moe.hidden, moe.intermediate,
