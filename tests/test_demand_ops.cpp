@@ -8,8 +8,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <random>
 #include <string>
 
 #include "demand_test_gpu.hpp"
@@ -669,4 +672,20 @@ TEST_CASE("demand: rmsnorm's reduction counts whole warps", "[demand]") {
   norm.hidden = 100;
   const auto d = pipeweave::demand(norm, synthetic_gpu(4));
   CHECK(at(d.sm_cycles, Pipe::smem) == Approx(3 * 32.0 / 128).epsilon(1e-9));
+}
+
+TEST_CASE("ExactDivisor: the quotient to the last bit, by a power of two's reciprocal or by division", "[demand]") {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double subnormal = std::numeric_limits<double>::denorm_min() * 12345;
+  for (const double divisor : {1.0, 2.0, 64.0, 128.0, 0.25, std::ldexp(1.0, 1023), std::ldexp(1.0, -1022), 3.0, 176.0, 96.0, 7.5,
+                               std::numeric_limits<double>::denorm_min(), 0.0, std::numeric_limits<double>::infinity()}) {
+    const pipeweave::detail::ExactDivisor divide(divisor);
+    for (const double x : {0.0, 1.0, 127.0, 129.0, 1e300, subnormal, 1e-300, std::numeric_limits<double>::max()})
+      CHECK(std::bit_cast<std::uint64_t>(divide(x)) == std::bit_cast<std::uint64_t>(x / divisor));
+    for (int i = 0; i < 1000; ++i) {
+      const double x = std::ldexp(unit(rng), static_cast<int>(rng() % 200) - 100);
+      CHECK(std::bit_cast<std::uint64_t>(divide(x)) == std::bit_cast<std::uint64_t>(x / divisor));
+    }
+  }
 }

@@ -260,6 +260,24 @@ namespace detail {
 constexpr double ceil_div(double a, double b) { return std::ceil(a / b); }
 constexpr double round_up(double a, double multiple) { return ceil_div(a, multiple) * multiple; }
 
+// x / divisor for one divisor over many x. A power of two's reciprocal is exact, and x times it
+// rounds the same real number x / divisor does, so the product is the quotient to the last bit at
+// a fraction of a division's latency (tiles and groups mostly are powers of two); any other
+// divisor divides.
+class ExactDivisor {
+ public:
+  explicit ExactDivisor(double divisor) : divisor_(divisor) {
+    int exponent = 0;
+    // (a normal power of two's reciprocal is a double too, if subnormal at 2^1023)
+    if (std::isnormal(divisor) && std::frexp(divisor, &exponent) == 0.5) reciprocal_ = 1 / divisor;
+  }
+  double operator()(double x) const { return reciprocal_ != 0 ? x * reciprocal_ : x / divisor_; }
+
+ private:
+  double divisor_;
+  double reciprocal_ = 0;
+};
+
 // Per-SM rate of each pipe in work units per clock. DRAM and L2 are shared by the
 // chip, so one SM's fair share is the chip's rate over the SM count; the link is the
 // GPU's own, so it is charged whole to whichever SM drives it.

@@ -6,8 +6,8 @@
 // then its remainder r goes to the r least-loaded SMs, one each. That is exactly what
 // dealing them one by one to the least-loaded SM does whenever the load spread is under
 // one CTA's cost. SMs stay sorted by load; the remainder takes the front r, and each goes back
-// to its place by a binary search, the entries behind it moved in one block: O(r log SMs) per
-// class beside the block moves, with no comparison sort.
+// to its place by insertion from the back, passing the entries it moves behind: O(r + moved
+// entries) per class, with no comparison sort.
 
 #include <algorithm>
 #include <array>
@@ -50,6 +50,25 @@ inline double cta_cycles(const PipeWork& work, const PipeArray& rate) {
   for (std::size_t i = 0; i < sm_pipes; ++i)
     if (work[i] > 0) cycles = std::max(cycles, quotient[i]);
   return cycles;
+}
+
+// sum[i] += scale * work[i] over the pipes, two at a time where the compiler offers vectors of
+// two doubles (it does not pair these by itself); every lane rounds as the scalar sum would.
+inline void add_scaled(PipeWork& sum, double scale, const PipeWork& work) {
+#if defined(__GNUC__)
+  using Pair = double __attribute__((vector_size(16)));
+  std::size_t i = 0;
+  for (; i + 1 < kPipeCount; i += 2) {
+    Pair sums, works;
+    std::memcpy(&sums, &sum[i], sizeof(Pair));
+    std::memcpy(&works, &work[i], sizeof(Pair));
+    sums += scale * works;
+    std::memcpy(&sum[i], &sums, sizeof(Pair));
+  }
+  for (; i < kPipeCount; ++i) sum[i] += scale * work[i];
+#else
+  for (std::size_t i = 0; i < kPipeCount; ++i) sum[i] += scale * work[i];
+#endif
 }
 
 // Schedules classes[order[0]], classes[order[1]], ... (every class in the order given when
@@ -138,20 +157,16 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
       dealt_to.push_back(front[k].sm);
     }
     // Merge from the back: each dealt entry goes after every other entry of no greater load (the
-    // untouched first on a tie, as a merge of the two runs would), the dealt still in order; its
-    // place found by binary search, the untouched entries behind it moved back in one block. The
-    // writes stay ahead of the dealt entries not yet read (write = unmoved + left).
+    // untouched first on a tie, as a merge of the two runs would), the dealt still in order; the
+    // untouched entries heavier than it move back one by one as it passes them (a binary search
+    // for its place cost more: where it lands is as good as random, and every entry it passes
+    // moves anyway). The writes stay ahead of the dealt entries not yet read (write = unmoved + left).
     Entry* write = front + sms + taken;
     Entry* unmoved = front + sms;
     Entry* const untouched = front + taken;
     for (std::size_t left = taken; left > 0; --left) {
       const Entry entry = front[left - 1];
-      if (unmoved > untouched && (unmoved - 1)->load > entry.load) {
-        Entry* const behind =
-            std::upper_bound(untouched, unmoved - 1, entry.load, [](double load, const Entry& other) { return load < other.load; });
-        write = std::copy_backward(behind, unmoved, write);
-        unmoved = behind;
-      }
+      while (unmoved > untouched && (unmoved - 1)->load > entry.load) *--write = *--unmoved;
       *--write = entry;
     }
     head += taken;
@@ -164,15 +179,13 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   for (const Step& step : steps) {
     const CtaClass& cta_class = classes[step.index];
     split_count(cta_class.count);
-    for (std::size_t i = 0; i < kPipeCount; ++i) {
-      every_sm[i] += last_rounds * cta_class.work[i];
-      total[i] += cta_class.count * cta_class.work[i];
-    }
+    add_scaled(every_sm, last_rounds, cta_class.work);  // (also with no whole round: 0 x work that is not finite is NaN)
+    add_scaled(total, cta_class.count, cta_class.work);
     every_sm_ctas += last_rounds;
     ctas += cta_class.count;
     for (const std::size_t end = dealt + step.groups; dealt < end; ++dealt) {
       if (dealt_to[dealt] != busiest) continue;
-      for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] += cta_class.work[i];
+      add_scaled(busiest_work, 1, cta_class.work);
       busiest_dealt_ctas += 1;
     }
   }

@@ -389,9 +389,8 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
   classes.reserve(query_tiles);
   kv_tiles.reserve(query_tiles);
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
-  // Pages of KV rows: a power-of-two page size divides exactly as a multiplication by its inverse.
-  const double page_size = static_cast<double>(attention.page_size);
-  const double page_of_rows = attention.page_size > 0 && (attention.page_size & (attention.page_size - 1)) == 0 ? 1 / page_size : 0;
+  // The divisions of every class, as exact multiplications where the divisor is a power of two.
+  const ExactDivisor per_kv_tile(tkv), per_position(rows_per_position), per_page(static_cast<double>(attention.page_size));
   QueryTiles query(attention, config.impl, decode, tq);
   std::size_t previous_begin = 0;  // the classes of the sequence before, from here to the end
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
@@ -417,19 +416,20 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
       const double real_rows = std::min(tq, rows - tile * tq);
       // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
       const double visible =
-          (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, std::ceil((tile + 1) * tq / rows_per_position))) : kv;
+          (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, std::ceil(per_position((tile + 1) * tq)))) : kv;
       // (A whole number: divided by one split, the tiles are the visible tiles.)
-      const double visible_tiles = ceil_div(visible, tkv);
+      const double visible_tiles = std::ceil(per_kv_tile(visible));
       const double tiles = splits == 1 ? visible_tiles : ceil_div(visible_tiles, splits);
       const double kv_rows = tiles * tkv;
       longest_kv_rows = std::max(longest_kv_rows, kv_rows);
       CtaClass& cta = classes.emplace_back();
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
-      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * (kv_rows / tkv);
+      // (kv_rows / tkv, not `tiles`: past 2^53 rows the product rounded)
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * per_kv_tile(kv_rows);
       at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
       double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
-      if (attention.page_size > 0) l2 += std::ceil(page_of_rows > 0 ? kv_rows * page_of_rows : kv_rows / page_size) * 4;
+      if (attention.page_size > 0) l2 += std::ceil(per_page(kv_rows)) * 4;
       at(cta.work, Pipe::l2) = l2;
       cta.count = head_units * splits;
       l2_total += l2 * cta.count;
