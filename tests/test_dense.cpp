@@ -97,6 +97,33 @@ TEST_CASE("dense layer: a NaN input stays a NaN through the ReLU (never a silent
   }
 }
 
+TEST_CASE("dense layer: zero inputs are skipped, and every sum is the one over all inputs", "[dense]") {
+  // Inputs zero at random (as after a ReLU; -0 among them), so that the columns of a block differ in
+  // which inputs they skip: a column answers the same alone as beside others, and as the reference.
+  std::vector<std::pair<std::string, detail::DenseLayerFn>> kernels{{"baseline", detail::dense_layer_baseline()}};
+  if (detail::DenseLayerFn avx2 = detail::dense_layer_avx2_fma()) kernels.emplace_back("avx2_fma", avx2);
+  for (const auto& [name, kernel] : kernels)
+    for (const auto& shape : kShapes) {
+      Layer layer = random_layer(shape[0], shape[1], shape[2], 21);
+      std::mt19937 random(5);
+      for (float& value : layer.x)
+        if (random() % 5 < 3) value = random() % 2 == 0 ? 0.0f : -0.0f;
+      for (bool relu : {false, true}) {
+        INFO(name << " rows " << layer.rows << " inputs " << layer.inputs << " columns " << layer.columns << " relu " << relu);
+        const std::vector<float> together = run(kernel, layer, relu);
+        const std::vector<double> expected = reference(layer, relu);
+        for (std::size_t i = 0; i < together.size(); ++i) REQUIRE(together[i] == Approx(expected[i]).margin(1e-4).epsilon(1e-4));
+        for (int c = 0; c < layer.columns; ++c) {
+          Layer alone = layer;
+          alone.columns = 1;
+          alone.x.assign(layer.x.begin() + c * layer.inputs, layer.x.begin() + (c + 1) * layer.inputs);
+          const std::vector<float> answer = run(kernel, alone, relu);
+          for (int r = 0; r < layer.rows; ++r) REQUIRE(answer[static_cast<std::size_t>(r)] == together[static_cast<std::size_t>(c * layer.rows + r)]);
+        }
+      }
+    }
+}
+
 TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, and give its exact bits", "[dense]") {
   // value, its fp16 value, the fp16 bits
   const std::tuple<float, float, std::uint16_t> cases[] = {
@@ -138,7 +165,7 @@ TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, a
   CHECK_FALSE(detail::fits_half_precision({std::numeric_limits<float>::infinity()}));
 }
 
-TEST_CASE("dense layer: the fp16 one-column kernel answers bit for bit as the float kernel on the rounded weights",
+TEST_CASE("dense layer: the fp16 kernel answers bit for bit as the float kernel on the rounded weights",
           "[dense]") {
   const std::string isa(detail::dense_layer_isa());
   // It goes with AVX2's float kernel alone; the baseline runs its float kernel on the rounded weights.
@@ -151,16 +178,16 @@ TEST_CASE("dense layer: the fp16 one-column kernel answers bit for bit as the fl
   }
   int compared = 0;
   for (const auto& shape : kShapes) {
-    Layer layer = random_layer(shape[0], shape[1], 1, 11);
+    Layer layer = random_layer(shape[0], shape[1], shape[2], 11);
     std::vector<float> packed = detail::pack_dense_weights(layer.weights.data(), layer.rows, layer.inputs);
     REQUIRE(detail::fits_half_precision(packed));
     detail::round_to_half_precision(packed);
     const std::vector<std::uint16_t> bits = detail::half_precision_bits(packed);
     for (bool relu : {false, true}) {
-      std::vector<float> from_floats(static_cast<std::size_t>(layer.rows), -7.0f), from_halves = from_floats;
-      wide(packed.data(), layer.bias.data(), layer.x.data(), from_floats.data(), layer.rows, layer.inputs, 1, relu);
-      half(bits.data(), layer.bias.data(), layer.x.data(), from_halves.data(), layer.rows, layer.inputs, relu);
-      INFO(layer.rows << " x " << layer.inputs << (relu ? ", ReLU" : ""));
+      std::vector<float> from_floats(static_cast<std::size_t>(layer.rows * layer.columns), -7.0f), from_halves = from_floats;
+      wide(packed.data(), layer.bias.data(), layer.x.data(), from_floats.data(), layer.rows, layer.inputs, layer.columns, relu);
+      half(bits.data(), layer.bias.data(), layer.x.data(), from_halves.data(), layer.rows, layer.inputs, layer.columns, relu);
+      INFO(layer.rows << " x " << layer.inputs << ", " << layer.columns << " columns" << (relu ? ", ReLU" : ""));
       CHECK(from_halves == from_floats);
       ++compared;
     }

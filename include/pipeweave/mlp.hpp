@@ -111,6 +111,8 @@ class Mlp {
  public:
   // Widest layer a model may have: inference keeps its activations on the stack.
   static constexpr int kMaxWidth = 1024;
+  static_assert(kMaxWidth <= detail::kDenseMaxInputs && kFeatureCount <= detail::kDenseMaxInputs,
+                "every layer's inputs must fit the dense kernels' list of them");
 
   // Throws pipeweave::Error naming what does not match the code's features or the layer chain.
   explicit Mlp(MlpDescription description) : description_(std::move(description)) {
@@ -246,9 +248,9 @@ class Mlp {
   // layer's outputs in turn (the widest layer x columns), `out` the logits.
   void logits(std::size_t network, const float* input, int columns, float* a, float* b, float* out) const {
     const detail::DenseLayerFn dense = detail::dense_layer();
-    // One column reads the weights' fp16 bits where the CPU converts them (half the bytes of a
-    // pass that streams them from L2); the same values either way (detail::round_to_half_precision).
-    const detail::DenseHalfLayerFn half = columns == 1 && !packed_half_[network].empty() ? detail::dense_layer_half() : nullptr;
+    // The weights' fp16 bits where the CPU converts them (half the bytes of a pass, which streams
+    // them from L2); the same values either way (detail::round_to_half_precision).
+    const detail::DenseHalfLayerFn half = !packed_half_[network].empty() ? detail::dense_layer_half() : nullptr;
     const std::vector<MlpLayer>& layers = network_layers(network);
     const std::vector<std::vector<float>>& packed = packed_[network];
     const float* current = input;
@@ -257,7 +259,7 @@ class Mlp {
       const bool last = i + 1 == layers.size();
       float* target = last ? out : next;
       const int rows = static_cast<int>(layers[i].weights.rows()), inputs = static_cast<int>(layers[i].weights.cols());
-      if (half) half(packed_half_[network][i].data(), layers[i].bias.data(), current, target, rows, inputs, !last);
+      if (half) half(packed_half_[network][i].data(), layers[i].bias.data(), current, target, rows, inputs, columns, !last);
       else dense(packed[i].data(), layers[i].bias.data(), current, target, rows, inputs, columns, !last);
       current = target;
       next = next == a ? b : a;
@@ -272,7 +274,7 @@ class Mlp {
 
   // The weights in the layout the dense kernel reads (detail::pack_dense_weights), per network and
   // layer, at half precision where every weight of the network fits fp16's range (else as they are,
-  // and no fp16 copy): as floats, and as fp16 bits for one kernel at a time.
+  // and no fp16 copy): as floats (the baseline kernel's), and as fp16 bits where the CPU converts them.
   void pack() {
     packed_.assign(network_count(), {});
     packed_half_.assign(network_count(), {});

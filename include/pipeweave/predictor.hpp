@@ -284,18 +284,18 @@ class Predictor {
   // The network's efficiency is at most 1, so a candidate's latency is at least its bound: in
   // order of bound, the candidates whose bound is past the keep-th latency found cannot be among
   // the best and are never scored. The same answer as scoring all of them, for a fraction of the
-  // network passes.
+  // network passes; and only the candidates scored get their network inputs (a log1p per figure).
   static std::vector<GemmConfig> fastest_configs(const Gemm& gemm, const GpuSpec& gpu, const Mlp& mlp,
                                                  const std::vector<GemmConfig>& candidates, std::size_t keep) {
-    std::vector<Features> rows(candidates.size());
+    std::vector<Demand> demands;  // reserved, not sized: sizing zeroes some hundred bytes a candidate first
+    demands.reserve(candidates.size());
     std::vector<double> bounds(candidates.size());
     std::vector<std::size_t> order(candidates.size());
     Gemm tuned = gemm;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       tuned.config = candidates[i];
-      const Demand demand = pipeweave::demand(tuned, gpu);
-      bounds[i] = demand.bound_cycles();
-      rows[i] = features(demand, gpu);
+      demands.push_back(pipeweave::demand(tuned, gpu));
+      bounds[i] = demands[i].bound_cycles();
       order[i] = i;
     }
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bounds[a] < bounds[b]; });
@@ -306,9 +306,10 @@ class Predictor {
     for (std::size_t start = 0; start < order.size() && !(bounds[order[start]] > threshold()); start += kChunk) {
       const std::size_t end = std::min(order.size(), start + kChunk);
       batch.resize(static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(end - start));
-      for (std::size_t j = start; j < end; ++j)
-        batch.col(static_cast<Eigen::Index>(j - start)) =
-            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[order[j]].data());
+      for (std::size_t j = start; j < end; ++j) {
+        const Features row = features(demands[order[j]], gpu);
+        batch.col(static_cast<Eigen::Index>(j - start)) = Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(row.data());
+      }
       const Eigen::VectorXd efficiency = mlp.efficiency(batch);
       for (std::size_t j = start; j < end; ++j) {
         const std::pair<double, std::size_t> scored{bounds[order[j]] / efficiency(static_cast<Eigen::Index>(j - start)), order[j]};

@@ -1,4 +1,4 @@
-// The dense layer for AVX2 with FMA, and its one-column kernel of fp16 weights (F16C): this file
+// The dense layer for AVX2 with FMA, and its kernel of fp16 weights (F16C): this file
 // alone is compiled with -mavx2 -mfma -mf16c (CMakeLists.txt), and each kernel is only called
 // where the CPU reports what it needs (dense_dispatch.cpp).
 #include <immintrin.h>  // before the namespace: its always-inline intrinsics leave no symbol to share
@@ -15,7 +15,11 @@ namespace {
 // Eight fp16 weights from any address, converted to eight floats (exact: every fp16 is a float).
 #define PIPEWEAVE_LOAD_HALF(pointer) \
   ((Vector)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pointer))))
+// A bit per lane of eight floats, set where the float is not zero (a NaN included: an unordered compare).
+#define PIPEWEAVE_NONZERO_LANES(pointer) \
+  static_cast<unsigned long long>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(pointer), _mm256_setzero_ps(), _CMP_NEQ_UQ)))
 #include "dense_kernel.inc"
+#undef PIPEWEAVE_NONZERO_LANES
 #undef PIPEWEAVE_LOAD_HALF
 }  // namespace
 

@@ -97,7 +97,7 @@ DenseHalfLayerFn dense_layer_half_avx2_fma() { return nullptr; }
 namespace {
 struct Choice {
   DenseLayerFn kernel;
-  DenseHalfLayerFn half;  // null: one column runs `kernel` on the rounded float weights
+  DenseHalfLayerFn half;  // null: `kernel` runs on the rounded float weights
   std::string_view isa;
 };
 

@@ -15,11 +15,11 @@ inline constexpr int kDensePanelRows = 64;
 std::vector<float> pack_dense_weights(const float* weights, int rows, int inputs);
 
 // The networks answer with their weights at half precision (IEEE fp16: 11 significant bits,
-// rounded to nearest, ties to even), kept as floats for batches and as fp16 bits for one kernel
-// at a time: a single pass is bound by streaming the weights from L2, and half the bytes is 1.6
-// times its speed where F16C converts them back (exactly) on load. Both paths then read the same
-// values, so a kernel batched still answers bit for bit as one alone. A network with a weight
-// beyond fp16's range keeps its float weights on every path.
+// rounded to nearest, ties to even), read as fp16 bits where F16C converts them back (exactly) on
+// load, else as floats: a pass streams the weights from L2, and half the bytes made a single pass
+// 1.6 times as fast and a batch 1.15 times. Both read the same values, so a kernel batched still
+// answers bit for bit as one alone, on either. A network with a weight beyond fp16's range keeps
+// its float weights on every path.
 // Whether every weight is within fp16's range (|w| <= 65504, and finite).
 bool fits_half_precision(const std::vector<float>& weights);
 // Rounds each weight in place to the nearest fp16 value; the weights must fit (fits_half_precision).
@@ -27,15 +27,20 @@ void round_to_half_precision(std::vector<float>& weights);
 // The fp16 bits of weights round_to_half_precision has rounded (each one exactly representable).
 std::vector<std::uint16_t> half_precision_bits(const std::vector<float>& rounded);
 
+// The most inputs a layer of the kernels below may have: they list the inputs a block of columns
+// reads on the stack (Mlp::kMaxWidth keeps every layer within it).
+inline constexpr int kDenseMaxInputs = 1024;
+
 // y = W x + b for `columns` inputs at once, then max(0, .) where `relu` (a NaN stays one).
-// `packed` is pack_dense_weights(W); x is `inputs` x `columns` and y `rows` x `columns`, both
-// column-major and contiguous; b holds `rows`. y must not overlap the others.
+// `packed` is pack_dense_weights(W) of finite weights; x is `inputs` (at most kDenseMaxInputs) x
+// `columns` and y `rows` x `columns`, both column-major and contiguous; b holds `rows`. y must not
+// overlap the others. Inputs that are zero are skipped: the same sums (dense_kernel.inc, nonzero_inputs).
 using DenseLayerFn = void (*)(const float* packed, const float* bias, const float* x, float* y, int rows, int inputs,
                               int columns, bool relu);
-// The same for one column, the weights given as half_precision_bits of the packed panels: the
-// float kernel's sums term for term, so bit for bit its answer on the rounded weights.
+// The same, the weights given as half_precision_bits of the packed panels: the float kernel's sums
+// term for term, so bit for bit its answer on the rounded weights.
 using DenseHalfLayerFn = void (*)(const std::uint16_t* packed, const float* bias, const float* x, float* y, int rows,
-                                  int inputs, bool relu);
+                                  int inputs, int columns, bool relu);
 
 // The widest kernel this CPU runs (AVX2 with FMA where it has both, else the baseline build's),
 // chosen on first use; PIPEWEAVE_SIMD=baseline in the environment keeps the baseline (any other
@@ -43,7 +48,7 @@ using DenseHalfLayerFn = void (*)(const std::uint16_t* packed, const float* bias
 DenseLayerFn dense_layer();
 // Which kernel dense_layer() chose: "avx2_fma" or "baseline".
 std::string_view dense_layer_isa();
-// The one-column kernel of fp16 weights that goes with dense_layer(): AVX2's where the CPU also
+// The kernel of fp16 weights that goes with dense_layer(): AVX2's where the CPU also
 // has F16C; null with the baseline, which runs the float kernel on the rounded weights instead.
 DenseHalfLayerFn dense_layer_half();
 

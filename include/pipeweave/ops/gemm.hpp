@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -205,15 +206,12 @@ struct GemmTileMenu {
   int max_outputs = 0;  // outputs per CTA whose accumulators fit in registers
 };
 
-inline GemmTileMenu gemm_tile_menu(const GpuSpec& gpu) {
-  GemmTileMenu menu;
-  menu.hopper = hopper_or_later(gpu);
-  menu.fine_tiles = menu.hopper ? std::vector<int>{8, 16, 32, 64, 128, 192, 256} : std::vector<int>{16, 32, 64, 128, 256};
-  menu.coarse_tiles = menu.hopper ? std::vector<int>{64, 128, 192, 256} : std::vector<int>{64, 128, 256};
-  menu.k_steps_and_stages = menu.hopper ? std::vector<std::pair<int, int>>{{128, 8}}
-                                        : std::vector<std::pair<int, int>>{{64, 6}, {128, 4}};
-  menu.max_outputs = menu.hopper ? 256 * 256 : 256 * 128;
-  return menu;
+// One menu per architecture, built once: a new shape's config search asks for it once per
+// candidate it checks (is_gemm_candidate).
+inline const GemmTileMenu& gemm_tile_menu(const GpuSpec& gpu) {
+  static const GemmTileMenu hopper_menu{true, {8, 16, 32, 64, 128, 192, 256}, {64, 128, 192, 256}, {{128, 8}}, 256 * 256};
+  static const GemmTileMenu earlier_menu{false, {16, 32, 64, 128, 256}, {64, 128, 256}, {{64, 6}, {128, 4}}, 256 * 128};
+  return hopper_or_later(gpu) ? hopper_menu : earlier_menu;
 }
 
 // The smallest tile that covers `size`, else the largest tile.
@@ -246,33 +244,40 @@ inline bool gemm_tile_offered(const GemmTileMenu& menu, const Gemm& gemm, bool s
          tile_n <= covering_tile(menu.coarse_tiles, gemm.n) && tile_m * tile_n <= menu.max_outputs;
 }
 
-// Every split-K, cluster, schedule and raster gemm_candidates offers for one tile, in its order.
-inline void append_gemm_variants(std::vector<GemmConfig>& candidates, const GemmConfig& base, const Gemm& gemm,
-                                 const GpuSpec& gpu, bool hopper) {
+// Every split-K, cluster, schedule and raster gemm_candidates offers for one tile, in its order,
+// each given to `visit` (gemm_candidates lists them; is_gemm_candidate looks for one, without a list).
+template <typename Visit>
+inline void for_each_gemm_variant(const GemmConfig& base, const Gemm& gemm, const GpuSpec& gpu, bool hopper, Visit&& visit) {
   const double tiles_m = ceil_div(gemm.m, base.tile_m), tiles_n = ceil_div(gemm.n, base.tile_n);
   const double k_steps = ceil_div(gemm.k, base.tile_k);
-  std::vector<int> splits{1};
+  // Each choice's options, the first `*_count` of each array: fixed arrays, as this runs for
+  // every tile of every new shape's search.
+  std::array<int, 4> splits{1};
+  std::size_t split_count = 1;
   if (tiles_m * tiles_n * 2 <= gpu.sm_count)
     for (int split : {2, 4, 8})
-      if (k_steps / split >= 4) splits.push_back(split);
-  std::vector<std::pair<int, int>> clusters{{1, 1}};
-  std::vector<GemmSchedule> schedules{GemmSchedule::ping_pong};
-  std::vector<GemmRaster> rasters{GemmRaster::along_n};
+      if (k_steps / split >= 4) splits[split_count++] = split;
+  std::array<std::pair<int, int>, 3> clusters{{{1, 1}}};
+  std::size_t cluster_count = 1;
+  std::array<GemmSchedule, 2> schedules{GemmSchedule::ping_pong};
+  std::size_t schedule_count = 1;
+  std::array<GemmRaster, 2> rasters{GemmRaster::along_n};
+  std::size_t raster_count = 1;
   if (hopper) {
-    if (tiles_m >= 2) clusters.emplace_back(2, 1);
-    if (tiles_n >= 2) clusters.emplace_back(1, 2);
-    if (base.mma_m_side() % 128 == 0) schedules.push_back(GemmSchedule::cooperative);
-    else if (base.mma_n_side() % 16 == 0) schedules.push_back(GemmSchedule::cooperative_split_n);
-    if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters.push_back(GemmRaster::along_m);
+    if (tiles_m >= 2) clusters[cluster_count++] = {2, 1};
+    if (tiles_n >= 2) clusters[cluster_count++] = {1, 2};
+    if (base.mma_m_side() % 128 == 0) schedules[schedule_count++] = GemmSchedule::cooperative;
+    else if (base.mma_n_side() % 16 == 0) schedules[schedule_count++] = GemmSchedule::cooperative_split_n;
+    if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters[raster_count++] = GemmRaster::along_m;
   }
-  for (int split : splits)
-    for (auto [cluster_m, cluster_n] : clusters)
-      for (GemmSchedule schedule : schedules)
-        for (GemmRaster raster : rasters) {
+  for (int split : std::span(splits).first(split_count))
+    for (auto [cluster_m, cluster_n] : std::span(clusters).first(cluster_count))
+      for (GemmSchedule schedule : std::span(schedules).first(schedule_count))
+        for (GemmRaster raster : std::span(rasters).first(raster_count)) {
           GemmConfig config = base;
           config.split_k = split, config.cluster_m = cluster_m, config.cluster_n = cluster_n;
           config.schedule = schedule, config.raster = raster;
-          candidates.push_back(config);
+          visit(config);
         }
 }
 
@@ -303,7 +308,7 @@ inline void append_gemm_variants(std::vector<GemmConfig>& candidates, const Gemm
 //    cuBLAS offers); rasters along n and along m when the grid is more than one wave of tiles
 //    in both directions, else along n (the order matters only where tiles share operands in L2).
 inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& gpu) {
-  const detail::GemmTileMenu menu = detail::gemm_tile_menu(gpu);
+  const detail::GemmTileMenu& menu = detail::gemm_tile_menu(gpu);
   const double k_bytes = std::max(1.0, dtype_bytes(gemm.dtype));
   std::vector<GemmConfig> candidates;
   // Hopper: swap_ab first (tokens on the MMA's N side), then without; before Hopper one orientation.
@@ -315,7 +320,9 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
           const int tile_k = static_cast<int>(step_bytes / k_bytes);
           const std::optional<GemmConfig> base =
               detail::gemm_tile_with_stages(gemm, gpu, menu.hopper, swap_ab, tile_m, tile_n, tile_k, most_stages);
-          if (base) detail::append_gemm_variants(candidates, *base, gemm, gpu, menu.hopper);
+          if (base)
+            detail::for_each_gemm_variant(*base, gemm, gpu, menu.hopper,
+                                          [&candidates](const GemmConfig& variant) { candidates.push_back(variant); });
         }
       }
     }
@@ -325,7 +332,7 @@ inline std::vector<GemmConfig> gemm_candidates(const Gemm& gemm, const GpuSpec& 
 
 // Whether gemm_candidates(gemm, gpu) lists this config, without listing them all.
 inline bool is_gemm_candidate(const GemmConfig& config, const Gemm& gemm, const GpuSpec& gpu) {
-  const detail::GemmTileMenu menu = detail::gemm_tile_menu(gpu);
+  const detail::GemmTileMenu& menu = detail::gemm_tile_menu(gpu);
   if (config.swap_ab && !menu.hopper) return false;
   if (!detail::gemm_tile_offered(menu, gemm, config.swap_ab, config.tile_m, config.tile_n)) return false;
   const double k_bytes = std::max(1.0, dtype_bytes(gemm.dtype));
@@ -335,9 +342,10 @@ inline bool is_gemm_candidate(const GemmConfig& config, const Gemm& gemm, const 
     const std::optional<GemmConfig> base =
         detail::gemm_tile_with_stages(gemm, gpu, menu.hopper, config.swap_ab, config.tile_m, config.tile_n, tile_k, most_stages);
     if (!base) continue;
-    std::vector<GemmConfig> variants;
-    detail::append_gemm_variants(variants, *base, gemm, gpu, menu.hopper);
-    if (std::find(variants.begin(), variants.end(), config) != variants.end()) return true;
+    bool listed = false;
+    detail::for_each_gemm_variant(*base, gemm, gpu, menu.hopper,
+                                  [&](const GemmConfig& variant) { listed = listed || variant == config; });
+    if (listed) return true;
   }
   return false;
 }
