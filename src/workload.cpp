@@ -1299,9 +1299,12 @@ void add_request_times(WorkloadPrediction& result, const RequestTracker& tracker
 
 // Iterations are predicted a block at a time, then join the run's totals in order: the outcomes
 // held at once stay a block's, and every sum is taken in the same order on any count of threads.
-// A block scheduled beside the prediction is still in the caches when it is predicted (4,096
-// iterations of 256 sequences were 33 MB: a 100,000-request trace took 4% longer and 60 MB more).
+// 1,024 iterations: a block scheduled beside the prediction is still in the caches when it is
+// predicted (4,096 iterations of 256 sequences were 33 MB: a 100,000-request trace took 4% longer
+// and 60 MB more); more where more threads predict, two chunks each, so that a block never caps
+// the threads a run may use (64 threads: 4,096 iterations, as before).
 constexpr std::size_t kBlock = 1024;
+std::size_t block_iterations(std::size_t threads) { return std::max(kBlock, 2 * kChunk * threads); }
 
 // The run's totals, joined from its iterations' outcomes in order.
 class RunTotals {
@@ -1356,8 +1359,13 @@ SustainedLoad checked_options(const GpuSpec& gpu, const WorkloadOptions& options
 }
 
 // One predictor (and its memo) per thread; no more threads than chunks of `iterations`.
+// The threads asked for (options.threads, checked: 0 for one per core).
+std::size_t asked_threads(const WorkloadOptions& options) {
+  return options.threads > 0 ? static_cast<std::size_t>(options.threads) : usable_cores();
+}
+
 std::vector<IterationPredictor> thread_predictors(const WorkloadOptions& options, std::size_t iterations) {
-  const std::size_t threads = options.threads > 0 ? static_cast<std::size_t>(options.threads) : usable_cores();
+  const std::size_t threads = asked_threads(options);
   const std::size_t chunks = (iterations + kChunk - 1) / kChunk;
   return std::vector<IterationPredictor>(std::max<std::size_t>(1, std::min(threads, chunks)));
 }
@@ -1375,8 +1383,9 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
   std::vector<IterationOutcome> outcomes;
   RunTotals totals(run);
   const std::span<const WorkloadIteration> all(workload.iterations);
-  for (std::size_t begin = 0; begin < all.size(); begin += kBlock) {
-    const std::span<const WorkloadIteration> block = all.subspan(begin, std::min(kBlock, all.size() - begin));
+  const std::size_t block_size = block_iterations(predictors.size());
+  for (std::size_t begin = 0; begin < all.size(); begin += block_size) {
+    const std::span<const WorkloadIteration> block = all.subspan(begin, std::min(block_size, all.size() - begin));
     predict_block(run, block, predictors, outcomes);
     totals.add(block, outcomes);
   }
@@ -1395,10 +1404,11 @@ WorkloadPrediction predict_trace(const Predictor& predictor, std::string model, 
   // The next block of iterations, scheduled, adjusted and checked as generate_workload and
   // predict_workload would (a block's failure is the first of its iterations to fail).
   std::size_t scheduled = 0;
+  const std::size_t block_size = block_iterations(asked_threads(options));
   const auto schedule_block = [&](std::vector<WorkloadIteration>& block) {
     block.clear();
     const std::size_t first = scheduled;
-    while (block.size() < kBlock && !scheduler.done()) {
+    while (block.size() < block_size && !scheduler.done()) {
       block.push_back(next_iteration(scheduler, scheduled, params, deployment));
       if (adjust) adjust(block.back());
       ++scheduled;

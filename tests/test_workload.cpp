@@ -945,7 +945,7 @@ TEST_CASE("workload: a trace predicted as it is scheduled gives the whole worklo
     options.engine = EngineProfile::sglang();
     options.threads = 1;
     const WorkloadPrediction expected = predict_workload(Predictor(), whole, gpu, options);
-    for (const int threads : {1, 2, 0}) {
+    for (const int threads : {1, 2, 40, 0}) {  // (40: blocks of 2,560 iterations)
       INFO(threads << " threads");
       options.threads = threads;
       check_same_prediction(

@@ -403,8 +403,8 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
 // predict_workload(predictor, generate_workload(model, params, trace, deployment, policy), gpu,
 // options) with `adjust` applied to every iteration in between, without ever holding the whole
 // workload (a 100,000-request trace is a workload of about a gigabyte). Iterations are scheduled
-// 1,024 at a time; with options.threads other than 1, the next block is scheduled on a thread of
-// its own while the predictors work through this one. `adjust` (may be empty) changes each
+// 1,024 at a time (64 per thread past 16 threads); with options.threads other than 1, the next
+// block is scheduled on a thread of its own while the predictors work through this one. `adjust` (may be empty) changes each
 // iteration as it is scheduled (on that thread), the same way for every iteration (the attention
 // kernel the engine runs, the routing's skew); decode attention that follows the prompt's
 // (EngineProfile::decode_attention_follows_prompt) follows the first block's. The same errors as

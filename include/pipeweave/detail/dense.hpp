@@ -34,7 +34,8 @@ inline constexpr int kDenseMaxInputs = 1024;
 // y = W x + b for `columns` inputs at once, then max(0, .) where `relu` (a NaN stays one).
 // `packed` is pack_dense_weights(W) of finite weights; x is `inputs` (at most kDenseMaxInputs) x
 // `columns` and y `rows` x `columns`, both column-major and contiguous; b holds `rows`. y must not
-// overlap the others. Inputs that are zero are skipped: the same sums (dense_kernel.inc, nonzero_inputs).
+// overlap the others. Inputs that are zero are skipped: the same sums, but for the sign of one
+// that comes to zero, which no later layer or the sigmoid reads (dense_kernel.inc, nonzero_inputs).
 using DenseLayerFn = void (*)(const float* packed, const float* bias, const float* x, float* y, int rows, int inputs,
                               int columns, bool relu);
 // The same, the weights given as half_precision_bits of the packed panels: the float kernel's sums
