@@ -377,12 +377,23 @@ void bounded(std::int64_t value, std::int64_t most, const Name& name) {
   if (value > most) require_at_most(name(), value, most);
 }
 
-// Whether every value is at most `most`: a batch's lists pass in one branch-free pass each, and
-// only a list that fails is walked again in order, for the first value past the bound.
+// Whether every value is at most `most`, in one branch-free pass.
 bool within(std::span<const std::int64_t> values, std::int64_t most) {
   std::int64_t largest = std::numeric_limits<std::int64_t>::min();
   for (const std::int64_t value : values) largest = std::max(largest, value);
   return largest <= most;
+}
+
+// A batch's query and KV lengths (lists of one length) at most kMaxSize: both pass in a pass each,
+// and only where one fails are they walked again in order, for the first entry past the bound,
+// named by name(list, index).
+template <typename Name>
+void bounded_lengths(const std::vector<std::int64_t>& q_lengths, const std::vector<std::int64_t>& kv_lengths, const Name& name) {
+  if (within(q_lengths, kMaxSize) && within(kv_lengths, kMaxSize)) return;
+  for (std::size_t r = 0; r < q_lengths.size(); ++r) {
+    bounded(q_lengths[r], kMaxSize, [&] { return name("q_lengths", r); });
+    bounded(kv_lengths[r], kMaxSize, [&] { return name("kv_lengths", r); });
+  }
 }
 
 // `iterations` are the workload's from index `first` on (a block of a run scheduled as predicted).
@@ -401,11 +412,7 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
     if (!it.request_ids.empty() && it.request_ids.size() != it.q_lengths.size())
       detail::fail_field(at("request_ids"), std::to_string(it.request_ids.size()) + " entries",
                          "must be empty or have one entry per q_lengths entry (" + std::to_string(it.q_lengths.size()) + ")");
-    if (!within(it.q_lengths, kMaxSize) || !within(it.kv_lengths, kMaxSize))
-      for (std::size_t r = 0; r < it.q_lengths.size(); ++r) {
-        bounded(it.q_lengths[r], kMaxSize, [&] { return at(indexed("q_lengths", r)); });
-        bounded(it.kv_lengths[r], kMaxSize, [&] { return at(indexed("kv_lengths", r)); });
-      }
+    bounded_lengths(it.q_lengths, it.kv_lengths, [&](std::string_view list, std::size_t r) { return at(indexed(list, r)); });
     const WorkloadOperators& ops = it.operators;
     for (std::size_t g = 0; g < ops.gemm.size(); ++g) {
       const WorkloadGemm& gemm = ops.gemm[g];
@@ -419,11 +426,8 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
       if (a.kv_lengths.size() != a.q_lengths.size())
         detail::fail_field(op("attention.kv_lengths"), std::to_string(a.kv_lengths.size()) + " entries",
                            "must have one entry per attention.q_lengths entry (" + std::to_string(a.q_lengths.size()) + ")");
-      if (!within(a.q_lengths, kMaxSize) || !within(a.kv_lengths, kMaxSize))
-        for (std::size_t r = 0; r < a.q_lengths.size(); ++r) {
-          bounded(a.q_lengths[r], kMaxSize, [&] { return op(indexed("attention.q_lengths", r)); });
-          bounded(a.kv_lengths[r], kMaxSize, [&] { return op(indexed("attention.kv_lengths", r)); });
-        }
+      bounded_lengths(a.q_lengths, a.kv_lengths,
+                      [&](std::string_view list, std::size_t r) { return op(indexed("attention." + std::string(list), r)); });
       bounded(a.nh, kMaxHeads, [&] { return op("attention.nh"); });
       bounded(a.nkv, kMaxHeads, [&] { return op("attention.nkv"); });
       bounded(a.hd, kMaxHeads, [&] { return op("attention.hd"); });
@@ -1358,12 +1362,12 @@ SustainedLoad checked_options(const GpuSpec& gpu, const WorkloadOptions& options
   return sustained;
 }
 
-// One predictor (and its memo) per thread; no more threads than chunks of `iterations`.
 // The threads asked for (options.threads, checked: 0 for one per core).
 std::size_t asked_threads(const WorkloadOptions& options) {
   return options.threads > 0 ? static_cast<std::size_t>(options.threads) : usable_cores();
 }
 
+// One predictor (and its memo) per thread; no more threads than chunks of `iterations`.
 std::vector<IterationPredictor> thread_predictors(const WorkloadOptions& options, std::size_t iterations) {
   const std::size_t threads = asked_threads(options);
   const std::size_t chunks = (iterations + kChunk - 1) / kChunk;
