@@ -189,7 +189,8 @@ inline AttentionConfig flash3_config(const Attention& attention) {
   const std::int64_t longest_q =
       attention.q_lens.empty() ? 0 : *std::max_element(attention.q_lens.begin(), attention.q_lens.end());
   const std::int64_t groups = attention.kv_heads > 0 ? attention.heads / attention.kv_heads : 1;  // validated later
-  const bool fills_tile = longest_q * groups > config.tile_q;
+  // (in doubles: a query length of 10^18 times the groups overflowed int64; exact below 2^53)
+  const bool fills_tile = static_cast<double>(longest_q) * static_cast<double>(groups) > config.tile_q;
   const int tma_tile_kv = tile_kv(false);
   config.tile_kv = tile_kv(attention.page_size > 0 && (attention.page_size % tma_tile_kv != 0 || !fills_tile));
   return config;
