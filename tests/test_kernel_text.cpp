@@ -621,6 +621,14 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
                }),
                Contains("attention.q_lens must make at most 254200 query tiles in all on 132 SMs") &&
                    Contains("got tiles of 192 query rows over 8 sequences"));
+    // Found by tests/fuzz/fuzz_kernel: a head group's query rows (q_len x heads/kv_heads) past
+    // int64 overflowed in choosing FlashAttention-3's config, before the tile cap was reached.
+    CHECK_THAT(error_of([] {
+                 (void)compute_demand(
+                     parse_kernel("attention:batch=4,q_len=1000000000000000048,heads=32,kv_heads=2,head_dim=163"),
+                     find_gpu("H100-SXM"));
+               }),
+               Contains("attention.q_lens must make at most 254200 query tiles in all on 132 SMs"));
     GpuSpec many_sms = find_gpu("H100-SXM");
     many_sms.sm_count = 4096;
     const Kernel prompts = parse_kernel("attention:batch=160,q_len=16384,heads=32,kv_heads=8,head_dim=128");  // 20,480 tiles of 128
