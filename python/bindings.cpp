@@ -210,10 +210,10 @@ struct TraceRun {
   pw::Deployment deployment;
   pw::SchedulerPolicy policy;
   TraceRun(nb::handle config, nb::handle trace, int tp, int pp, std::string_view dtype, std::int64_t max_batched_tokens,
-           std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl)
+           std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl, bool expert_parallel)
       : params(model_params_from(config)),
         requests(trace_from(trace)),
-        deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype)},
+        deployment{.tp = tp, .pp = pp, .dtype = dtype_from(dtype), .expert_parallel = expert_parallel},
         policy{.max_batched_tokens = max_batched_tokens, .max_sequences = max_sequences, .chunked_prefill = chunked_prefill} {
     if (attention_impl) deployment.attention_impl = attention_impl_from(*attention_impl);
   }
@@ -545,15 +545,19 @@ NB_MODULE(_core, m) {
       .def_static(
           "generate",
           [](nb::handle config, nb::handle trace, int tp, int pp, std::string_view dtype, std::int64_t max_batched_tokens,
-             std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl, std::string model) {
-            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl);
+             std::int64_t max_sequences, bool chunked_prefill, std::optional<std::string_view> attention_impl, std::string model,
+             bool expert_parallel) {
+            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl,
+                               expert_parallel);
             nb::gil_scoped_release unlocked;
             return pw::generate_workload(std::move(model), run.params, run.requests, run.deployment, run.policy);
           },
           "config"_a, "trace"_a, nb::kw_only(), "tp"_a = 1, "pp"_a = 1, "dtype"_a = "bf16", "max_batched_tokens"_a = 8192,
           "max_sequences"_a = 256, "chunked_prefill"_a = true, "attention_impl"_a = nb::none(), "model"_a = "model",
+          "expert_parallel"_a = false,
           "The iterations a trace runs as under continuous batching. config: a Hugging Face config.json path or dict; "
-          "trace: a trace CSV path or rows of (prefill_tokens, decode_tokens[, output_tokens]).")
+          "trace: a trace CSV path or rows of (prefill_tokens, decode_tokens[, output_tokens]); expert_parallel: a mixture "
+          "of experts' layers expert-parallel over the tp ranks (vLLM's --enable-expert-parallel).")
       .def("to_json", [](const pw::Workload& w) { return pw::to_json(w); })
       .def("to_dict", [](const pw::Workload& w) { return json_loads(pw::to_json(w)); })
       .def_ro("model", &pw::Workload::model)
@@ -679,8 +683,10 @@ NB_MODULE(_core, m) {
           "predict_trace",
           [](const pw::Predictor& p, nb::handle config, nb::handle trace, const pw::GpuSpec& gpu, int tp, int pp, std::string_view dtype,
              std::int64_t max_batched_tokens, std::int64_t max_sequences, bool chunked_prefill,
-             std::optional<std::string_view> attention_impl, std::string model, std::string_view engine, int threads) {
-            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl);
+             std::optional<std::string_view> attention_impl, std::string model, std::string_view engine, int threads,
+             bool expert_parallel) {
+            const TraceRun run(config, trace, tp, pp, dtype, max_batched_tokens, max_sequences, chunked_prefill, attention_impl,
+                               expert_parallel);
             pw::WorkloadOptions options;
             options.engine = pw::EngineProfile::named(engine);
             options.threads = threads;
@@ -689,7 +695,7 @@ NB_MODULE(_core, m) {
           },
           "config"_a, "trace"_a, "gpu"_a, nb::kw_only(), "tp"_a = 1, "pp"_a = 1, "dtype"_a = "bf16", "max_batched_tokens"_a = 8192,
           "max_sequences"_a = 256, "chunked_prefill"_a = true, "attention_impl"_a = nb::none(), "model"_a = "model",
-          "engine"_a = "sglang", "threads"_a = 1,
+          "engine"_a = "sglang", "threads"_a = 1, "expert_parallel"_a = false,
           "A trace's serving run predicted as it is scheduled: predict_workload(Workload.generate(config, trace, ...), gpu, "
           "engine) to the last bit, without holding the whole workload. threads: how many predict (0: one per core; with "
           "more than one, the next block of iterations is scheduled beside them).");

@@ -163,13 +163,14 @@ WorkloadRows read_rows(const json& object, const std::string& prefix, std::strin
 
 WorkloadMoe read_moe(const json& object, const std::string& prefix) {
   const Fields m(object, prefix + "moe.");
-  m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count", "zipf"});
+  m.only({"tokens", "experts", "top_k", "hidden", "intermediate", "count", "zipf", "ep"});
   WorkloadMoe moe{m.whole("tokens"), m.whole("experts"), m.whole("top_k"),
                   m.whole("hidden"), m.whole("intermediate"), m.whole("count")};
   if (m.has("zipf")) {
     moe.zipf = m.number("zipf");
     if (!valid_zipf(moe.zipf)) detail::fail_field(prefix + "moe.zipf", moe.zipf, "must be " + std::string(kZipfRange));
   }
+  if (m.has("ep")) moe.ep = m.whole("ep");
   return moe;
 }
 
@@ -242,6 +243,7 @@ ordered_json operators_json(const WorkloadOperators& ops, int tp_size) {
     out["moe"] = {{"tokens", ops.moe->tokens}, {"experts", ops.moe->experts}, {"top_k", ops.moe->top_k},
                   {"hidden", ops.moe->hidden}, {"intermediate", ops.moe->intermediate}, {"count", ops.moe->count}};
   if (ops.moe && ops.moe->zipf != 0) out["moe"]["zipf"] = ops.moe->zipf;
+  if (ops.moe && ops.moe->ep != 1) out["moe"]["ep"] = ops.moe->ep;
   ordered_json transfers = ordered_json::array();
   for (const WorkloadCollective& c : ops.communication) {
     const CollectiveKind kind = collective_kind(c.name, "communication.name");
@@ -282,7 +284,10 @@ WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, cons
     ops.siluandmul = WorkloadRows{tokens, 2 * p.intermediate_size / tp, layers};
   } else {
     ops.gemm.push_back({"router", "ReplicatedLinear", tokens, p.num_experts, p.hidden_size, layers});
-    ops.moe = WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
+    ops.moe = deployment.expert_parallel
+                  ? WorkloadMoe{.tokens = tokens, .experts = p.num_experts, .top_k = p.num_experts_per_tok,
+                                .hidden = p.hidden_size, .intermediate = p.moe_intermediate_size, .count = layers, .ep = tp}
+                  : WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
     if (p.shared_expert_intermediate_size > 0) {
       const std::int64_t shared = p.shared_expert_intermediate_size / tp;
       ops.gemm.push_back({"shared_gate_up_proj", "MergedColumnParallelLinear", tokens, 2 * shared, p.hidden_size, layers});
@@ -448,6 +453,7 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
       bounded(m.hidden, kMaxSize, [&] { return op("moe.hidden"); });
       bounded(m.intermediate, kMaxSize, [&] { return op("moe.intermediate"); });
       bounded(m.count, kMaxCount, [&] { return op("moe.count"); });
+      bounded(m.ep, kMaxHeads, [&] { return op("moe.ep"); });
     }
     for (std::size_t c = 0; c < ops.communication.size(); ++c) {
       bounded(ops.communication[c].count, kMaxCount, [&] { return op(indexed("communication", c, ".count")); });
@@ -566,7 +572,7 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
     out.push_back({"fused_moe",
                    FusedMoe{.tokens = ops.moe->tokens, .experts = ops.moe->experts, .top_k = ops.moe->top_k,
                             .hidden = ops.moe->hidden, .intermediate = ops.moe->intermediate, .dtype = dtype,
-                            .zipf = ops.moe->zipf},
+                            .zipf = ops.moe->zipf, .expert_parallel = ops.moe->ep},
                    ops.moe->count});
   for (std::size_t i = 0; i < ops.communication.size(); ++i) {
     const WorkloadCollective& c = ops.communication[i];
@@ -675,6 +681,15 @@ void check_parallel_split(const ModelParams& params, const Deployment& deploymen
     detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
   if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
     detail::fail_field("tp", tp, "must divide num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
+  if (deployment.expert_parallel) {
+    if (params.num_experts == 0)
+      detail::fail_field("expert_parallel", "true", "needs a mixture-of-experts model (num_experts > 0): this one is dense");
+    if (params.num_experts % tp != 0)
+      detail::fail_field("tp", tp, "must divide num_experts (" + std::to_string(params.num_experts) + ") under expert parallelism");
+    if (params.shared_expert_intermediate_size % tp != 0)  // the shared expert stays tensor-parallel
+      detail::fail_field("tp", tp, "must divide the shared expert's width (" + std::to_string(params.shared_expert_intermediate_size) + ")");
+    return;
+  }
   const std::int64_t mlp = params.num_experts > 0 ? params.moe_intermediate_size : params.intermediate_size;
   if (mlp % tp != 0) detail::fail_field("tp", tp, "must divide the MLP width (" + std::to_string(mlp) + ")");
 }

@@ -524,6 +524,16 @@ pipeweave_cli_failure(e2e_moe_zipf_range "--moe-zipf must be a Zipf exponent wit
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --moe-zipf 5)
 pipeweave_cli_failure(e2e_moe_zipf_dense "--moe-zipf: the run has no mixture-of-experts layer"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --moe-zipf 1)
+# --expert-parallel gives each rank whole experts (a share of them) instead of a slice of every
+# expert: another fused_moe kernel; a dense model has no experts to share out.
+add_test(NAME cli.e2e_expert_parallel
+         COMMAND ${CMAKE_COMMAND} "-DFIRST=${e2e_mixtral}" "-DSECOND=${e2e_mixtral};--expert-parallel"
+                 -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
+set_tests_properties(cli.e2e_expert_parallel PROPERTIES LABELS cli)
+pipeweave_cli_failure(e2e_expert_parallel_dense "expert_parallel needs a mixture-of-experts model"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 2 --expert-parallel)
+pipeweave_cli_failure(e2e_workload_refuses_expert_parallel "--expert-parallel schedules a trace"
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --expert-parallel)
 pipeweave_cli_failure(e2e_needs_input "either --workload FILE\\.json, or --model config\\.json with --trace" e2e --gpu H100-SXM)
 pipeweave_cli_failure(e2e_model_needs_trace "--model and --trace go together" e2e --gpu H100-SXM --model "${llama_config}")
 pipeweave_cli_failure(e2e_bad_tp "--tp must be a whole number from 1 to 65536, got \"0\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 0)

@@ -247,6 +247,33 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
   std::string bad = text;
   bad.replace(bad.find("\"zipf\": 1.2"), 11, "\"zipf\": 9.0");
   CHECK_THAT(error_of([&] { workload_from_json(bad); }), Contains("moe.zipf") && Contains("must be within [0, 4]"));
+
+  // Expert parallelism over the tensor-parallel ranks: whole experts, a share of them per rank,
+  // the same all-reduces; the file keeps the rank count, and the kernel takes it.
+  const Deployment ep2{.tp = 2, .expert_parallel = true};
+  const Workload expert_parallel = generate_workload("mixtral", mixtral, small_trace(), ep2, policy);
+  const WorkloadIteration& first = expert_parallel.iterations.front();
+  REQUIRE(first.operators.moe);
+  CHECK(first.operators.moe->intermediate == 14336);
+  CHECK(first.operators.moe->ep == 2);
+  CHECK(first.operators.moe->experts == 8);
+  CHECK(first.operators.communication == skewed.iterations.front().operators.communication);
+  CHECK(gemm_named(first, "qkv_proj").n == gemm_named(skewed.iterations.front(), "qkv_proj").n);  // attention stays tensor-parallel
+  const std::string ep_text = to_json(expert_parallel);
+  CHECK_THAT(ep_text, Contains("\"ep\": 2"));
+  CHECK(workload_from_json(ep_text) == expert_parallel);
+  std::int64_t kernel_ranks = 0;
+  for (const WorkloadKernel& k : iteration_kernels(first, DType::bf16))
+    if (const FusedMoe* m = k.kernel.get_if<FusedMoe>()) kernel_ranks = m->expert_parallel * 100 + m->local_experts();
+  CHECK(kernel_ranks == 204);  // two ranks, four experts each
+  CHECK_THAT(error_of([&] { generate_workload("mixtral", mixtral, small_trace(), Deployment{.tp = 16, .expert_parallel = true}, policy); }),
+             Contains("tp") && Contains("must divide num_experts (8)"));
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2, .expert_parallel = true}, policy); }),
+             Contains("expert_parallel") && Contains("needs a mixture-of-experts model"));
+  std::string bad_ranks = ep_text;
+  bad_ranks.replace(bad_ranks.find("\"ep\": 2"), 7, "\"ep\": 3");
+  CHECK_THAT(error_of([&] { (void)predict_workload(Predictor(), workload_from_json(bad_ranks), find_gpu("H100-SXM")); }),
+             Contains("fused_moe.ep") && Contains("3"));
 }
 
 TEST_CASE("workload: the JSON layout reads back what it writes, and names what is wrong", "[workload]") {

@@ -102,11 +102,13 @@ struct WorkloadRows {
   bool operator==(const WorkloadRows&) const = default;
 };
 // moe: the fused-MoE layers' expert GEMMs; zipf (the project's optional addition, absent: 0) the
-// routing's skew, as FusedMoe takes it.
+// routing's skew, as FusedMoe takes it; ep (likewise, absent: 1) the expert-parallel ranks, each
+// holding experts / ep whole experts (FusedMoe::expert_parallel).
 struct WorkloadMoe {
   std::int64_t tokens = 0, experts = 0, top_k = 0, hidden = 0, intermediate = 0;
   std::int64_t count = 1;
   double zipf = 0;
+  std::int64_t ep = 1;
   bool operator==(const WorkloadMoe&) const = default;
 };
 // A transfer between GPUs. Published: {name, type, volume_bytes, count}; `type` is
@@ -234,6 +236,11 @@ struct Deployment {
   // prompts and fa2_paged for decode, or fa3_*); none: the phase only, and the library's
   // default for the GPU at prediction time.
   std::optional<AttentionImpl> attention_impl;
+  // Mixture-of-experts layers expert-parallel over the tensor-parallel ranks (vLLM's
+  // --enable-expert-parallel): each rank holds num_experts / tp whole experts, every token's
+  // rows on every rank, the layer's output all-reduced as under tensor parallelism; false: each
+  // expert's intermediate width split over the ranks.
+  bool expert_parallel = false;
   void validate() const;
 };
 

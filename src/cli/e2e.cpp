@@ -37,6 +37,7 @@ struct E2eArguments {
   std::optional<AttentionImpl> attention_impl;
   std::optional<double> moe_zipf;  // --moe-zipf: the MoE layers' routing skew
   bool unchunked = false;  // --no-chunked-prefill
+  bool expert_parallel = false;  // --expert-parallel
   bool json = false;
 };
 
@@ -48,7 +49,8 @@ bool an_overhead(double us) { return us >= 0 && us <= kMostOverheadUs; }
 const std::string kOverheadRequirement = fmt::format("must be a number of microseconds from 0 to {:g}", kMostOverheadUs);
 
 // What only scheduling a trace uses: a workload file is already scheduled.
-constexpr std::array kTraceOnlyFlags{"--tp", "--pp", "--max-batched-tokens", "--max-seqs", "--no-chunked-prefill", "--dtype"};
+constexpr std::array kTraceOnlyFlags{"--tp", "--pp", "--max-batched-tokens", "--max-seqs", "--no-chunked-prefill", "--dtype",
+                                     "--expert-parallel"};
 
 FlagParser e2e_flags(E2eArguments& a) {
   FlagParser flags("e2e");
@@ -61,6 +63,7 @@ FlagParser e2e_flags(E2eArguments& a) {
       .whole("--max-batched-tokens", a.policy.max_batched_tokens, 1)
       .whole("--max-seqs", a.policy.max_sequences, 1)
       .flag("--no-chunked-prefill", a.unchunked)
+      .flag("--expert-parallel", a.expert_parallel)
       .choice("--dtype", a.dtype, {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp8", DType::fp8_e4m3}})
       .choice("--attention-impl", a.attention_impl, {{"flash2", AttentionImpl::flash2}, {"flash3", AttentionImpl::flash3}})
       .number("--moe-zipf", a.moe_zipf, valid_zipf, "must be a Zipf exponent " + std::string(kZipfRange))
@@ -142,7 +145,7 @@ std::string model_name(const std::string& config_path) {
 }
 
 Deployment run_deployment(const E2eArguments& a) {
-  return Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt};
+  return Deployment{.tp = a.tp, .pp = a.pp, .dtype = a.dtype, .attention_impl = std::nullopt, .expert_parallel = a.expert_parallel};
 }
 
 // --measured: per iteration, predicted against measured.

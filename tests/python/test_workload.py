@@ -69,3 +69,17 @@ def test_a_trace_predicted_as_it_is_scheduled(repo, predictor, h100):
         predictor.predict_trace(config, [(-5, 3)], h100)
     with pytest.raises(pw.Error, match="options.threads"):
         predictor.predict_trace(config, trace, h100, threads=-1)
+
+
+def test_a_mixture_of_experts_expert_parallel(repo, predictor, h100):
+    config = repo / "tests/data/models/Mixtral-8x7B/config.json"
+    trace = repo / "tests/data/trace_small.csv"
+    sliced = pw.Workload.generate(config, trace, tp=2)
+    whole_experts = pw.Workload.generate(config, trace, tp=2, expert_parallel=True)
+    moe = whole_experts.to_dict()["iterations"][0]["operators"]["moe"]
+    assert moe["ep"] == 2 and moe["intermediate"] == 14336  # four whole experts a rank
+    assert "ep" not in sliced.to_dict()["iterations"][0]["operators"]["moe"]
+    assert (predictor.predict_trace(config, trace, h100, tp=2, expert_parallel=True).total_us ==
+            predictor.predict_workload(whole_experts, h100).total_us != predictor.predict_workload(sliced, h100).total_us)
+    with pytest.raises(pw.Error, match="needs a mixture-of-experts model"):
+        pw.Workload.generate(repo / "data/e2e/Llama-3.1-8B/config.json", trace, tp=2, expert_parallel=True)
