@@ -16,6 +16,7 @@ Standard library only.
 import argparse
 import collections
 import csv
+import gzip
 import json
 import math
 import statistics
@@ -24,7 +25,7 @@ import sys
 
 def load(path):
     rows = {}
-    with open(path) as f:
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
         for r in csv.DictReader(f):
             rows[(r["gpu"], r["dtype"], r["m"], r["n"], r["k"], int(r["candidate"]))] = float(r["duration_us"])
     return rows

@@ -75,7 +75,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
     # GEMM learns from the transfer set: the SM-limited H100s (cuBLASLt's candidates, bf16 and
     # fp8) and the published fp8 rows of the H20 and H800 (the archive's gemm_fp8_train.csv, read
     # as published: docs/experiments/transfer.md)
-    for f in "$data"/H100-SXM-sm{16,32,64,72}/gemm-seed*.csv; do files+=(--data "$f"); done
+    for f in "$data"/H100-SXM-sm{16,32,64,72}/gemm-seed*.csv.gz; do files+=(--data "$f"); done
     tar xJf "$archive" -C "$published" ./gemm_fp8_train.csv
     files+=(--data "$published/gemm_fp8_train.csv")
   fi

@@ -71,7 +71,7 @@ for gpu in H100-SXM H200-SXM; do
   first_choices "data/measurements/$gpu/gemm.csv" "$tmp/$gpu-gemm.csv"
   gemm_files+=(--data "$tmp/$gpu-gemm.csv")
 done
-for f in data/measurements/H100-SXM-sm*/gemm-seed*.csv; do
+for f in data/measurements/H100-SXM-sm*/gemm-seed*.csv.gz; do
   name=$(basename "$(dirname "$f")")-$(basename "$f")
   first_choices "$f" "$tmp/$name"
   gemm_files+=(--data "$tmp/$name")
