@@ -3,16 +3,25 @@
 #   bash data/models/fused_moe_ep.sh [BUILD_DIR] [PYTHON]   (default: build, build-python/venv/bin/python)
 # The recipe of fused_moe_both_gpus.sh (four networks with a ranking term, seed 1), trained on the
 # rows of Mixtral-8x7B, Qwen1.5-MoE-A2.7B and Qwen3-30B-A3B from both GPUs (uniform and skewed
-# routing) and on their expert-parallel rows (the H100's, EP 2, 4 and 8: <family>.ep.<routing>.csv.gz),
-# scored on DeepSeek-V2-Lite and OLMoE-1B-7B: their expert-parallel rows (uniform, skewed), their
-# rows without it on each GPU (as fused_moe_both_gpus.sh scores them), and the tuning result on their
-# fully measured expert-parallel shapes; the bundled model (trained on no expert-parallel row) scored
-# beside it on the expert-parallel rows and their tuning -> report/fused_moe/ep/. About 10 minutes on 2 cores.
+# routing) and on their expert-parallel rows (EP 2, 4 and 8: <family>.ep.<routing>.csv.gz; the H100's, or
+# those of the GPUs in EP_GPUS),
+# scored on DeepSeek-V2-Lite and OLMoE-1B-7B on each GPU: their expert-parallel rows (uniform,
+# skewed), their rows without it (as fused_moe_both_gpus.sh scores them), and the tuning result on
+# their fully measured shapes with and without expert parallelism; a baseline scored beside it on the expert-parallel
+# rows and their tuning (BASELINE, default the bundled model; the reports in report/fused_moe/ep/
+# have the model bundled until 2026-11-27, which saw no expert-parallel row: `git show
+# 24d26ee:data/models/fused_moe.json`; today's has seen every family's, so it is scored in-sample
+# there) -> report/fused_moe/ep/ (or REPORT).
+# EP_MIN_TOKENS=N trains on the expert-parallel rows of at least N tokens only (default 1: all;
+# rows_with_tokens.py says why).
+# About 7 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
-report=data/models/report/fused_moe/ep
+baseline=${BASELINE:-data/models/fused_moe.json}
+report=${REPORT:-data/models/report/fused_moe/ep}
+ep_gpus=(${EP_GPUS:-H100-SXM})
 mkdir -p "$report"
 measured=data/measurements
 held_out=(DeepSeek-V2-Lite OLMoE-1B-7B)
@@ -23,27 +32,37 @@ args=()
 for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do
   for routing in uniform skewed; do
     for gpu in H100-SXM H200-SXM; do args+=(--data "$measured/$gpu/fused_moe/$family.$routing.csv.gz"); done
-    args+=(--data "$measured/H100-SXM/fused_moe/$family.ep.$routing.csv.gz")
+    for gpu in "${ep_gpus[@]}"; do
+      ep_rows="$measured/$gpu/fused_moe/$family.ep.$routing.csv.gz"
+      if [[ ${EP_MIN_TOKENS:-1} -gt 1 ]]; then
+        python3 data/models/rows_with_tokens.py "$ep_rows" "$work/$gpu.$family.ep.$routing.csv.gz" "$EP_MIN_TOKENS"
+        ep_rows="$work/$gpu.$family.ep.$routing.csv.gz"
+      fi
+      args+=(--data "$ep_rows")
+    done
   done
 done
 "$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
 held() {  # the held-out families' files of one GPU, kind (".ep" or "") and routing, as --data arguments
   for family in "${held_out[@]}"; do printf -- '--data\n%s\n' "$measured/$1/fused_moe/$family$2.$3.csv.gz"; done
 }
-for routing in uniform skewed; do
-  mapfile -t data < <(held H100-SXM .ep "$routing")
-  "$cli" eval --model "$model" "${data[@]}" --report "$work/trained.$routing" | grep -v "^wrote " | tee "$report/eval_H100-SXM.ep.$routing.txt"
-  "$cli" eval "${data[@]}" --report "$work/bundled.$routing" | grep -v "^wrote " > "$report/eval_bundled_H100-SXM.ep.$routing.txt"
-  # where the error sits: by ranks and token band
-  python3 data/models/fused_moe_bands.py "$work/trained.$routing/eval.csv" > "$report/bands_H100-SXM.ep.$routing.txt"
-  python3 data/models/fused_moe_bands.py "$work/bundled.$routing/eval.csv" > "$report/bands_bundled_H100-SXM.ep.$routing.txt"
-  for gpu in H100-SXM H200-SXM; do
+for gpu in H100-SXM H200-SXM; do
+  for routing in uniform skewed; do
+    mapfile -t data < <(held "$gpu" .ep "$routing")
+    "$cli" eval --model "$model" "${data[@]}" --report "$work/trained.$routing" | grep -v "^wrote " | tee "$report/eval_$gpu.ep.$routing.txt"
+    "$cli" eval --model "$baseline" "${data[@]}" --report "$work/bundled.$routing" | grep -v "^wrote " > "$report/eval_bundled_$gpu.ep.$routing.txt"
+    # where the error sits: by ranks and token band
+    python3 data/models/fused_moe_bands.py "$work/trained.$routing/eval.csv" > "$report/bands_$gpu.ep.$routing.txt"
+    python3 data/models/fused_moe_bands.py "$work/bundled.$routing/eval.csv" > "$report/bands_bundled_$gpu.ep.$routing.txt"
     mapfile -t data < <(held "$gpu" "" "$routing")
     "$cli" eval --model "$model" "${data[@]}" > "$report/eval_$gpu.$routing.txt"
   done
+  # the pick on the fully measured shapes without expert parallelism, as fused_moe_both_gpus.sh scores it
+  mapfile -t data < <(held "$gpu" "" uniform)
+  "$python" data/models/fused_moe_tuning.py --model "$model" --gpu "$gpu" "${data[@]}" --csv "$report/tuning_$gpu.csv" > "$report/tuning_$gpu.txt"
+  mapfile -t data < <(held "$gpu" .ep uniform)
+  "$python" data/models/fused_moe_tuning.py --model "$model" --gpu "$gpu" "${data[@]}" --csv "$report/tuning_$gpu.ep.csv" |
+    tee "$report/tuning_$gpu.ep.txt"
+  "$python" data/models/fused_moe_tuning.py --model "$baseline" --gpu "$gpu" "${data[@]}" \
+    > "$report/tuning_bundled_$gpu.ep.txt"
 done
-mapfile -t data < <(held H100-SXM .ep uniform)
-"$python" data/models/fused_moe_tuning.py --model "$model" --gpu H100-SXM "${data[@]}" --csv "$report/tuning_H100-SXM.ep.csv" |
-  tee "$report/tuning_H100-SXM.ep.txt"
-"$python" data/models/fused_moe_tuning.py --model data/models/fused_moe.json --gpu H100-SXM "${data[@]}" \
-  > "$report/tuning_bundled_H100-SXM.ep.txt"
