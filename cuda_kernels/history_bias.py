@@ -17,6 +17,7 @@ Standard library only.
 import argparse
 import collections
 import csv
+import gzip
 import math
 import statistics
 
@@ -43,7 +44,7 @@ def main():
     with open(args.shapes) as f:
         order = [(r["dtype"], r["m"], r["n"], r["k"]) for r in csv.DictReader(f)]
     busy_us = collections.defaultdict(float)
-    with open(args.measured) as f:
+    with (gzip.open(args.measured, "rt", newline="") if args.measured.endswith(".gz") else open(args.measured)) as f:
         for r in csv.DictReader(f):
             if r["gpu"] == args.gpu:
                 calls = int(r.get("reps") or 10) + args.warmup

@@ -170,7 +170,11 @@ WorkloadMoe read_moe(const json& object, const std::string& prefix) {
     moe.zipf = m.number("zipf");
     if (!valid_zipf(moe.zipf)) detail::fail_field(prefix + "moe.zipf", moe.zipf, "must be " + std::string(kZipfRange));
   }
-  if (m.has("ep")) moe.ep = m.whole("ep");
+  if (m.has("ep")) {
+    moe.ep = m.whole("ep");
+    if (moe.experts % moe.ep != 0)
+      detail::fail_field(prefix + "moe.ep", moe.ep, "must divide moe.experts (" + std::to_string(moe.experts) + ") into equal shares");
+  }
   return moe;
 }
 
@@ -681,13 +685,14 @@ void check_parallel_split(const ModelParams& params, const Deployment& deploymen
     detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
   if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
     detail::fail_field("tp", tp, "must divide num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
+  // The shared expert is a tensor-parallel MLP in either mode.
+  if (params.shared_expert_intermediate_size % tp != 0)
+    detail::fail_field("tp", tp, "must divide the shared expert's width (" + std::to_string(params.shared_expert_intermediate_size) + ")");
   if (deployment.expert_parallel) {
     if (params.num_experts == 0)
       detail::fail_field("expert_parallel", "true", "needs a mixture-of-experts model (num_experts > 0): this one is dense");
     if (params.num_experts % tp != 0)
       detail::fail_field("tp", tp, "must divide num_experts (" + std::to_string(params.num_experts) + ") under expert parallelism");
-    if (params.shared_expert_intermediate_size % tp != 0)  // the shared expert stays tensor-parallel
-      detail::fail_field("tp", tp, "must divide the shared expert's width (" + std::to_string(params.shared_expert_intermediate_size) + ")");
     return;
   }
   const std::int64_t mlp = params.num_experts > 0 ? params.moe_intermediate_size : params.intermediate_size;

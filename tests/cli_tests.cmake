@@ -530,7 +530,11 @@ add_test(NAME cli.e2e_expert_parallel
          COMMAND ${CMAKE_COMMAND} "-DFIRST=${e2e_mixtral}" "-DSECOND=${e2e_mixtral};--expert-parallel"
                  -P "${CMAKE_CURRENT_SOURCE_DIR}/check_outputs_differ.cmake")
 set_tests_properties(cli.e2e_expert_parallel PROPERTIES LABELS cli)
-pipeweave_cli_failure(e2e_expert_parallel_dense "expert_parallel needs a mixture-of-experts model"
+pipeweave_cli_test(e2e_expert_parallel_named "^Mixtral-8x7B on 2 x H100-SXM \\(experts over EP 2\\):"
+                   e2e --gpu H100-SXM --model "${cli_data}/models/Mixtral-8x7B/config.json" --trace "${small_trace}" --tp 2 --expert-parallel)
+pipeweave_cli_test(e2e_expert_parallel_json "\"expert_parallel_size\": 2"
+                   e2e --gpu H100-SXM --model "${cli_data}/models/Mixtral-8x7B/config.json" --trace "${small_trace}" --tp 2 --expert-parallel --json)
+pipeweave_cli_failure(e2e_expert_parallel_dense "--expert-parallel: the model has no mixture-of-experts layer"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 2 --expert-parallel)
 pipeweave_cli_failure(e2e_workload_refuses_expert_parallel "--expert-parallel schedules a trace"
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --expert-parallel)

@@ -11,7 +11,8 @@
 # rows and their tuning (BASELINE, default the bundled model; the reports in report/fused_moe/ep/
 # have the model bundled until 2026-11-27, which saw no expert-parallel row: `git show
 # 24d26ee:data/models/fused_moe.json`; today's has seen every family's, so it is scored in-sample
-# there) -> report/fused_moe/ep/ (or REPORT).
+# there) -> report/fused_moe/ep/ (or REPORT; ep/, ep_min8/ and ep_both_gpus/ predate the pick without
+# expert parallelism, tuning_<gpu>.{csv,txt}).
 # EP_MIN_TOKENS=N trains on the expert-parallel rows of at least N tokens only (default 1: all;
 # rows_with_tokens.py says why).
 # About 7 minutes on 2 cores.
@@ -21,7 +22,9 @@ cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
 baseline=${BASELINE:-data/models/fused_moe.json}
 report=${REPORT:-data/models/report/fused_moe/ep}
-ep_gpus=(${EP_GPUS:-H100-SXM})
+read -r -a ep_gpus <<< "${EP_GPUS:-H100-SXM}"
+min_tokens=${EP_MIN_TOKENS:-1}
+[[ $min_tokens =~ ^[1-9][0-9]*$ ]] || { echo "EP_MIN_TOKENS must be a whole number of at least 1, got '$min_tokens'" >&2; exit 2; }
 mkdir -p "$report"
 measured=data/measurements
 held_out=(DeepSeek-V2-Lite OLMoE-1B-7B)
@@ -34,8 +37,8 @@ for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do
     for gpu in H100-SXM H200-SXM; do args+=(--data "$measured/$gpu/fused_moe/$family.$routing.csv.gz"); done
     for gpu in "${ep_gpus[@]}"; do
       ep_rows="$measured/$gpu/fused_moe/$family.ep.$routing.csv.gz"
-      if [[ ${EP_MIN_TOKENS:-1} -gt 1 ]]; then
-        python3 data/models/rows_with_tokens.py "$ep_rows" "$work/$gpu.$family.ep.$routing.csv.gz" "$EP_MIN_TOKENS"
+      if (( min_tokens > 1 )); then
+        python3 data/models/rows_with_tokens.py "$ep_rows" "$work/$gpu.$family.ep.$routing.csv.gz" "$min_tokens"
         ep_rows="$work/$gpu.$family.ep.$routing.csv.gz"
       fi
       args+=(--data "$ep_rows")

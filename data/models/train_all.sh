@@ -152,7 +152,7 @@ if command -v python3 > /dev/null; then
   "$cli" eval --model data/models/gemm.json --held-out --data "$data/H100-SXM/gemm.csv.gz" --data "$data/H200-SXM/gemm.csv.gz" \
     --specs data/gpus --report "$rows" > /dev/null
   for gpu in H100-SXM H200-SXM; do
-    python3 cuda_kernels/history_bias.py "$rows/eval.csv" data/shapes/gemm.csv "$data/$gpu/gemm.csv" --gpu "$gpu"
+    python3 cuda_kernels/history_bias.py "$rows/eval.csv" data/shapes/gemm.csv "$data/$gpu/gemm.csv.gz" --gpu "$gpu"
   done | tee "$report/gemm.history_bias.txt"
   rm -r "$rows"
 fi

@@ -63,16 +63,16 @@ fi
 
 # 2. Every GPU measured, one left out at a time. GEMM rows: cuBLAS's first choice per shape (one
 # row per shape and GPU, as the published rows are), with the config it ran.
-first_choices() {  # $1: a measurement CSV; writes its is_default rows to $2
-  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "is_default") c = i; print; next } $c == 1' "$1" > "$2"
+first_choices() {  # $1: a measurement CSV, plain or gzipped; writes its is_default rows to $2 (plain)
+  zcat -f "$1" | awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "is_default") c = i; print; next } $c == 1' > "$2"
 }
 gemm_files=(--data "$rows")
 for gpu in H100-SXM H200-SXM; do
-  first_choices "data/measurements/$gpu/gemm.csv" "$tmp/$gpu-gemm.csv"
+  first_choices "data/measurements/$gpu/gemm.csv.gz" "$tmp/$gpu-gemm.csv"
   gemm_files+=(--data "$tmp/$gpu-gemm.csv")
 done
 for f in data/measurements/H100-SXM-sm*/gemm-seed*.csv.gz; do
-  name=$(basename "$(dirname "$f")")-$(basename "$f")
+  name=$(basename "$(dirname "$f")")-$(basename "$f" .gz)
   first_choices "$f" "$tmp/$name"
   gemm_files+=(--data "$tmp/$name")
 done

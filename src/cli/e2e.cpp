@@ -136,6 +136,22 @@ std::function<void(WorkloadIteration&)> iteration_adjustments(const E2eArguments
 }
 
 constexpr const char* kNoMoe = "--moe-zipf: the run has no mixture-of-experts layer to route";
+constexpr const char* kNoExperts = "--expert-parallel: the model has no mixture-of-experts layer to share out";
+
+// The ranks a run's experts are shared over: --expert-parallel's (the TP size), else a workload
+// file's (its first MoE layer's ep), else 1.
+std::int64_t expert_ranks(const E2eArguments& a, const Workload& workload) {
+  if (a.expert_parallel) return a.tp;
+  for (const WorkloadIteration& iteration : workload.iterations)
+    if (iteration.operators.moe) return iteration.operators.moe->ep;
+  return 1;
+}
+std::string parallel_label(const E2eArguments& a, const Workload& workload) {
+  const std::int64_t ep = expert_ranks(a, workload);
+  std::string label = workload.pp_size > 1 ? fmt::format("TP {} x PP {}", workload.tp_size, workload.pp_size) : "";
+  if (ep > 1) label += fmt::format("{}experts over EP {}", label.empty() ? "" : ", ", ep);
+  return label.empty() ? label : " (" + label + ")";
+}
 
 // The model a generated run serves, named after its folder (models/Llama-3.1-8B/config.json), else the file.
 std::string model_name(const std::string& config_path) {
@@ -211,6 +227,7 @@ void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                           {"model", workload.model},
                           {"tp_size", workload.tp_size},
                           {"pp_size", workload.pp_size},
+                          {"expert_parallel_size", expert_ranks(a, workload)},
                           {"iterations", p.iterations.size()},
                           {"prefill_us", p.prefill_us},
                           {"median_decode_iteration_us", p.median_decode_iteration_us},
@@ -244,8 +261,7 @@ void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
   for (const IterationTime& it : p.iterations) decode_only += it.phase == Phase::decode;
   const int gpus = workload.tp_size * workload.pp_size;
   fmt::print("{} on {} x {}{}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, gpus, gpu.name,
-             workload.pp_size > 1 ? fmt::format(" (TP {} x PP {})", workload.tp_size, workload.pp_size) : "",
-             p.iterations.size(), p.iterations.size() - decode_only, decode_only);
+             parallel_label(a, workload), p.iterations.size(), p.iterations.size() - decode_only, decode_only);
   fmt::print("  prefill (iterations with prompt tokens) {:>12.3f} ms\n", p.prefill_us / 1000);
   fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
   fmt::print("  total                                   {:>12.3f} ms\n", p.total_us / 1000);
@@ -337,8 +353,8 @@ void write_report(const E2eArguments& a, const GpuSpec& gpu, const Workload& wor
   for (const OperatorTime& op : p.operators)
     bars.push_back({op.name, op.us / 1000, fmt::format("{:.2f} ms ({:.1f}%)", op.us / 1000, 100 * op.us / p.total_us)});
   write_text(dir / "operators.svg",
-             svg::bar_chart(fmt::format("{} on {}, TP {}: time per operator over the run (ms)", workload.model, gpu.name,
-                                        workload.tp_size),
+             svg::bar_chart(fmt::format("{} on {}, TP {}{}: time per operator over the run (ms)", workload.model, gpu.name,
+                                        workload.tp_size, expert_ranks(a, workload) > 1 ? ", experts over EP" : ""),
                             bars, 0));
   if (!a.json)
     fmt::print("wrote {}, {}, {}, {}{}\n", (dir / "iterations.csv").string(), (dir / "requests.csv").string(),
@@ -370,6 +386,7 @@ int e2e_command(int argc, const char* const* argv, int first) {
     params = load_hf_config(a.model);
     trace = load_trace(a.trace);
     if (a.moe_zipf && params.num_experts == 0) throw InvalidInput(kNoMoe);  // (every iteration has its MoE layers, or none)
+    if (a.expert_parallel && params.num_experts == 0) throw InvalidInput(kNoExperts);
   }
   std::vector<Mlp> models;
   for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
