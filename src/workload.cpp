@@ -572,12 +572,23 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
     out.push_back({"silu_and_mul",
                    SiluMul{.tokens = ops.siluandmul->seq, .dim = ops.siluandmul->dim / 2, .dtype = activations},
                    ops.siluandmul->count});
-  if (ops.moe)
+  if (ops.moe) {
+    const WorkloadMoe& moe = *ops.moe;
     out.push_back({"fused_moe",
-                   FusedMoe{.tokens = ops.moe->tokens, .experts = ops.moe->experts, .top_k = ops.moe->top_k,
-                            .hidden = ops.moe->hidden, .intermediate = ops.moe->intermediate, .dtype = dtype,
-                            .zipf = ops.moe->zipf, .expert_parallel = ops.moe->ep},
-                   ops.moe->count});
+                   FusedMoe{.tokens = moe.tokens, .experts = moe.experts, .top_k = moe.top_k, .hidden = moe.hidden,
+                            .intermediate = moe.intermediate, .dtype = dtype, .zipf = moe.zipf, .expert_parallel = moe.ep},
+                   moe.count});
+    // The engines' fused_experts runs two more kernels around the grouped GEMMs, over every routed
+    // row (tokens x top_k; under expert parallelism the other ranks' rows too, zeros, at the
+    // experts' full width): SiLU-and-mul between them, and the sum of each token's top_k outputs.
+    const std::int64_t routed = moe.tokens * moe.top_k;
+    out.push_back({"moe_silu_and_mul", SiluMul{.tokens = routed, .dim = moe.intermediate, .dtype = activations}, moe.count});
+    const double hidden_bytes = static_cast<double>(moe.hidden) * 2;  // 16-bit activations
+    out.push_back({"moe_sum",
+                   Elementwise{.bytes = (static_cast<double>(routed) + static_cast<double>(moe.tokens)) * hidden_bytes,
+                               .flops = static_cast<double>(routed) * static_cast<double>(moe.hidden)},
+                   moe.count});
+  }
   for (std::size_t i = 0; i < ops.communication.size(); ++i) {
     const WorkloadCollective& c = ops.communication[i];
     out.push_back({c.name,

@@ -266,6 +266,19 @@ TEST_CASE("workload: a layer's operators per GPU under tensor parallelism", "[wo
   for (const WorkloadKernel& k : iteration_kernels(first, DType::bf16))
     if (const FusedMoe* m = k.kernel.get_if<FusedMoe>()) kernel_ranks = m->expert_parallel * 100 + m->local_experts();
   CHECK(kernel_ranks == 204);  // two ranks, four experts each
+  // fused_experts' SiLU-and-mul and top-k sum run over every routed row, at the experts' full width
+  // under expert parallelism, half of it sliced over two ranks.
+  const auto moe_silu = [](const WorkloadIteration& iteration) {
+    for (const WorkloadKernel& k : iteration_kernels(iteration, DType::bf16))
+      if (k.name == "moe_silu_and_mul") return *k.kernel.get_if<SiluMul>();
+    return SiluMul{};
+  };
+  CHECK(moe_silu(first).tokens == first.operators.moe->tokens * 2);
+  CHECK(moe_silu(first).dim == 14336);
+  CHECK(moe_silu(skewed.iterations.front()).dim == 7168);
+  std::size_t sums = 0;
+  for (const WorkloadKernel& k : iteration_kernels(first, DType::bf16)) sums += k.name == "moe_sum";
+  CHECK(sums == 1);
   CHECK_THAT(error_of([&] { generate_workload("mixtral", mixtral, small_trace(), Deployment{.tp = 16, .expert_parallel = true}, policy); }),
              Contains("tp") && Contains("must divide num_experts (8)"));
   CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), small_trace(), Deployment{.tp = 2, .expert_parallel = true}, policy); }),
