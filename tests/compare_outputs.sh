@@ -56,7 +56,7 @@ ask() {
   done
   "$B" calibrate --from-log tests/data/microbench_synthetic.json --link tests/data/allreduce_synthetic.csv --json > "$O/calibrate_link.txt" 2>&1
   "$B" train --op silu_mul --data tests/data/train_sample_silu_mul.csv --out "$O/model_silu.json" --epochs 2 --seed 7 > "$O/train_silu.txt" 2>&1
-  "$B" train --op rmsnorm --data data/measurements/H100-SXM/rmsnorm.csv --out "$O/model_rms.json" --epochs 2 --seed 3 \
+  "$B" train --op rmsnorm --data data/measurements/H100-SXM/rmsnorm.csv.gz --out "$O/model_rms.json" --epochs 2 --seed 3 \
        --hidden 32,16 --networks 2 > "$O/train_rms.txt" 2>&1
   sort -o "$O/train_rms.txt" "$O/train_rms.txt"  # an ensemble's networks train side by side: their lines interleave
   "$B" train --op silu_mul --data tests/data/train_sample_silu_mul.csv --init "$O/model_silu.json" --out "$O/model_tuned.json" \

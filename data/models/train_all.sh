@@ -38,7 +38,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
   [[ $op == gemm ]] && options=("${gemm_options[@]}")
   files=()
   for gpu in H100-SXM H200-SXM; do
-    files+=(--data "$data/$gpu/$op.csv")
+    files+=(--data "$data/$gpu/$op.csv.gz")
     # RMSNorm and SiLU-mul also learn from the H100 confined to 16-72 of its SMs (other
     # compute/memory balances: docs/experiments/other-balances.md); GEMM below
     if [[ $op == rmsnorm || $op == silu_mul ]]; then
@@ -56,7 +56,7 @@ for op in ${ONLY:-gemm rmsnorm silu_mul attention}; do
     # implementations at head sizes 64 and 256 (data/shapes/attention*_hd{64,256}.csv); the bulk
     # lists are kept compressed (.csv.gz)
     if [[ $op == attention ]]; then
-      files+=(--data "$data/$gpu/attention_decode.csv")
+      files+=(--data "$data/$gpu/attention_decode.csv.gz")
       for list in attention_fa3 attention_decode_fa3 attention_decode_fa3_page16 attention_decode_fa3_contiguous; do
         files+=(--data "$data/$gpu/$list.csv.gz")
         for hd in 64 256; do files+=(--data "$data/$gpu/${list}_hd$hd.csv.gz"); done

@@ -102,7 +102,7 @@ done
 # (the full GPUs' main lists; a seeded subset of both on the SM-limited H100s).
 files=() gpus=()
 for gpu in H100-SXM H200-SXM; do
-  files+=(--data "data/measurements/$gpu/attention.csv" --data "data/measurements/$gpu/attention_decode.csv"
+  files+=(--data "data/measurements/$gpu/attention.csv.gz" --data "data/measurements/$gpu/attention_decode.csv.gz"
           --data "data/measurements/$gpu/attention_fa3.csv.gz" --data "data/measurements/$gpu/attention_decode_fa3.csv.gz")
   gpus+=("$gpu")
 done
