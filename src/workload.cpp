@@ -288,10 +288,9 @@ WorkloadOperators layer_operators(const ModelParams& p, const Batch& batch, cons
     ops.siluandmul = WorkloadRows{tokens, 2 * p.intermediate_size / tp, layers};
   } else {
     ops.gemm.push_back({"router", "ReplicatedLinear", tokens, p.num_experts, p.hidden_size, layers});
-    ops.moe = deployment.expert_parallel
-                  ? WorkloadMoe{.tokens = tokens, .experts = p.num_experts, .top_k = p.num_experts_per_tok,
-                                .hidden = p.hidden_size, .intermediate = p.moe_intermediate_size, .count = layers, .ep = tp}
-                  : WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
+    ops.moe = WorkloadMoe{tokens, p.num_experts, p.num_experts_per_tok, p.hidden_size, p.moe_intermediate_size / tp, layers};
+    if (deployment.expert_parallel)  // whole experts, a share of them per rank
+      ops.moe->intermediate = p.moe_intermediate_size, ops.moe->ep = tp;
     if (p.shared_expert_intermediate_size > 0) {
       const std::int64_t shared = p.shared_expert_intermediate_size / tp;
       ops.gemm.push_back({"shared_gate_up_proj", "MergedColumnParallelLinear", tokens, 2 * shared, p.hidden_size, layers});
