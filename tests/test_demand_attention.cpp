@@ -511,3 +511,23 @@ TEST_CASE("list schedule: SMs taken in groups schedule as the SMs one by one", "
     }
   }
 }
+
+TEST_CASE("list schedule: work that is not finite reaches every SM's sum, whole rounds or none", "[demand][attention]") {
+  // Classes without a whole round add nothing to every SM's work, and are passed over there while
+  // every work is finite; a class whose work is infinite must still make that sum what the
+  // scalar definition gives, 0 x inf = NaN, so that no figure reads as finite.
+  const pipeweave::GpuSpec gpu = synthetic_gpu(132);
+  std::vector<pipeweave::detail::CtaClass> classes(2);
+  at(classes[0].work, Pipe::tensor) = 1000, classes[0].count = 200;  // one whole round and 68 more
+  at(classes[1].work, Pipe::fma) = std::numeric_limits<double>::infinity(), classes[1].count = 4;  // no whole round
+  const pipeweave::Demand infinite = pipeweave::detail::list_schedule(classes, gpu, 1000, 2);
+  CHECK(std::isnan(at(infinite.sm_cycles, Pipe::fma)));
+  CHECK(std::isinf(at(infinite.gpu_cycles, Pipe::fma)));
+  // The same classes with finite work: the busiest SM holds the whole round and one CTA of each
+  // class it was dealt (the 68 least loaded take the first's remainder, the next 4 the second's).
+  at(classes[1].work, Pipe::fma) = 64;
+  const pipeweave::Demand finite = pipeweave::detail::list_schedule(classes, gpu, 1000, 2);
+  CHECK(std::isfinite(at(finite.sm_cycles, Pipe::fma)));
+  CHECK(at(finite.sm_cycles, Pipe::tensor) == Approx(2.0 * 1000 / 1000));
+  CHECK(finite.busiest_sm_ctas == 2);
+}

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -25,31 +26,34 @@ struct CtaClass {
   double count = 0;
 };
 
-// Cycles one CTA holds its SM if nothing else ran there: its slowest pipe. Every SM pipe's
-// quotient is taken (a pipe without work is passed over after), two at a time where the compiler
-// offers vectors of two doubles (it does not pair these divisions by itself); the quotients are
-// the same either way.
+// Cycles one CTA holds its SM if nothing else ran there: its slowest pipe among those with work.
+// Two pipes at a time where the compiler offers vectors of two doubles (it pairs neither these
+// divisions nor the maximum by itself), without a branch: a pipe without work (or with work
+// that is NaN) offers 0, and a running maximum takes a quotient only where it is greater (so a
+// NaN quotient is passed over); the greatest of such values is the same in any order, so the
+// lanes' maxima, then the larger of the two, are the scalar walk's answer to the bit.
 inline double cta_cycles(const PipeWork& work, const PipeArray& rate) {
   static_assert(kAllPipes[kPipeCount - 1] == Pipe::link, "the link is the last pipe, and no SM's");
   constexpr std::size_t sm_pipes = kPipeCount - 1;
   static_assert(sm_pipes % 2 == 0);
-  std::array<double, sm_pipes> quotient;
 #if defined(__GNUC__)
   using Pair = double __attribute__((vector_size(16)));
+  Pair running{0.0, 0.0};
   for (std::size_t i = 0; i < sm_pipes; i += 2) {
     Pair numerator, denominator;
     std::memcpy(&numerator, &work[i], sizeof(Pair));
     std::memcpy(&denominator, &rate[i], sizeof(Pair));
-    const Pair pair = numerator / denominator;
-    std::memcpy(&quotient[i], &pair, sizeof(Pair));
+    const Pair zero{0.0, 0.0};
+    const Pair quotient = numerator > zero ? numerator / denominator : zero;
+    running = running < quotient ? quotient : running;
   }
+  return running[0] < running[1] ? running[1] : running[0];
 #else
-  for (std::size_t i = 0; i < sm_pipes; ++i) quotient[i] = work[i] / rate[i];
-#endif
   double cycles = 0;
   for (std::size_t i = 0; i < sm_pipes; ++i)
-    if (work[i] > 0) cycles = std::max(cycles, quotient[i]);
+    if (work[i] > 0) cycles = std::max(cycles, work[i] / rate[i]);
   return cycles;
+#endif
 }
 
 // sum[i] += scale * work[i] over the pipes, two at a time where the compiler offers vectors of
@@ -111,18 +115,24 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
     std::uint32_t groups;  // remainder / group
   };
   const std::size_t class_count = order.empty() ? classes.size() : order.size();
-  std::vector<Step> steps;
-  steps.reserve(class_count);
+  std::vector<Step> steps(class_count);  // (written through a pointer, then cut to the classes with CTAs)
+  Step* next_step = steps.data();
   std::size_t dealt_count = 0;
+  double groups_count = -1;  // the count `groups` was worked out for (an integer division each: kept)
+  std::uint32_t groups = 0;
   for (std::size_t c = 0; c < class_count; ++c) {
     const std::size_t index = order.empty() ? c : order[c];
     const double count = classes[index].count;
     if (!(count > 0)) continue;
-    split_count(count);
-    const std::size_t groups = last_remainder / group;
-    steps.push_back({0.0, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(groups)});
+    if (count != groups_count) {
+      split_count(count);
+      groups_count = count;
+      groups = static_cast<std::uint32_t>(last_remainder / group);
+    }
+    *next_step++ = {0.0, static_cast<std::uint32_t>(index), groups};
     dealt_count += groups;
   }
+  steps.resize(static_cast<std::size_t>(next_step - steps.data()));
   for (Step& step : steps) step.cost = cta_cycles(classes[step.index].work, rate);
 
   // (load, group) ascending by load, the live entries a window [head, head + sms) of a buffer
@@ -141,8 +151,8 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   // from these at the end, in the same order as if every group's were kept as it went. Memory by
   // the CTAs dealt: at most the classes times the groups, 2^25 entries (128 MB) at attention's
   // cap on query tiles, where keeping every group's work as it went cost more time.
-  std::vector<std::uint32_t> dealt_to;
-  dealt_to.reserve(dealt_count);
+  std::vector<std::uint32_t> dealt_to(dealt_count);
+  std::uint32_t* next_dealt = dealt_to.data();
   for (const Step& step : steps) {
     const std::size_t taken = step.groups;
     if (taken == 0) continue;
@@ -154,7 +164,7 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
     Entry* const front = buffer.data() + head;
     for (std::size_t k = 0; k < taken; ++k) {
       front[k].load += step.cost;
-      dealt_to.push_back(front[k].sm);
+      *next_dealt++ = front[k].sm;
     }
     // Merge from the back: each dealt entry goes after every other entry of no greater load (the
     // untouched first on a tie, as a merge of the two runs would), the dealt still in order; the
@@ -173,13 +183,17 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
   }
   const std::uint32_t busiest = buffer[head + sms - 1].sm;
 
+  // Work is never negative, so a class with no whole round adds +0 x work = +0 to every SM's,
+  // which leaves each sum's bits as they were, unless its work is not finite (0 x inf is NaN).
+  // Such classes are passed over here; if any work is not finite the total shows it (a sum of
+  // non-negative terms, one of them inf or NaN), and every SM's work is then summed again with them.
   PipeWork every_sm{}, total{}, busiest_work{};
   double every_sm_ctas = 0, ctas = 0, busiest_dealt_ctas = 0;
   std::size_t dealt = 0;
   for (const Step& step : steps) {
     const CtaClass& cta_class = classes[step.index];
     split_count(cta_class.count);
-    add_scaled(every_sm, last_rounds, cta_class.work);  // (also with no whole round: 0 x work that is not finite is NaN)
+    if (last_rounds != 0) add_scaled(every_sm, last_rounds, cta_class.work);
     add_scaled(total, cta_class.count, cta_class.work);
     every_sm_ctas += last_rounds;
     ctas += cta_class.count;
@@ -187,6 +201,13 @@ inline Demand list_schedule(const std::vector<CtaClass>& classes, const std::vec
       if (dealt_to[dealt] != busiest) continue;
       add_scaled(busiest_work, 1, cta_class.work);
       busiest_dealt_ctas += 1;
+    }
+  }
+  if (!std::all_of(total.begin(), total.end(), [](double sum) { return std::isfinite(sum); })) {
+    every_sm = {};
+    for (const Step& step : steps) {
+      split_count(classes[step.index].count);
+      add_scaled(every_sm, last_rounds, classes[step.index].work);
     }
   }
   for (std::size_t i = 0; i < kPipeCount; ++i) busiest_work[i] = every_sm[i] + busiest_work[i];

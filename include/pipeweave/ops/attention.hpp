@@ -336,8 +336,9 @@ inline std::vector<int> attention_splits_per_sequence(const Attention& attention
   if (most == 1) return std::vector<int>(count, 1);
   double total_blocks = 0;
   std::vector<double> kv_blocks(count);
+  const detail::ExactDivisor per_kv_block(config.tile_kv);  // (a multiplication where the tile is a power of two)
   for (std::size_t s = 0; s < count; ++s) {
-    kv_blocks[s] = detail::ceil_div(static_cast<double>(attention.kv_lens[s]), config.tile_kv);
+    kv_blocks[s] = std::ceil(per_kv_block(static_cast<double>(attention.kv_lens[s])));
     total_blocks += query.tiles(query.rows(attention.q_lens[s])) * kv_blocks[s];
   }
   const double blocks_per_sm = std::ceil(total_blocks * 1.1 * head_units / gpu.sm_count);
@@ -387,8 +388,14 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
   AttentionClasses built;
   std::vector<CtaClass>& classes = built.classes;
   std::vector<double>& kv_tiles = built.kv_tiles;
-  classes.reserve(query_tiles);
-  kv_tiles.reserve(query_tiles);
+  // Written through a cursor into lists of their final length (the caller's count of query
+  // tiles), not appended one by one.
+  classes.resize(query_tiles);
+  kv_tiles.resize(query_tiles);
+  std::size_t size = 0;
+  const auto fit = [&](std::size_t needed) {  // (a guard: demand's count of the tiles is the walk's)
+    if (needed > classes.size()) classes.resize(needed), kv_tiles.resize(needed);
+  };
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
   // The divisions of every class, as exact multiplications where the divisor is a power of two.
   const ExactDivisor per_kv_tile(tkv), per_position(rows_per_position), per_page(static_cast<double>(attention.page_size));
@@ -397,22 +404,23 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
     const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
     const double splits = sequence_splits[s];
-    const std::size_t begin = classes.size();
+    const std::size_t begin = size;
     if (s > 0 && attention.q_lens[s] == attention.q_lens[s - 1] && attention.kv_lens[s] == attention.kv_lens[s - 1] &&
         sequence_splits[s] == sequence_splits[s - 1]) {
       // A sequence like the one before (a batch of equal prompts, or decode at one context
       // length) has its classes: copied, not worked out again.
       const std::size_t copied = begin - previous_begin;
-      classes.resize(begin + copied);
-      kv_tiles.resize(begin + copied);
+      fit(begin + copied);
       std::copy_n(classes.begin() + static_cast<std::ptrdiff_t>(previous_begin), copied, classes.begin() + static_cast<std::ptrdiff_t>(begin));
       std::copy_n(kv_tiles.begin() + static_cast<std::ptrdiff_t>(previous_begin), copied, kv_tiles.begin() + static_cast<std::ptrdiff_t>(begin));
       for (std::size_t c = begin; c < begin + copied; ++c) l2_total += at(classes[c].work, Pipe::l2) * classes[c].count;
+      size += copied;
     }
     previous_begin = begin;
     const double partial_bytes = splits > 1 ? 4 : bytes;  // split outputs are fp32 partials
     const double rows = query.rows(attention.q_lens[s]);
-    const double q_tiles = classes.size() > begin ? 0 : query.tiles(rows);
+    const double q_tiles = size > begin ? 0 : query.tiles(rows);
+    fit(size + static_cast<std::size_t>(q_tiles));
     for (double tile = 0; tile < q_tiles; ++tile) {
       const double real_rows = std::min(tq, rows - tile * tq);
       // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
@@ -423,7 +431,7 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
       const double tiles = splits == 1 ? visible_tiles : ceil_div(visible_tiles, splits);
       const double kv_rows = tiles * tkv;
       longest_kv_rows = std::max(longest_kv_rows, kv_rows);
-      CtaClass& cta = classes.emplace_back();
+      CtaClass& cta = classes[size];
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
       // (kv_rows / tkv, not `tiles`: past 2^53 rows the product rounded)
@@ -434,11 +442,13 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
       at(cta.work, Pipe::l2) = l2;
       cta.count = head_units * splits;
       l2_total += l2 * cta.count;
-      kv_tiles.push_back(tiles);
+      kv_tiles[size++] = tiles;
     }
     dram_total += q * attention.heads * hd * bytes * 2 + kv * attention.kv_heads * hd * bytes * 2;
     if (splits > 1) combine_bytes += 2 * splits * q * attention.heads * hd * 4;
   }
+  classes.resize(size);
+  kv_tiles.resize(size);
   dram_total += combine_bytes;
   // Each CTA's DRAM share follows its L2 traffic: what the chip must fetch, spread by who asks.
   const double fetched = dram_total - combine_bytes / 2;
