@@ -67,6 +67,9 @@ pipeweave_cli_failure(predict_collective_too_large "collective.bytes must be at 
 pipeweave_cli_test(predict_many_prints_total "rmsnorm:tokens=8192,hidden=4096 .*all_reduce:bytes=16777216,ranks=8 .*\n +[0-9]+\\.[0-9][0-9] total\n"
                    predict --gpu L40S ${gemm_text} rmsnorm:tokens=8192,hidden=4096 all_reduce:bytes=16777216,ranks=8)
 pipeweave_cli_test(version "^pipeweave [0-9]+\\.[0-9]+\\.[0-9]+\n$" --version)
+pipeweave_cli_failure(version_takes_no_arguments "--version takes no arguments, got \"extra\"" --version extra)
+pipeweave_cli_failure(predict_gpu_twice "--gpu given twice \\(\"H100-SXM\" and \"H200-SXM\"\\): it takes one value"
+                      predict --gpu H100-SXM --gpu H200-SXM gemm:m=1,n=1,k=1)
 
 # ---- Bad input ---------------------------------------------------------------------------
 pipeweave_cli_failure(unknown_gpu "unknown GPU .Voodoo5-6000." predict --gpu Voodoo5-6000 ${gemm_text})
@@ -107,7 +110,10 @@ set(synthetic_log "${cli_data}/microbench_synthetic.json")
 pipeweave_cli_test(calibrate_from_log
   "catalog entry H100-SXM\n.*\ntensor bf16 +880 TFLOP/s +2\\.0% +1650 +892 +98\\.6% +989 .*\nDRAM read +3000 GB/s .* 89\\.6% .*\nkernel launch +1\\.00 us .*\nspec H100-SXM: 1650 MHz; per SM per clock: tensor bf16 4040,"
   calibrate --from-log "${synthetic_log}")
+# (the same log by another path: the same text twice is refused as a flag given twice)
 pipeweave_cli_test(calibrate_two_logs_show_run_to_run "2 log\\(s\\).*run-to-run.*\ntensor bf16 +880 TFLOP/s +2\\.0% +0\\.0% +1650 "
+  calibrate --from-log "${synthetic_log}" --from-log "${cli_data}/./microbench_synthetic.json")
+pipeweave_cli_failure(calibrate_same_log_twice "--from-log given \"[^\"]*microbench_synthetic\\.json\" twice"
   calibrate --from-log "${synthetic_log}" --from-log "${synthetic_log}")
 # (keys in alphabetical order, as the JSON writer sorts them)
 pipeweave_cli_test(calibrate_json "^\\{.*\"calibration\": \\{.*\"catalog_entry\": \"H100-SXM\".*\"format\": \"pipeweave-gpu\".*\"sm_clock_mhz\": 1650\\.0"
@@ -223,7 +229,7 @@ configure_file("${raw_gemm}" "${CMAKE_CURRENT_BINARY_DIR}/collect_raw_gemm_run2.
 pipeweave_cli_test(collect_from_raw_runs "^wrote 2 rows to [^\n]*collected_gemm_runs\\.csv \\(the median of 2 runs\\)\n$"
                    collect --from-raw "${raw_gemm}" --from-raw "${CMAKE_CURRENT_BINARY_DIR}/collect_raw_gemm_run2.jsonl"
                    --out "${CMAKE_CURRENT_BINARY_DIR}/collected_gemm_runs.csv")
-pipeweave_cli_failure(collect_same_run_twice "--from-raw [^ ]*collect_raw_gemm\\.jsonl is the same file as --from-raw [^ ]*collect_raw_gemm\\.jsonl: a run pooled with itself"
+pipeweave_cli_failure(collect_same_run_twice "--from-raw given \"[^\"]*collect_raw_gemm\\.jsonl\" twice"
                       collect --from-raw "${raw_gemm}" --from-raw "${raw_gemm}" --out "${collected_csv}")
 pipeweave_cli_failure(collect_same_run_by_another_path "is the same file as --from-raw"
                       collect --from-raw "${raw_gemm}" --from-raw "${cli_data}/./collect_raw_gemm.jsonl" --out "${collected_csv}")
@@ -394,7 +400,8 @@ pipeweave_cli_test(eval_configless_per_dtype "\nH100-SXM +3 [^\n]*\noverall +3 "
 pipeweave_cli_test(eval_configless_one_dtype "\nH100-SXM +2 [^\n]*\noverall +2 "
                    eval --model "${tiny_configless_bf16}" --data "${ranking_csv}")
 pipeweave_cli_failure(eval_configless_same_dtype_twice "--model [^ ]*tiny_gemm_configless_bf16\\.json answers for a data type an earlier --model answers for \\(give one model per type\\), got \"bf16\""
-                      eval --model "${tiny_configless_bf16}" --model "${tiny_configless_bf16}" --data "${ranking_csv}")
+                      eval --model "${tiny_configless_bf16}" --model "${CMAKE_CURRENT_BINARY_DIR}/./tiny_gemm_configless_bf16.json"
+                      --data "${ranking_csv}")
 # A type with no rows beside one of its tensor path that has them (fp16 with bf16); alone, refused.
 pipeweave_cli_test(train_dtypes_by_tensor_path "gemm 2 rows: .*wrote [^\n]*tiny_gemm_configless_bf16_fp16\\.json"
                    train --op gemm --without-configs --dtypes bf16,fp16 --data "${ranking_csv}"

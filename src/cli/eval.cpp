@@ -42,7 +42,7 @@ FlagParser eval_flags(EvalArguments& arguments) {
   flags.texts("--data", arguments.data)
       .texts("--model", arguments.models)
       .flag("--held-out", arguments.held_out)
-      .custom("--spec", [&arguments](const std::string& text) { add_named_spec(text, arguments.specs); })
+      .customs("--spec", [&arguments](const std::string& text) { add_named_spec(text, arguments.specs); })
       .text("--specs", arguments.specs_dir)
       .flag("--default-configs", arguments.default_only)
       .flag("--without-configs", arguments.configless)

@@ -15,8 +15,9 @@ void FlagParser::fail(std::string_view name, std::string_view text, std::string_
   throw InvalidInput(fmt::format("{} {}, got {}", name, requirement, detail::quoted(text)));
 }
 
-FlagParser& FlagParser::declare(std::string name, bool takes_value, std::function<void(const std::string&)> apply) {
-  declared_.push_back({std::move(name), takes_value, std::move(apply)});
+FlagParser& FlagParser::declare(std::string name, bool takes_value, std::function<void(const std::string&)> apply,
+                                bool repeatable) {
+  declared_.push_back({std::move(name), takes_value, repeatable, std::move(apply), {}});
   return *this;
 }
 
@@ -24,12 +25,19 @@ FlagParser& FlagParser::flag(std::string name, bool& target) {
   return declare(std::move(name), false, [&target](const std::string&) { target = true; });
 }
 
+// A text flag's value may not be empty (an empty path, list or name is no value); the typed flags
+// say what they take of an empty one as of any other.
+static void require_text(const std::string& name, const std::string& value) {
+  if (value.empty()) throw InvalidInput(fmt::format("{} needs a value, got an empty one", name));
+}
+
 FlagParser& FlagParser::text(std::string name, std::string& target) {
-  return declare(std::move(name), true, [&target](const std::string& value) { target = value; });
+  return declare(name, true, [name, &target](const std::string& value) { require_text(name, value), target = value; });
 }
 
 FlagParser& FlagParser::texts(std::string name, std::vector<std::string>& target) {
-  return declare(std::move(name), true, [&target](const std::string& value) { target.push_back(value); });
+  return declare(
+      name, true, [name, &target](const std::string& value) { require_text(name, value), target.push_back(value); }, true);
 }
 
 namespace {
@@ -83,12 +91,28 @@ FlagParser& FlagParser::custom(std::string name, std::function<void(const std::s
   return declare(std::move(name), true, std::move(apply));
 }
 
+FlagParser& FlagParser::customs(std::string name, std::function<void(const std::string&)> apply) {
+  return declare(std::move(name), true, std::move(apply), true);
+}
+
+void FlagParser::take(Declared& declared, const std::string& value) {
+  if (!declared.values.empty() && !declared.repeatable)
+    throw InvalidInput(fmt::format("{} given twice ({} and {}): it takes one value", declared.name,
+                                   detail::quoted(declared.values.front()), detail::quoted(value)));
+  if (std::find(declared.values.begin(), declared.values.end(), value) != declared.values.end())
+    throw InvalidInput(fmt::format("{} given {} twice", declared.name, detail::quoted(value)));
+  declared.values.push_back(value);
+  declared.apply(value);
+}
+
 FlagParser& FlagParser::positional(std::vector<std::string>& target) {
   positional_ = &target;
   return *this;
 }
 
 void FlagParser::parse(int argc, const char* const* argv, int first) {
+  given_.clear();  // one command line: nothing counts as given before it
+  for (Declared& declared : declared_) declared.values.clear();
   for (int i = first; i < argc; ++i) {
     const std::string argument = argv[i];
     if (!argument.starts_with("--")) {
@@ -108,12 +132,14 @@ void FlagParser::parse(int argc, const char* const* argv, int first) {
     if (!found->takes_value) {
       if (equals != std::string::npos)
         throw InvalidInput(fmt::format("{} takes no value, got {}", name, detail::quoted(argument)));
+      if (!found->values.empty()) throw InvalidInput(fmt::format("{} given twice", name));
+      found->values.emplace_back();
       found->apply({});
     } else if (equals != std::string::npos) {
-      found->apply(argument.substr(equals + 1));
+      take(*found, argument.substr(equals + 1));
     } else {
       if (i + 1 >= argc) throw InvalidInput(name + " needs a value");
-      found->apply(argv[++i]);
+      take(*found, argv[++i]);
     }
   }
 }

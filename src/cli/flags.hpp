@@ -23,7 +23,10 @@ class FlagParser {
 
   // --name: no value; sets `target` to true.
   FlagParser& flag(std::string name, bool& target);
-  // --name TEXT. Given twice, the last one counts, as in most tools; texts() collects them all.
+  // --name TEXT, at most once; texts() collects every one given (each a different text).
+  // Every flag but a list is taken once: a second --gpu or --json is an error, not a value that
+  // silently replaces the first (a careless script's repeated flag would otherwise go unseen).
+  // No value may be empty ("--out ''" names no file).
   FlagParser& text(std::string name, std::string& target);
   FlagParser& texts(std::string name, std::vector<std::string>& target);
   // --name N: a whole number from `low` to `high` ("must be a whole number from 1 to 100").
@@ -45,8 +48,10 @@ class FlagParser {
                      std::vector<std::pair<std::string, std::type_identity_t<T>>> words) {
     return custom(name, [name, &target, words = std::move(words)](const std::string& text) { target = chosen(name, words, text); });
   }
-  // --name VALUE handed to `apply`, which checks it (a list, a pair, a GPU=FILE).
+  // --name VALUE handed to `apply`, which checks it (a list, a pair, a GPU=FILE); customs():
+  // as often as given, each a different text.
   FlagParser& custom(std::string name, std::function<void(const std::string&)> apply);
+  FlagParser& customs(std::string name, std::function<void(const std::string&)> apply);
   // Arguments that are not flags go to `target`; without this call they are refused.
   FlagParser& positional(std::vector<std::string>& target);
 
@@ -67,9 +72,14 @@ class FlagParser {
   struct Declared {
     std::string name;
     bool takes_value = true;
+    bool repeatable = false;  // a list: given as often as wanted
     std::function<void(const std::string&)> apply;
+    std::vector<std::string> values;  // the texts given so far (a list's repeats are refused)
   };
-  FlagParser& declare(std::string name, bool takes_value, std::function<void(const std::string&)> apply);
+  FlagParser& declare(std::string name, bool takes_value, std::function<void(const std::string&)> apply,
+                      bool repeatable = false);
+  // Hands `value` to the flag after the checks every flag shares.
+  void take(Declared& declared, const std::string& value);
   // The value `text` names among `words`, or the error listing them.
   template <typename T>
   static const T& chosen(const std::string& name, const std::vector<std::pair<std::string, T>>& words, const std::string& text) {

@@ -30,6 +30,7 @@ int run(int argc, const char* const* argv) {
     return 0;
   }
   if (command == "--version") {
+    if (argc > 2) throw pw::InvalidInput(fmt::format("--version takes no arguments, got {}", pw::detail::quoted(argv[2])));
     fmt::print("pipeweave {}\n", pw::kVersion);
     return 0;
   }

@@ -66,7 +66,7 @@ FlagParser train_flags(TrainArguments& a) {
   flags.text("--op", a.op)
       .texts("--data", a.data)
       .text("--out", a.out)
-      .custom("--spec", [&a](const std::string& text) { add_named_spec(text, a.specs); })
+      .customs("--spec", [&a](const std::string& text) { add_named_spec(text, a.specs); })
       .text("--specs", a.specs_dir)
       .text("--holdout-gpu", a.holdout_gpu)
       .text("--init", a.init_path)

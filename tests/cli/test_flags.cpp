@@ -121,3 +121,32 @@ TEST_CASE("flags: unknown flags, missing values and stray arguments are refused 
   const std::string long_flag = "--" + std::string(500, 'x');
   CHECK(parse_error(flags, {long_flag.c_str()}).size() < 250);
 }
+
+TEST_CASE("flags: a flag of one value given twice, a list's value repeated or an empty text is refused", "[cli][flags]") {
+  std::string gpu;
+  std::vector<std::string> models, specs;
+  bool json = false;
+  int top = 10;
+  FlagParser flags("rank");
+  flags.text("--gpu", gpu).texts("--model", models).flag("--json", json).whole("--top", top, 0, 100);
+  flags.customs("--spec", [&specs](const std::string& text) { specs.push_back(text); });
+  // The first value would otherwise be dropped without a word.
+  CHECK(parse_error(flags, {"--gpu", "H100-SXM", "--gpu=A100-SXM4-80GB"}) ==
+        "--gpu given twice (\"H100-SXM\" and \"A100-SXM4-80GB\"): it takes one value");
+  CHECK(parse_error(flags, {"--top", "1", "--top", "1"}) == "--top given twice (\"1\" and \"1\"): it takes one value");
+  CHECK(parse_error(flags, {"--json", "--json"}) == "--json given twice");
+  // A list takes each value once: the same file twice would count its rows twice.
+  CHECK(parse_error(flags, {"--model", "a.json", "--model", "a.json"}) == "--model given \"a.json\" twice");
+  CHECK(parse_error(flags, {"--spec", "H100=a.json", "--spec", "H100=a.json"}) == "--spec given \"H100=a.json\" twice");
+  CHECK(parse_error(flags, {"--gpu", ""}) == "--gpu needs a value, got an empty one");
+  CHECK(parse_error(flags, {"--model="}) == "--model needs a value, got an empty one");
+  // (a typed flag says what it takes, of an empty value as of any other)
+  CHECK(parse_error(flags, {"--top="}) == "--top must be a whole number from 0 to 100, got \"\"");
+  // Each parse is a command line of its own: what the one before gave does not count.
+  parse(flags, {"--gpu", "H100-SXM", "--model", "a.json", "--model", "b.json", "--spec", "H100=a.json", "--spec", "H200=b.json"});
+  models.clear(), specs.clear();
+  parse(flags, {"--gpu", "H200-SXM", "--model", "a.json", "--json"});
+  CHECK(gpu == "H200-SXM");
+  CHECK(models == std::vector<std::string>{"a.json"});
+  CHECK(json);
+}
