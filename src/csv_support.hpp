@@ -89,10 +89,13 @@ enum class CsvLines : std::uint8_t { trim_cr_skip_empty, skip_spaces };
 
 // Calls on_header(std::vector<std::string>& cells, std::size_t line_number) for the first line
 // that is not blank and on_record(std::vector<std::string>&& cells, std::size_t line_number) for
-// every later one (line numbers count from 1, blank lines included). Returns whether there was a
-// header. Inlined into each caller: measurement files run to millions of lines.
+// every later one (line numbers count from 1, blank lines included), a leading UTF-8 byte-order
+// mark passed over. Returns whether there was a header. Inlined into each caller: measurement
+// files run to millions of lines.
 template <class OnHeader, class OnRecord>
 bool for_each_csv_line(std::string_view text, CsvLines rule, OnHeader&& on_header, OnRecord&& on_record) {
+  // A byte-order mark (spreadsheets write one before UTF-8) is no part of the first column's name.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   bool header_seen = false;
   std::size_t line_number = 0, start = 0;
   while (start < text.size()) {
@@ -118,10 +121,13 @@ bool for_each_csv_line(std::string_view text, CsvLines rule, OnHeader&& on_heade
   return header_seen;
 }
 
-// A header's column names, each to its index (a name given twice: its last).
-inline std::map<std::string, std::size_t> csv_columns(const std::vector<std::string>& header) {
+// A header's column names, each to its index; `where` (the file and line) names a column given
+// twice, which would leave the rows' cells to whichever copy a reader happened to take.
+inline std::map<std::string, std::size_t> csv_columns(const std::vector<std::string>& header, std::string_view where) {
   std::map<std::string, std::size_t> columns;
-  for (std::size_t i = 0; i < header.size(); ++i) columns[header[i]] = i;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (!columns.emplace(header[i], i).second)
+      throw InvalidInput(std::string(where) + ": the header names the column " + detail::quoted(header[i]) + " twice");
   return columns;
 }
 
@@ -133,8 +139,8 @@ void for_each_csv_row(std::string_view text, const std::string& source, const st
   std::map<std::string, std::size_t> columns;
   const bool header_seen = for_each_csv_line(
       text, CsvLines::trim_cr_skip_empty,
-      [&](const std::vector<std::string>& header, std::size_t) {
-        columns = csv_columns(header);
+      [&](const std::vector<std::string>& header, std::size_t line_number) {
+        columns = csv_columns(header, source + ":" + std::to_string(line_number));
         for (const std::string& name : required)
           if (!columns.contains(name)) throw InvalidInput(source + ": the header has no column " + name);
       },

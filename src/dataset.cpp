@@ -345,7 +345,7 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
   const bool header_seen = detail::for_each_csv_line(
       csv_text, detail::CsvLines::skip_spaces,
       [&](const std::vector<std::string>& header, std::size_t line_number) {
-        columns = detail::csv_columns(header);
+        columns = detail::csv_columns(header, where_at(line_number));
         header_cells = header.size();
         parse = row_parser_for(columns, where_at(line_number));
       },

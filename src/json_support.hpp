@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_set>
 #include <vector>
 
 #include "pipeweave/error.hpp"
@@ -27,11 +28,23 @@ using nlohmann::json;
 // stack.
 inline constexpr int kMaxJsonDepth = 64;
 
+// A key twice in one object is refused too: the parser would keep the last value without a word,
+// so that a spec saying "sm_count" twice would be read as whichever came second.
 inline json parse_json(std::string_view text, std::string_view what) {
+  std::vector<std::unordered_set<std::string>> open_objects;  // the keys of each object being read, innermost last
   try {
-    return json::parse(text, [what](int depth, json::parse_event_t, json&) {
+    return json::parse(text, [what, &open_objects](int depth, json::parse_event_t event, json& parsed) {
       if (depth > kMaxJsonDepth)
         throw InvalidInput(std::string(what) + " nests JSON more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+      if (event == json::parse_event_t::object_start) {
+        open_objects.emplace_back();
+      } else if (event == json::parse_event_t::object_end) {
+        open_objects.pop_back();
+      } else if (event == json::parse_event_t::key && !open_objects.empty()) {
+        const std::string& key = parsed.get_ref<const std::string&>();
+        if (!open_objects.back().insert(key).second)
+          throw InvalidInput(std::string(what) + " gives the key " + detail::quoted(key) + " twice in one object");
+      }
       return true;
     });
   } catch (const json::exception& error) {  // parse_error, and out_of_range for numbers like 1e400

@@ -36,6 +36,12 @@ TEST_CASE("a row timed as served says so (its l2 column), others do not") {
   CHECK_FALSE(measurements_from_csv("gpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,64,4096,4096,10\n")[0].served);  // no column
 }
 
+TEST_CASE("a measurement file's header names each column once; a byte-order mark before it is passed over") {
+  CHECK_THROWS_WITH(measurements_from_csv("gpu,dtype,m,n,k,duration_us,m\nH100-SXM,bf16,64,4096,4096,10,65\n", "rows.csv"),
+                    "rows.csv:1: the header names the column \"m\" twice");
+  CHECK(measurements_from_csv("\xEF\xBB\xBFgpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,64,4096,4096,10\n").size() == 1);
+}
+
 TEST_CASE("GEMM rows become Gemm kernels with the config that ran") {
   const std::string csv =
       "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us,candidate,is_default,extra\n"

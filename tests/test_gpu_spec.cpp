@@ -474,6 +474,16 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     const std::string deep_object = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
     CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(deep_object); }), Contains("levels deep"));
   }
+  SECTION("a key twice in one object is refused, not read as its last value") {
+    std::string text = valid_document().dump();
+    text.pop_back();  // the closing brace
+    CHECK_THAT(error_of([&] { (void)gpu_spec_from_json(text + ", \"sm_count\": 64}"); }),
+               Contains("GPU spec gives the key \"sm_count\" twice in one object"));
+    // The same key in two objects, and an object's keys again in the next one of a list, are fine.
+    json document = valid_document();
+    document["calibration"] = {{"runs", json::array({{{"seconds", 1}}, {{"seconds", 2}}})}, {"note", {{"seconds", 3}}}};
+    CHECK_NOTHROW(gpu_spec_from_json(document.dump()));
+  }
   SECTION("an integer field holding a fraction") {
     json document = valid_document();
     document["sm_count"] = 132.5;

@@ -100,6 +100,11 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
   CHECK(trace[1].output_tokens == 6);
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,output_tokens\n5,1\n"); }),
              Contains("no column num_decode_tokens"));
+  // A spreadsheet's byte-order mark is no part of the first column's name; a column named twice
+  // is refused, not read from whichever copy.
+  CHECK(trace_from_csv("\xEF\xBB\xBFnum_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n").front().prefill_tokens == 5);
+  CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,num_prefill_tokens,output_tokens\n5,1,6,2\n", "t.csv"); }),
+             Contains("t.csv:1: the header names the column \"num_prefill_tokens\" twice"));
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n7,-1,0\n", "t.csv"); }),
              Contains("t.csv line 3 column num_decode_tokens") && Contains("\"-1\""));
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n0,1,2\n"); }),
