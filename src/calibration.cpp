@@ -245,7 +245,7 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     m.mode = row.text("mode");
     if (m.mode != "graph" && m.mode != "eager" && m.mode != "stream")
       detail::fail_field(row.where("mode"), detail::quoted(m.mode), "must be graph, eager or stream");
-    m.measured_us = row.positive("measured_us");
+    m.measured_us = row.measured_us("measured_us");
     rows.push_back(std::move(m));
   });
   if (rows.empty()) throw InvalidInput(source + ": no measurement");

@@ -73,6 +73,16 @@ class CsvRow {
       fail_field(where(column), detail::quoted(cell), "must be a positive number");
     return parsed;
   }
+  // A measured time in microseconds: within what a timer reads of one kernel or iteration, the
+  // bounds a measurement file's duration_us keeps (a time of 1e-300 us makes an error percentage
+  // of 300 digits, one of 1e308 an infinite one).
+  double measured_us(const std::string& column) const {
+    const double value = positive(column);
+    if (value < kLeastMeasuredUs || value > kMostMeasuredUs)
+      fail_field(where(column), detail::quoted(text(column)), "must be within [0.001, 1e11] us");
+    return value;
+  }
+  static constexpr double kLeastMeasuredUs = 1e-3, kMostMeasuredUs = 1e11;
 
  private:
   const std::string& source_;

@@ -325,7 +325,7 @@ MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& 
     const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
     detail::require_positive(duration_field, measured.duration_us);
     // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).
-    if (measured.duration_us < 1e-3 || measured.duration_us > 1e11)
+    if (measured.duration_us < detail::CsvRow::kLeastMeasuredUs || measured.duration_us > detail::CsvRow::kMostMeasuredUs)
       detail::fail_field(duration_field, measured.duration_us, "must be within [0.001, 1e11] us");
     return measured;
   } catch (const Error& error) {

@@ -663,7 +663,7 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path) {
 std::map<std::int64_t, double> measured_iterations_from_csv(std::string_view csv_text, const std::string& source) {
   std::map<std::int64_t, double> out;
   detail::for_each_csv_row(csv_text, source, {"iteration", "measured_us"},
-                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.positive("measured_us"); });
+                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.measured_us("measured_us"); });
   if (out.empty()) throw InvalidInput(source + ": no measured iteration");
   return out;
 }

@@ -145,6 +145,9 @@ pipeweave_cli_test(calibrate_sustained
   calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/prefill_gemm_sustained.csv")
 pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
   calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv" "ranks,bytes,mode,measured_us,spread\n2,4096,graph,1e-300,0\n2,8192,graph,10,0\n")
+pipeweave_cli_failure(calibrate_link_out_of_range "allreduce_tiny\\.csv line 2 column measured_us must be within \\[0\\.001, 1e11\\] us, got \"1e-300\""
+                      calibrate --from-log "${synthetic_log}" --link "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv")
 pipeweave_cli_failure(calibrate_link_missing "cannot open all-reduce measurements file .*no_such\\.csv"
                       calibrate --from-log "${synthetic_log}" --link "${CMAKE_CURRENT_BINARY_DIR}/no_such.csv")
 pipeweave_cli_failure(calibrate_missing_log "cannot open microbenchmark log file .*no_such_log\\.json"
@@ -589,5 +592,26 @@ pipeweave_cli_test(e2e_measured_report "wrote [^\n]*iterations\\.csv, [^\n]*requ
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_bad.csv" "iteration,measured_us\n0,12abc\n")
 pipeweave_cli_failure(e2e_measured_bad_cell "e2e_measured_bad\\.csv line 2 column measured_us must be a positive number, got \"12abc\""
                       ${e2e_args} --measured "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_bad.csv")
+# A time no timer reads (its error percentage would be infinite, or 300 digits long)
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_huge.csv" "iteration,measured_us\n0,1e308\n")
+pipeweave_cli_failure(e2e_measured_out_of_range "e2e_measured_huge\\.csv line 2 column measured_us must be within \\[0\\.001, 1e11\\] us, got \"1e308\""
+                      ${e2e_args} --measured "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_huge.csv")
 pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_one.csv" --measured "${cli_data}/e2e_measured_small.csv")
+
+# Outputs checked before any work: never one of the command's inputs, never a directory; a
+# report folder that is a file is refused as such.
+pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")
+pipeweave_cli_failure(calibrate_out_over_log "--out [^ ]*microbench_synthetic\\.json is the same file as --from-log"
+                      calibrate --from-log "${synthetic_log}" --out "${cli_data}/./microbench_synthetic.json")
+pipeweave_cli_failure(train_out_directory "--out [^ ]* is a directory, not a file to write"
+                      train --op silu_mul --data "${train_sample}" --out "${CMAKE_CURRENT_BINARY_DIR}" --hidden 8 --epochs 2)
+pipeweave_cli_failure(train_out_over_data "--out [^ ]*train_sample_silu_mul\\.csv is the same file as --data"
+                      train --op silu_mul --data "${train_sample}" --out "${cli_data}/./train_sample_silu_mul.csv" --hidden 8 --epochs 2)
+pipeweave_cli_failure(collect_out_over_raw "--out [^ ]*collect_raw_gemm\\.jsonl is the same file as --from-raw"
+                      collect --from-raw "${raw_gemm}" --out "${cli_data}/./collect_raw_gemm.jsonl")
+pipeweave_cli_failure(e2e_report_is_a_file "--report [^ ]*trace_small\\.csv is a file, not a folder to write into"
+                      ${e2e_args} --report "${small_trace}")
+pipeweave_cli_failure(collect_raw_is_a_directory "cannot read raw measurements file [^ ]*: Is a directory"
+                      collect --from-raw "${CMAKE_CURRENT_BINARY_DIR}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.csv")

@@ -68,6 +68,11 @@ FlagParser calibrate_flags(CalibrateArguments& arguments) {
 CalibrateArguments parse(int argc, const char* const* argv, int first) {
   CalibrateArguments arguments;
   calibrate_flags(arguments).parse(argc, argv, first);
+  std::vector<std::pair<std::string, std::string>> inputs{{"--link", arguments.link}};
+  for (const std::string& path : arguments.from_logs) inputs.emplace_back("--from-log", path);
+  check_output("--out", arguments.out, inputs);
+  check_output_folder("--report", arguments.report_dir);
+  check_output_folder("--log-dir", arguments.log_dir);
   if (arguments.link_bandwidth > 0 && !arguments.link.empty())
     throw InvalidInput("--link-bandwidth and --link both set the link: give one");
   if (!arguments.from_logs.empty() && (arguments.quick || arguments.runs != 1 || arguments.sms > 0 || !arguments.log_dir.empty()))

@@ -100,6 +100,11 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
   a.options.threads = 0;  // the command predicts on every core unless told otherwise
   FlagParser flags = e2e_flags(a);
   flags.parse(argc, argv, first);
+  std::vector<std::pair<std::string, std::string>> inputs{
+      {"--gpu", a.gpu}, {"--workload", a.workload}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};
+  for (const std::string& path : a.kernel_models) inputs.emplace_back("--kernel-model", path);
+  check_output("--write-workload", a.write_workload, inputs);
+  check_output_folder("--report", a.report);
   if (a.unchunked) a.policy.chunked_prefill = false;
   if (a.gpu.empty()) throw InvalidInput("e2e needs --gpu NAME or --gpu spec.json");
   if (a.engine_terms) {

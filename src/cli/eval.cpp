@@ -55,6 +55,7 @@ FlagParser eval_flags(EvalArguments& arguments) {
 EvalArguments parse(int argc, const char* const* argv, int first) {
   EvalArguments arguments;
   eval_flags(arguments).parse(argc, argv, first);
+  check_output_folder("--report", arguments.report_dir);
   if (!arguments.models.empty()) {
     arguments.model = arguments.models.front();
     arguments.further_models.assign(arguments.models.begin() + 1, arguments.models.end());

@@ -13,6 +13,7 @@
 
 #include "pipeweave/error.hpp"
 #include "pipeweave/io.hpp"
+#include "../json_support.hpp"
 
 namespace pipeweave::cli {
 
@@ -88,16 +89,33 @@ void add_named_spec(const std::string& text, std::map<std::string, std::string>&
 }
 
 void write_text(const fs::path& path, const std::string& text) {
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  if (path.has_parent_path()) {
+    std::error_code error;  // (a file where the folder should be: said as such, not as the library's exception)
+    fs::create_directories(path.parent_path(), error);
+    if (error) throw Error(fmt::format("cannot write {}: cannot make the folder {}: {}", path.string(), path.parent_path().string(),
+                                       error.message()));
+  }
   std::ofstream out(path, std::ios::binary);
   if (!out || !(out << text)) throw Error("cannot write " + path.string());
 }
 
-std::string read_text(const fs::path& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot open {} file {}", what, path.string()));
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+void check_output(const std::string& out_flag, const std::string& out,
+                  const std::vector<std::pair<std::string, std::string>>& inputs) {
+  if (out.empty()) return;
+  std::error_code error;
+  if (fs::is_directory(out, error)) throw InvalidInput(fmt::format("{} {} is a directory, not a file to write", out_flag, out));
+  for (const auto& [flag, path] : inputs)
+    if (!path.empty() && fs::equivalent(out, path, error))
+      throw InvalidInput(fmt::format("{} {} is the same file as {} {}: it would be written over", out_flag, out, flag, path));
 }
+
+void check_output_folder(const std::string& flag, const std::string& folder) {
+  std::error_code error;
+  if (!folder.empty() && fs::exists(folder, error) && !fs::is_directory(folder, error))
+    throw InvalidInput(fmt::format("{} {} is a file, not a folder to write into", flag, folder));
+}
+
+std::string read_text(const fs::path& path, const std::string& what) { return detail::read_file(path, what); }
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;

@@ -37,6 +37,13 @@ std::vector<std::string> split_list(const std::string& text);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);
+// Refuses, before any work, an output file (the flag `out_flag` names it) that is a directory or
+// one of the command's inputs (flag and path; empty paths are none): written over, the input would
+// be lost (or, written before it is read, read as the output).
+void check_output(const std::string& out_flag, const std::string& out,
+                  const std::vector<std::pair<std::string, std::string>>& inputs);
+// Refuses, before any work, a folder to write into (--report DIR) that is a file.
+void check_output_folder(const std::string& flag, const std::string& folder);
 std::string read_text(const std::filesystem::path& path, const std::string& what);
 
 }  // namespace pipeweave::cli

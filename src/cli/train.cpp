@@ -91,6 +91,9 @@ FlagParser train_flags(TrainArguments& a) {
 TrainArguments parse(int argc, const char* const* argv, int first) {
   TrainArguments a;
   train_flags(a).parse(argc, argv, first);
+  std::vector<std::pair<std::string, std::string>> inputs{{"--init", a.init_path}, {"--chooser", a.chooser_path}};
+  for (const std::string& path : a.data) inputs.emplace_back("--data", path);
+  check_output("--out", a.out, inputs);
   a.options.seed = static_cast<std::uint64_t>(a.seed);
   if (a.no_batch_norm) a.options.batch_norm = false;
   a.command = "pipeweave";
