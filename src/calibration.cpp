@@ -92,11 +92,10 @@ double displayed(const FigureRule& rule, double units_per_second) {
   return rule.log_unit == "launch" ? 1e6 / units_per_second : units_per_second * rule.display_per_unit;
 }
 
-std::string architecture_of(int major, int minor) {
-  if (major == 8) return minor == 9 ? "ada" : "ampere";
-  if (major == 9) return "hopper";
-  if (major >= 10) return "blackwell";
-  return "unknown";
+// (a spec's label must be its own; before 8.0, which no architecture-dependent figure knows, "unknown")
+std::string architecture_label(int major, int minor) {
+  const std::string_view named = architecture_of(major, minor);
+  return named.empty() ? "unknown" : std::string(named);
 }
 
 MeasuredDevice read_device(const json& object) {
@@ -391,7 +390,7 @@ GpuSpec device_spec(const MeasuredDevice& device, const std::optional<GpuSpec>& 
     spec = *catalog;
   } else {
     spec.name = device.name;
-    spec.architecture = architecture_of(device.compute_capability_major, device.compute_capability_minor);
+    spec.architecture = architecture_label(device.compute_capability_major, device.compute_capability_minor);
     spec.link_bandwidth_gb_s = 32;  // PCIe 4.0 x16, per direction
     spec.link_latency_us = 5;
   }

@@ -25,6 +25,13 @@ void GpuSpec::validate() const {
   if (architecture.empty()) detail::fail_field("gpu.architecture", "\"\"", "must name the architecture (" + name + ")");
   require_positive("gpu.compute_capability_major", compute_capability_major);
   require_non_negative("gpu.compute_capability_minor", compute_capability_minor);
+  // The label says what the compute capability does (which decides every architecture-dependent
+  // figure): a spec saying "volta" over 9.0 contradicts itself.
+  if (const std::string_view named = architecture_of(compute_capability_major, compute_capability_minor);
+      !named.empty() && architecture != named)
+    detail::fail_field("gpu.architecture", detail::quoted(architecture),
+                       "must be \"" + std::string(named) + "\", the architecture of compute capability " +
+                           std::to_string(compute_capability_major) + "." + std::to_string(compute_capability_minor));
   require_positive("gpu.sm_count", sm_count);
   require_positive("gpu.sm_clock_mhz", sm_clock_mhz);
   require_positive("gpu.tensor_flops_per_clk_per_sm.fp16_bf16", tensor_flops_per_clk_per_sm.fp16_bf16);
@@ -48,6 +55,8 @@ void GpuSpec::validate() const {
   require_non_negative("gpu.sustained_clock_mhz", sustained_clock_mhz);
   if (sustained_clock_mhz > 0 && max_clock_mhz == 0)
     detail::fail_field("gpu.sustained_clock_mhz", sustained_clock_mhz, "needs max_clock_mhz, the clock it is compared with");
+  if (max_clock_mhz > 0 && sm_clock_mhz > max_clock_mhz)  // (the clock under load is at most the highest it reaches)
+    detail::fail_field("gpu.sm_clock_mhz", sm_clock_mhz, "must be at most max_clock_mhz (" + std::to_string(max_clock_mhz) + ")");
   if (sustained_clock_mhz > max_clock_mhz)
     detail::fail_field("gpu.sustained_clock_mhz", sustained_clock_mhz,
                        "must be at most max_clock_mhz (" + std::to_string(max_clock_mhz) + ")");
@@ -87,6 +96,13 @@ void GpuSpec::validate() const {
   within("gpu.link_bandwidth_gb_s", link_bandwidth_gb_s, 0.001, 1e6);
   within("gpu.link_latency_us", link_latency_us, 1e-6, 1e6);
   within("gpu.power_limit_w", power_limit_w, 1, 1e5);
+}
+
+std::string_view architecture_of(int compute_capability_major, int compute_capability_minor) {
+  if (compute_capability_major == 8) return compute_capability_minor == 9 ? "ada" : "ampere";
+  if (compute_capability_major == 9) return "hopper";
+  if (compute_capability_major >= 10) return "blackwell";
+  return "";
 }
 
 }  // namespace pipeweave

@@ -544,6 +544,8 @@ pipeweave_cli_test(e2e_expert_parallel_named "^Mixtral-8x7B on 2 x H100-SXM \\(e
                    e2e --gpu H100-SXM --model "${cli_data}/models/Mixtral-8x7B/config.json" --trace "${small_trace}" --tp 2 --expert-parallel)
 pipeweave_cli_test(e2e_expert_parallel_json "\"expert_parallel_size\": 2"
                    e2e --gpu H100-SXM --model "${cli_data}/models/Mixtral-8x7B/config.json" --trace "${small_trace}" --tp 2 --expert-parallel --json)
+pipeweave_cli_failure(e2e_expert_parallel_one_rank "--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank"
+                      e2e --gpu H100-SXM --model "${cli_data}/models/Mixtral-8x7B/config.json" --trace "${small_trace}" --expert-parallel)
 pipeweave_cli_failure(e2e_expert_parallel_dense "--expert-parallel: the model has no mixture-of-experts layer"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --tp 2 --expert-parallel)
 pipeweave_cli_failure(e2e_workload_refuses_expert_parallel "--expert-parallel schedules a trace"

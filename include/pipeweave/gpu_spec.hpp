@@ -114,4 +114,9 @@ void estimate_sustained_load(GpuSpec& gpu);
 // The GPU a default run predicts for: H100-SXM.
 const GpuSpec& default_gpu();
 
+// The architecture a compute capability names, as specs and calibration write it: "ampere"
+// (8.0-8.7), "ada" (8.9), "hopper" (9.x), "blackwell" (10.0 on); "" before 8.0, which no spec's
+// label is checked against.
+std::string_view architecture_of(int compute_capability_major, int compute_capability_minor);
+
 }  // namespace pipeweave

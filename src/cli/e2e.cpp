@@ -392,6 +392,8 @@ int e2e_command(int argc, const char* const* argv, int first) {
     trace = load_trace(a.trace);
     if (a.moe_zipf && params.num_experts == 0) throw InvalidInput(kNoMoe);  // (every iteration has its MoE layers, or none)
     if (a.expert_parallel && params.num_experts == 0) throw InvalidInput(kNoExperts);
+    if (a.expert_parallel && a.tp == 1)
+      throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
   std::vector<Mlp> models;
   for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
