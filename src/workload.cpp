@@ -480,6 +480,7 @@ Workload workload_from_json(std::string_view json_text) {
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");
+  std::unordered_map<std::int64_t, std::size_t> numbered;  // iteration number -> index
   for (std::size_t i = 0; i < iterations.size(); ++i) {
     const std::string prefix = "iterations[" + std::to_string(i) + "].";
     const Fields it(iterations[i], prefix);
@@ -492,6 +493,12 @@ Workload workload_from_json(std::string_view json_text) {
     if (iteration.kv_lengths.size() != iteration.q_lengths.size())
       detail::fail_field(prefix + "kv_lengths", iteration.kv_lengths.size(),
                          "must have as many entries as q_lengths (" + std::to_string(iteration.q_lengths.size()) + ")");
+    // A sequence's KV length counts its new tokens (the attention operator's lists are held to the same).
+    for (std::size_t r = 0; r < iteration.q_lengths.size(); ++r)
+      if (iteration.kv_lengths[r] < iteration.q_lengths[r])
+        detail::fail_field(prefix + "kv_lengths[" + std::to_string(r) + "]", iteration.kv_lengths[r],
+                           "must be at least q_lengths[" + std::to_string(r) + "] (" + std::to_string(iteration.q_lengths[r]) +
+                               "): the KV length counts the new tokens");
     if (it.has("request_ids")) {
       iteration.request_ids = it.wholes("request_ids", 0);
       if (iteration.request_ids.size() != iteration.q_lengths.size())
@@ -500,6 +507,10 @@ Workload workload_from_json(std::string_view json_text) {
       for (std::size_t r = 0; r < iteration.request_ids.size(); ++r)
         if (iteration.request_ids[r] > 10'000'000)
           detail::fail_field(prefix + "request_ids[" + std::to_string(r) + "]", iteration.request_ids[r], "must be at most 10000000");
+      std::vector<std::int64_t> ids = iteration.request_ids;  // (a request runs once in a batch)
+      std::sort(ids.begin(), ids.end());
+      if (const auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+        detail::fail_field(prefix + "request_ids", *twice, "must name each request once, but names this one twice");
     }
     if (it.whole("batch_size") != iteration.batch_size())
       detail::fail_field(prefix + "batch_size", it.whole("batch_size"),
@@ -508,6 +519,10 @@ Workload workload_from_json(std::string_view json_text) {
       detail::fail_field(prefix + "num_tokens", it.whole("num_tokens"),
                          "must equal the sum of q_lengths (" + std::to_string(iteration.num_tokens()) + ")");
     iteration.operators = read_operators(it.get("operators"), prefix + "operators.", w.tp_size);
+    // Each iteration its own number: measured times (e2e --measured) are matched by it.
+    if (const auto [where, added] = numbered.emplace(iteration.iteration, i); !added)
+      detail::fail_field(prefix + "iteration", iteration.iteration,
+                         "must differ from every other iteration's (iterations[" + std::to_string(where->second) + "] has it)");
     w.iterations.push_back(std::move(iteration));
   }
   check_sizes(w.iterations);

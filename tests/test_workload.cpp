@@ -1041,3 +1041,25 @@ TEST_CASE("workload: a trace predicted as it is scheduled gives the whole worklo
                Contains("options.threads"));
   }
 }
+
+TEST_CASE("workload: each iteration numbered once, KV lengths counting the new tokens, a request once a batch", "[workload]") {
+  const nlohmann::json document = nlohmann::json::parse(to_json(small_workload(Deployment{.tp = 2})));
+  REQUIRE(document["iterations"].size() >= 2);
+  const auto error = [](const nlohmann::json& changed) { return error_of([&] { (void)workload_from_json(changed.dump()); }); };
+  nlohmann::json changed = document;
+  changed["iterations"][1]["iteration"] = changed["iterations"][0]["iteration"];
+  CHECK_THAT(error(changed), Contains("iterations[1].iteration must differ from every other iteration's (iterations[0] has it)"));
+  changed = document;
+  const std::int64_t q = changed["iterations"][0]["q_lengths"][0].get<std::int64_t>();
+  changed["iterations"][0]["kv_lengths"][0] = q - 1;
+  CHECK_THAT(error(changed), Contains("iterations[0].kv_lengths[0] must be at least q_lengths[0] (" + std::to_string(q) + ")"));
+  changed = document;
+  changed["iterations"][0]["q_lengths"] = {1, 1};
+  changed["iterations"][0]["kv_lengths"] = {5, 6};
+  changed["iterations"][0]["batch_size"] = 2;
+  changed["iterations"][0]["num_tokens"] = 2;
+  changed["iterations"][0]["request_ids"] = {3, 3};
+  CHECK_THAT(error(changed), Contains("iterations[0].request_ids must name each request once") && Contains("got 3"));
+  changed["iterations"][0]["request_ids"] = {3, 4};
+  CHECK_NOTHROW(workload_from_json(changed.dump()));
+}
