@@ -254,6 +254,7 @@ TEST_CASE("Kernel: rmsnorm, silu_mul, fused_moe, elementwise and collective vali
   require_invalid(make_collective(CollectiveKind::all_reduce, std::nan(""), 8), "collective.bytes", "nan");
   require_invalid(make_collective(CollectiveKind::all_reduce, 1024, 1), "collective.ranks", "1");
   require_invalid(make_collective(CollectiveKind::all_to_all, 1024, -4), "collective.ranks", "-4");
+  require_invalid(make_collective(CollectiveKind::send_recv, 1024, 8), "collective.ranks", "8");  // one sends, one receives
   CHECK_NOTHROW(Kernel(make_collective(CollectiveKind::all_reduce, 1024, 2)));
 }
 

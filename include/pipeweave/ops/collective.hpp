@@ -46,6 +46,9 @@ struct Collective {
     detail::require_at_most("collective.bytes", bytes, kMostBytes, "a pebibyte, past any GPU's memory");
     if (ranks < 2) detail::fail_field("collective.ranks", ranks, "must be >= 2");
     detail::require_at_most("collective.ranks", ranks, 65536);
+    // One buffer from one rank to one other: a send_recv of more ranks would be read as two.
+    if (kind == CollectiveKind::send_recv && ranks != 2)
+      detail::fail_field("collective.ranks", ranks, "must be 2 for send_recv (one rank sends, one receives)");
   }
   bool operator==(const Collective&) const = default;
 };
