@@ -8,9 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
-#include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "commands.hpp"
@@ -81,7 +80,7 @@ constexpr double kMaxOperandBytes = 1024.0 * 1024 * 1024;  // what pipeweave-col
 constexpr double kMaxGemmFlops = 2e12;                     // about 2 ms of bf16 on an H100: keeps collection short
 
 std::vector<std::string> gemm_shapes(Random& random, int count, const std::vector<std::string>& dtypes) {
-  std::set<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>> seen;
+  std::unordered_set<std::string> seen;  // (a hash: a tree of a million shapes took seconds)
   std::vector<std::string> rows;
   for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
     const std::string& dtype = dtypes[rows.size() % dtypes.size()];
@@ -103,15 +102,15 @@ std::vector<std::string> gemm_shapes(Random& random, int count, const std::vecto
     if (n % 16 || k % 16) continue;  // cuBLASLt's fp8 kernels need 16-element alignment; keep all types alike
     if (m * k * in_bytes > kMaxOperandBytes || n * k * in_bytes > kMaxOperandBytes || m * n * 2.0 > kMaxOperandBytes) continue;
     if (2.0 * m * n * k > kMaxGemmFlops) continue;
-    if (!seen.emplace(dtype, m, n, k).second) continue;
-    rows.push_back(fmt::format("{},{},{},{}", dtype, m, n, k));
+    std::string row = fmt::format("{},{},{},{}", dtype, m, n, k);
+    if (seen.insert(row).second) rows.push_back(std::move(row));
   }
   return rows;
 }
 
 // RMSNorm over the hidden size, SiLU-and-mul over the (tensor-parallel) intermediate size.
 std::vector<std::string> row_shapes(Random& random, int count, bool norm, const std::vector<std::string>& dtypes) {
-  std::set<std::string> seen;
+  std::unordered_set<std::string> seen;
   std::vector<std::string> rows;
   for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
     const std::string& dtype = dtypes[rows.size() % dtypes.size()];
@@ -152,7 +151,7 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
       if (model.head_dim == head_dim) models.push_back(model);
   }
   constexpr double kMaxKvBytes = 8.0 * 1024 * 1024 * 1024;  // K and V of the whole batch
-  std::set<std::string> seen;
+  std::unordered_set<std::string> seen;
   std::vector<std::string> rows;
   auto join = [](const std::vector<std::int64_t>& values) {
     std::string text;
