@@ -21,12 +21,13 @@ namespace pipeweave::detail {
 
 class CsvRow {
  public:
+  // header_cells: the header's cells, empty names included (which `columns` does not hold).
   CsvRow(const std::string& source, std::size_t line_number, const std::map<std::string, std::size_t>& columns,
-         std::vector<std::string> cells)
+         std::vector<std::string> cells, std::size_t header_cells)
       : source_(source), line_number_(line_number), columns_(columns), cells_(std::move(cells)) {
-    if (cells_.size() > columns_.size())
+    if (cells_.size() > header_cells)
       throw InvalidInput(source_ + " line " + std::to_string(line_number_) + " has " + std::to_string(cells_.size()) +
-                  " cells, the header " + std::to_string(columns_.size()));
+                  " cells, the header " + std::to_string(header_cells));
   }
   // It refers to the reader's header and file name: it lives only inside for_each_csv_row.
   CsvRow(const CsvRow&) = delete;
@@ -135,8 +136,8 @@ bool for_each_csv_line(std::string_view text, CsvLines rule, OnHeader&& on_heade
 // twice, which would leave the rows' cells to whichever copy a reader happened to take.
 inline std::map<std::string, std::size_t> csv_columns(const std::vector<std::string>& header, std::string_view where) {
   std::map<std::string, std::size_t> columns;
-  for (std::size_t i = 0; i < header.size(); ++i)
-    if (!columns.emplace(header[i], i).second)
+  for (std::size_t i = 0; i < header.size(); ++i)  // (empty names, a spreadsheet's trailing columns, are no column)
+    if (!columns.emplace(header[i], i).second && !header[i].empty())
       throw InvalidInput(std::string(where) + ": the header names the column " + detail::quoted(header[i]) + " twice");
   return columns;
 }
@@ -147,15 +148,17 @@ template <class OnRow>
 void for_each_csv_row(std::string_view text, const std::string& source, const std::vector<std::string>& required,
                       OnRow&& on_row) {
   std::map<std::string, std::size_t> columns;
+  std::size_t header_cells = 0;
   const bool header_seen = for_each_csv_line(
       text, CsvLines::trim_cr_skip_empty,
       [&](const std::vector<std::string>& header, std::size_t line_number) {
         columns = csv_columns(header, source + ":" + std::to_string(line_number));
+        header_cells = header.size();
         for (const std::string& name : required)
           if (!columns.contains(name)) throw InvalidInput(source + ": the header has no column " + name);
       },
       [&](std::vector<std::string>&& cells, std::size_t line_number) {
-        on_row(CsvRow(source, line_number, columns, std::move(cells)));
+        on_row(CsvRow(source, line_number, columns, std::move(cells), header_cells));
       });
   if (!header_seen) throw InvalidInput(source + ": no header row");
 }

@@ -198,6 +198,8 @@ WorkloadCollective read_collective(const json& object, const std::string& at, in
   if (collective.ranks < 2)
     detail::fail_field(at + "ranks", collective.ranks,
                        c.has("ranks") ? "must be >= 2" : "must be >= 2 (absent: the workload's tp_size)");
+  if (kind == CollectiveKind::send_recv && collective.ranks != 2)
+    detail::fail_field(at + "ranks", collective.ranks, "must be 2 for send_recv (one rank sends, one receives)");
   collective.count = c.whole("count");
   return collective;
 }
@@ -678,7 +680,11 @@ std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path) {
 std::map<std::int64_t, double> measured_iterations_from_csv(std::string_view csv_text, const std::string& source) {
   std::map<std::int64_t, double> out;
   detail::for_each_csv_row(csv_text, source, {"iteration", "measured_us"},
-                           [&](const detail::CsvRow& row) { out[row.integer("iteration", 0)] = row.measured_us("measured_us"); });
+                           [&](const detail::CsvRow& row) {
+                             const std::int64_t iteration = row.integer("iteration", 0);
+                             if (!out.emplace(iteration, row.measured_us("measured_us")).second)  // (not the last one silently)
+                               detail::fail_field(row.where("iteration"), iteration, "must name each iteration once");
+                           });
   if (out.empty()) throw InvalidInput(source + ": no measured iteration");
   return out;
 }

@@ -103,6 +103,8 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
   // A spreadsheet's byte-order mark is no part of the first column's name; a column named twice
   // is refused, not read from whichever copy.
   CHECK(trace_from_csv("\xEF\xBB\xBFnum_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n").front().prefill_tokens == 5);
+  // (empty names, a spreadsheet's trailing columns, are no column: they may repeat)
+  CHECK(trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens,,\n5,1,2,,\n").front().prefill_tokens == 5);
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,num_prefill_tokens,output_tokens\n5,1,6,2\n", "t.csv"); }),
              Contains("t.csv:1: the header names the column \"num_prefill_tokens\" twice"));
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n7,-1,0\n", "t.csv"); }),
@@ -1062,4 +1064,21 @@ TEST_CASE("workload: each iteration numbered once, KV lengths counting the new t
   CHECK_THAT(error(changed), Contains("iterations[0].request_ids must name each request once") && Contains("got 3"));
   changed["iterations"][0]["request_ids"] = {3, 4};
   CHECK_NOTHROW(workload_from_json(changed.dump()));
+}
+
+TEST_CASE("workload: a send_recv hands one rank's buffer to one other rank, named where it is read", "[workload]") {
+  nlohmann::json document = nlohmann::json::parse(to_json(small_workload(Deployment{.tp = 2, .pp = 2})));
+  bool changed = false;
+  for (std::size_t i = 0; i < document["iterations"].size() && !changed; ++i) {
+    nlohmann::json& communication = document["iterations"][i]["operators"]["communication"];
+    for (std::size_t c = 0; c < communication.size() && !changed; ++c)
+      if (communication[c]["name"] == "send_recv") {
+        communication[c]["ranks"] = 4;
+        changed = true;
+        CHECK_THAT(error_of([&] { (void)workload_from_json(document.dump()); }),
+                   Contains("iterations[" + std::to_string(i) + "].operators.communication[" + std::to_string(c) +
+                            "].ranks must be 2 for send_recv"));
+      }
+  }
+  CHECK(changed);  // (a pipeline of two stages hands its activations over)
 }

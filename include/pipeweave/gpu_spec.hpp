@@ -115,8 +115,8 @@ void estimate_sustained_load(GpuSpec& gpu);
 const GpuSpec& default_gpu();
 
 // The architecture a compute capability names, as specs and calibration write it: "ampere"
-// (8.0-8.7), "ada" (8.9), "hopper" (9.x), "blackwell" (10.0 on); "" before 8.0, which no spec's
-// label is checked against.
+// (8.0-8.7), "ada" (8.9), "hopper" (9.x), "blackwell" (10.x-12.x); "" before 8.0 and from 13.0,
+// where no spec's label is checked.
 std::string_view architecture_of(int compute_capability_major, int compute_capability_minor);
 
 }  // namespace pipeweave

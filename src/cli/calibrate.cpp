@@ -68,7 +68,8 @@ FlagParser calibrate_flags(CalibrateArguments& arguments) {
 CalibrateArguments parse(int argc, const char* const* argv, int first) {
   CalibrateArguments arguments;
   calibrate_flags(arguments).parse(argc, argv, first);
-  std::vector<std::pair<std::string, std::string>> inputs{{"--link", arguments.link}};
+  std::vector<std::pair<std::string, std::string>> inputs{
+      {"--link", arguments.link}, {"--sustained", arguments.sustained_isolated}, {"--sustained", arguments.sustained_busy}};
   for (const std::string& path : arguments.from_logs) inputs.emplace_back("--from-log", path);
   check_output("--out", arguments.out, inputs);
   check_output_folder("--report", arguments.report_dir);

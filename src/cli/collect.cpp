@@ -68,6 +68,7 @@ int collect_command(int argc, const char* const* argv, int first) {
   std::vector<std::pair<std::string, std::string>> inputs{{"--shapes", options.shapes}};
   for (const std::string& path : options.from_raw) inputs.emplace_back("--from-raw", path);
   check_output("--out", options.out, inputs);
+  check_output("--raw", options.raw_out, {{"--shapes", options.shapes}, {"--out", options.out}});
   const std::string &op = options.op, &shapes = options.shapes, &out = options.out, &raw_out = options.raw_out;
   const std::vector<std::string>& from_raw = options.from_raw;
   const std::string tool_options = options.tool_options();

@@ -101,7 +101,8 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
   FlagParser flags = e2e_flags(a);
   flags.parse(argc, argv, first);
   std::vector<std::pair<std::string, std::string>> inputs{
-      {"--gpu", a.gpu}, {"--workload", a.workload}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};
+      {"--gpu", a.gpu}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};  // (--workload is read whole
+                                                                                                  // first: rewritten in place, adjusted)
   for (const std::string& path : a.kernel_models) inputs.emplace_back("--kernel-model", path);
   check_output("--write-workload", a.write_workload, inputs);
   check_output_folder("--report", a.report);

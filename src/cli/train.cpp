@@ -91,8 +91,10 @@ FlagParser train_flags(TrainArguments& a) {
 TrainArguments parse(int argc, const char* const* argv, int first) {
   TrainArguments a;
   train_flags(a).parse(argc, argv, first);
-  std::vector<std::pair<std::string, std::string>> inputs{{"--init", a.init_path}, {"--chooser", a.chooser_path}};
+  // (--init is read whole first: a model fine-tuned in place is written over on purpose)
+  std::vector<std::pair<std::string, std::string>> inputs{{"--chooser", a.chooser_path}};
   for (const std::string& path : a.data) inputs.emplace_back("--data", path);
+  for (const auto& [gpu, path] : a.specs) inputs.emplace_back("--spec", path);
   check_output("--out", a.out, inputs);
   a.options.seed = static_cast<std::uint64_t>(a.seed);
   if (a.no_batch_norm) a.options.batch_norm = false;
