@@ -80,10 +80,11 @@ class CsvRow {
   double measured_us(const std::string& column) const {
     const double value = positive(column);
     if (value < kLeastMeasuredUs || value > kMostMeasuredUs)
-      fail_field(where(column), detail::quoted(text(column)), "must be within [0.001, 1e11] us");
+      fail_field(where(column), detail::quoted(text(column)), kMeasuredUsRequirement);
     return value;
   }
   static constexpr double kLeastMeasuredUs = 1e-3, kMostMeasuredUs = 1e11;
+  static constexpr const char* kMeasuredUsRequirement = "must be within [0.001, 1e11] us";
 
  private:
   const std::string& source_;

@@ -326,7 +326,7 @@ MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& 
     detail::require_positive(duration_field, measured.duration_us);
     // A nanosecond to a day and a half: no kernel is timed outside it (1e-320 made MAPE infinite).
     if (measured.duration_us < detail::CsvRow::kLeastMeasuredUs || measured.duration_us > detail::CsvRow::kMostMeasuredUs)
-      detail::fail_field(duration_field, measured.duration_us, "must be within [0.001, 1e11] us");
+      detail::fail_field(duration_field, measured.duration_us, detail::CsvRow::kMeasuredUsRequirement);
     return measured;
   } catch (const Error& error) {
     const std::string message = error.what();

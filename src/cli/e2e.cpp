@@ -100,9 +100,9 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
   a.options.threads = 0;  // the command predicts on every core unless told otherwise
   FlagParser flags = e2e_flags(a);
   flags.parse(argc, argv, first);
+  // (--workload is read whole first: a workload rewritten in place, as adjusted, is no input lost)
   std::vector<std::pair<std::string, std::string>> inputs{
-      {"--gpu", a.gpu}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};  // (--workload is read whole
-                                                                                                  // first: rewritten in place, adjusted)
+      {"--gpu", a.gpu}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};
   for (const std::string& path : a.kernel_models) inputs.emplace_back("--kernel-model", path);
   check_output("--write-workload", a.write_workload, inputs);
   check_output_folder("--report", a.report);

@@ -25,11 +25,15 @@ FlagParser& FlagParser::flag(std::string name, bool& target) {
   return declare(std::move(name), false, [&target](const std::string&) { target = true; });
 }
 
+namespace {
+
 // A text flag's value may not be empty (an empty path, list or name is no value); the typed flags
 // say what they take of an empty one as of any other.
-static void require_text(const std::string& name, const std::string& value) {
+void require_text(const std::string& name, const std::string& value) {
   if (value.empty()) throw InvalidInput(fmt::format("{} needs a value, got an empty one", name));
 }
+
+}  // namespace
 
 FlagParser& FlagParser::text(std::string name, std::string& target) {
   return declare(name, true, [name, &target](const std::string& value) { require_text(name, value), target = value; });
