@@ -315,6 +315,12 @@ pipeweave_cli_failure(eval_ranking_not_default_only "--ranking orders every cand
 pipeweave_cli_failure(eval_needs_data "eval needs --data" eval --json)
 pipeweave_cli_failure(eval_bad_spec "--spec must be GPU=FILE" eval --data "${eval_csv}" --spec H100-SXM)
 pipeweave_cli_failure(eval_missing_data "cannot open measurements file .*nothing\\.csv" eval --data "${CMAKE_CURRENT_BINARY_DIR}/nothing.csv")
+pipeweave_cli_failure(eval_configless_and_default "--without-configs keeps each shape's default config already: give it without --default-configs"
+                      eval --data "${eval_csv}" --without-configs --default-configs)
+pipeweave_cli_failure(eval_specs_not_a_folder "--specs must be a folder of <GPU>\\.calibrated\\.json specs, got \"[^\"]*no_such_folder\""
+                      eval --data "${eval_csv}" --specs "${CMAKE_CURRENT_BINARY_DIR}/no_such_folder")
+pipeweave_cli_failure(eval_spec_for_other_gpu "--spec must name a GPU the rows were measured on \\(H100-SXM, H200-SXM\\), got \"B200=[^\"]*\""
+                      eval --data "${eval_csv}" --spec "B200=${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibrated.json")
 
 # ---- Training (a tiny model on a 300-row sample: the path works; full training is a command) --
 set(train_sample "${cli_data}/train_sample_silu_mul.csv")
@@ -477,6 +483,16 @@ pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got \"B200\""
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
+pipeweave_cli_failure(train_hidden_with_init "--hidden sets a new network's layers; the start model \\(--init\\) keeps its own"
+                      train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --hidden 8
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_rank_weight_without_pairs "--rank-weight orders a shape's configs, and no shape of these [0-9]+ rows was measured with two \\(--op silu_mul\\)"
+                      train --op silu_mul --data "${train_sample}" --rank-weight 1 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_specs_not_a_folder "--specs must be a folder of <GPU>\\.calibrated\\.json specs"
+                      train --op silu_mul --data "${train_sample}" --specs "${PROJECT_SOURCE_DIR}/README.md" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_spec_for_other_gpu "--spec must name a GPU the rows were measured on \\([^)]*\\), got \"A100-SXM="
+                      train --op silu_mul --data "${train_sample}" --spec "A100-SXM=${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibrated.json"
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 
 # ---- End to end ------------------------------------------------------------------------------
 set(llama_config "${cli_data}/models/Llama-3.1-8B/config.json")

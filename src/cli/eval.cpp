@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ EvalArguments parse(int argc, const char* const* argv, int first) {
   EvalArguments arguments;
   eval_flags(arguments).parse(argc, argv, first);
   check_output_folder("--report", arguments.report_dir);
+  check_specs_folder(arguments.specs_dir);
+  if (arguments.configless && arguments.default_only)
+    throw InvalidInput("--without-configs keeps each shape's default config already: give it without --default-configs");
   if (!arguments.models.empty()) {
     arguments.model = arguments.models.front();
     arguments.further_models.assign(arguments.models.begin() + 1, arguments.models.end());
@@ -362,6 +366,9 @@ int eval_command(int argc, const char* const* argv, int first) {
   EvalArguments arguments = parse(argc, argv, first);
   const EvaluatedModel evaluated = load_models(arguments);
   const std::vector<MeasuredKernel> rows = scored_rows(arguments, evaluated);
+  std::set<std::string> gpus;
+  for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
+  check_named_specs_used(arguments.specs, gpus);
   const Predictor predictor = predictor_for(evaluated);
   const Predicted p = predict_rows(arguments, predictor, rows);
   if (arguments.ranking) return print_ranking(rows, p.predicted, arguments.json);

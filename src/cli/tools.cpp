@@ -3,6 +3,7 @@
 #include "tools.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -113,6 +114,18 @@ void check_output_folder(const std::string& flag, const std::string& folder) {
   std::error_code error;
   if (!folder.empty() && fs::exists(folder, error) && !fs::is_directory(folder, error))
     throw InvalidInput(fmt::format("{} {} is a file, not a folder to write into", flag, folder));
+}
+
+void check_specs_folder(const std::string& folder) {
+  std::error_code error;
+  if (!folder.empty() && !fs::is_directory(folder, error))
+    FlagParser::fail("--specs", folder, "must be a folder of <GPU>.calibrated.json specs");
+}
+
+void check_named_specs_used(const std::map<std::string, std::string>& named, const std::set<std::string>& gpus) {
+  for (const auto& [gpu, path] : named)
+    if (!gpus.count(gpu))
+      FlagParser::fail("--spec", gpu + "=" + path, fmt::format("must name a GPU the rows were measured on ({})", fmt::join(gpus, ", ")));
 }
 
 std::string read_text(const fs::path& path, const std::string& what) { return detail::read_file(path, what); }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ void check_output(const std::string& out_flag, const std::string& out,
                   const std::vector<std::pair<std::string, std::string>>& inputs);
 // Refuses, before any work, a folder to write into (--report DIR) that is a file.
 void check_output_folder(const std::string& flag, const std::string& folder);
+// Refuses --specs DIR that is not a folder: a mistyped one would leave every GPU on its catalog
+// spec without a word.
+void check_specs_folder(const std::string& folder);
+// Refuses a --spec GPU=FILE for a GPU that none of the rows was measured on: it would go unused.
+void check_named_specs_used(const std::map<std::string, std::string>& named, const std::set<std::string>& gpus);
 std::string read_text(const std::filesystem::path& path, const std::string& what);
 
 }  // namespace pipeweave::cli

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "commands.hpp"
@@ -54,6 +55,7 @@ struct TrainArguments {
   TrainingOptions options;
   double test_fraction = 0.2, validation_fraction = 0.15;
   bool no_batch_norm = false;
+  bool hidden_given = false;  // --hidden (a start model's layers are its own)
   int seed = static_cast<int>(TrainingOptions{}.seed);
   std::string command;  // as typed: recorded in the model's provenance
 };
@@ -70,7 +72,11 @@ FlagParser train_flags(TrainArguments& a) {
       .text("--specs", a.specs_dir)
       .text("--holdout-gpu", a.holdout_gpu)
       .text("--init", a.init_path)
-      .custom("--hidden", [&a](const std::string& text) { a.options.hidden = parse_hidden(text); })
+      .custom("--hidden",
+              [&a](const std::string& text) {
+                a.options.hidden = parse_hidden(text);
+                a.hidden_given = true;
+              })
       .whole("--epochs", a.options.epochs, 1, 100000)
       .whole("--patience", a.options.patience, 1, 100000)
       .whole("--batch", a.options.batch_size, 2, 1 << 20)
@@ -96,6 +102,9 @@ TrainArguments parse(int argc, const char* const* argv, int first) {
   for (const std::string& path : a.data) inputs.emplace_back("--data", path);
   for (const auto& [gpu, path] : a.specs) inputs.emplace_back("--spec", path);
   check_output("--out", a.out, inputs);
+  check_specs_folder(a.specs_dir);
+  if (a.hidden_given && !a.init_path.empty())
+    throw InvalidInput("--hidden sets a new network's layers; the start model (--init) keeps its own: give one of them");
   a.options.seed = static_cast<std::uint64_t>(a.seed);
   if (a.no_batch_norm) a.options.batch_norm = false;
   a.command = "pipeweave";
@@ -132,6 +141,17 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
     FlagParser::fail("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
   if (a.configless && a.options.rank_weight > 0)
     throw InvalidInput("--rank-weight orders a shape's configs; --without-configs keeps one row per shape");
+  if (a.options.rank_weight > 0 && !a.configless) {
+    // The ranking term pairs rows of one shape on one GPU (training_rows' groups): with none, it
+    // would train exactly as without it.
+    std::unordered_set<std::string> shapes;
+    const bool paired = std::any_of(rows.begin(), rows.end(),
+                                    [&shapes](const MeasuredKernel& row) { return !shapes.insert(row.gpu + "|" + row.shape).second; });
+    if (!paired)
+      throw InvalidInput(fmt::format("--rank-weight orders a shape's configs, and no shape of these {} rows was measured with two "
+                                     "(--op {})",
+                                     rows.size(), a.op));
+  }
 }
 
 // --init: the model fine-tuned, checked before any work (train_mlp refuses a wrong one too).
@@ -350,6 +370,7 @@ int train_command(int argc, const char* const* argv, int first) {
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   if (!a.holdout_gpu.empty() && !gpus.count(a.holdout_gpu))
     FlagParser::fail("--holdout-gpu", a.holdout_gpu, "must be a GPU the data holds");
+  check_named_specs_used(a.specs, gpus);
   std::map<std::string, std::string> spec_sources;
   const SpecFor spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, a.specs, a.specs_dir, spec_sources[gpu]); };
   if (a.configless) rows = chosen_config_rows(a, rows, gpus, spec_for);
