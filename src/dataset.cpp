@@ -317,10 +317,27 @@ RowParser row_parser_for(const std::map<std::string, std::size_t>& columns, cons
   throw InvalidInput(where + ": the header names no known op family's columns (gemm m,n,k; rmsnorm hidden; silu_mul dim; attention q_lens; fused_moe experts)");
 }
 
+// The cells that say how a row was timed, where stated: they are not learnt from, but a row
+// whose protocol (l2) no collector writes, or whose spread or repetitions no timing gives, is
+// not a measurement of what it claims.
+void check_timing_cells(const Row& row) {
+  if (row.states("l2")) {
+    const std::string& l2 = row.text("l2");
+    if (l2 != "cold" && l2 != "warm" && l2 != "served")
+      detail::fail_field(row.where() + ": l2", detail::quoted(l2), "must be cold, warm or served (how the row was timed)");
+  }
+  if (row.states("reps") && row.integer("reps") < 1)
+    detail::fail_field(row.where() + ": reps", detail::quoted(row.text("reps")), "must be a whole number >= 1");
+  for (const char* column : {"spread", "run_spread"})
+    if (row.states(column) && row.number(column) < 0)
+      detail::fail_field(row.where() + ": " + column, detail::quoted(row.text(column)), "must be a number >= 0");
+}
+
 // One data row, its duration held to what a kernel can take; every error names the row.
 MeasuredKernel measured_row(RowParser parse, const Row& row, const std::string& where) {
   try {
     MeasuredKernel measured = parse(row);
+    check_timing_cells(row);
     measured.served = row.states("l2") && row.text("l2") == "served";
     const std::string duration_field = where + (parse == published_gemm_row ? ": avg_duration" : ": duration_us");
     detail::require_positive(duration_field, measured.duration_us);

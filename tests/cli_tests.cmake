@@ -319,6 +319,15 @@ pipeweave_cli_failure(eval_configless_and_default "--without-configs keeps each 
                       eval --data "${eval_csv}" --without-configs --default-configs)
 pipeweave_cli_failure(eval_specs_not_a_folder "--specs must be a folder of <GPU>\\.calibrated\\.json specs, got \"[^\"]*no_such_folder\""
                       eval --data "${eval_csv}" --specs "${CMAKE_CURRENT_BINARY_DIR}/no_such_folder")
+pipeweave_cli_failure(eval_spec_twice "--spec must name each GPU once \\(H200-SXM is [^)]*H200-SXM\\.calibrated\\.json already\\)"
+                      eval --data "${eval_csv}" --spec "H200-SXM=${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibrated.json"
+                      --spec "H200-SXM=${PROJECT_SOURCE_DIR}/data/gpus/H100-SXM.calibrated.json")
+pipeweave_cli_failure(eval_model_of_other_family "--model [^ ]*gemm\\.json answers for gemm kernels, and no row scored is one"
+                      eval --data "${eval_csv}" --model "${PROJECT_SOURCE_DIR}/data/models/gemm.json")
+pipeweave_cli_failure(eval_without_configs_no_gemm "--without-configs scores GEMMs given without their config, and --data holds no GEMM row"
+                      eval --data "${eval_csv}" --without-configs)
+pipeweave_cli_failure(eval_default_configs_all_default "--default-configs keeps each shape's first choice \\(is_default\\), and every row of --data is one"
+                      eval --data "${eval_csv}" --default-configs)
 pipeweave_cli_failure(eval_spec_for_other_gpu "--spec must name a GPU the rows were measured on \\(H100-SXM, H200-SXM\\), got \"B200=[^\"]*\""
                       eval --data "${eval_csv}" --spec "B200=${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibrated.json")
 

@@ -330,6 +330,19 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
              Contains("p.csv:2: avg_duration must be within [0.001, 1e11] us"));
   CHECK_THAT(error_of([] { measurements_from_csv("gpu,dtype,m,n,k,duration_us\nH100-SXM,bf16,8,8,8,1e15\n", "q.csv"); }),
              Contains("q.csv:2: duration_us must be within"));
+  // How a row was timed, where stated, must be a timing's: a protocol no collector writes, a
+  // negative spread or no repetitions.
+  const std::string header = "gpu,dtype,tokens,dim,threads,duration_us,spread,reps,run_spread,l2\n";
+  CHECK(measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,0.01,10,0,cold\n", "t.csv").size() == 1);
+  CHECK(measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,,,,\n", "t.csv").size() == 1);
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,0.01,10,0,hot\n", "t.csv"); }),
+             Contains("t.csv:2: l2 must be cold, warm or served (how the row was timed), got \"hot\""));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,-1,10,0,cold\n", "t.csv"); }),
+             Contains("t.csv:2: spread must be a number >= 0, got \"-1\""));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,0.01,10,-0.5,cold\n", "t.csv"); }),
+             Contains("t.csv:2: run_spread must be a number >= 0"));
+  CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,0.01,0,0,cold\n", "t.csv"); }),
+             Contains("t.csv:2: reps must be a whole number >= 1, got \"0\""));
 }
 
 TEST_CASE("read_measurements: gzip-compressed files read as their text, a truncated one refused", "[dataset]") {

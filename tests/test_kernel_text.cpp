@@ -596,6 +596,10 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
     CHECK_THAT(message, Contains("gemm.m"));
     CHECK_THAT(message, Contains("-4096"));
     CHECK_THAT(parse_error("attention:batch=0,q_len=16,heads=4,head_dim=64"), Contains("attention.batch"));
+    CHECK_THAT(parse_error("attention:batch=1,q_len=512,heads=32,kv_heads=8,head_dim=128,impl=flash2,tile_q=7,tile_kv=64"),
+               Contains("attention.tile_q must be a multiple of 16 (an MMA's rows), got 7"));
+    CHECK_THAT(parse_error("attention:batch=1,q_len=512,heads=32,kv_heads=8,head_dim=128,tile_q=64,tile_kv=72"),
+               Contains("attention.tile_kv must be a multiple of 16 (an MMA's rows), got 72"));
     CHECK_THAT(parse_error("attention:q_lens=16/16,kv_lens=16,heads=4,head_dim=64"), Contains("attention.kv_lens"));
     CHECK_THAT(parse_error("all_reduce:bytes=-1,ranks=8"), Contains("collective.bytes"));
     CHECK_THAT(parse_error("all_reduce:bytes=1024,ranks=1"), Contains("collective.ranks"));
@@ -605,10 +609,10 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
                Contains("attention.batch must be at most 1048576 sequences"));
     CHECK_THAT(parse_error("attention:batch=1,q_len=128,heads=9223372036854775807,kv_heads=1,head_dim=128"),
                Contains("attention.heads must be at most 65536"));
-    // Valid as text, but 10^12 query rows (or 10^8 in tiles of one) is no kernel: the demand
+    // Valid as text, but 10^12 query rows (or 10^9 in tiles of 16) is no kernel: the demand
     // model refuses to walk its tiles rather than run for hours.
     for (const char* text : {"attention:batch=1,q_len=1000000000000,heads=32,kv_heads=8,head_dim=128",
-                             "attention:batch=1,q_len=100000000,heads=32,kv_heads=8,head_dim=128,tile_q=1,tile_kv=64"}) {
+                             "attention:batch=1,q_len=1000000000,heads=32,kv_heads=8,head_dim=128,tile_q=16,tile_kv=64"}) {
       INFO(text);
       CHECK_THAT(error_of([&] { (void)compute_demand(parse_kernel(text), find_gpu("H100-SXM")); }),
                  Contains("must make at most 254200 query tiles in all on 132 SMs"));

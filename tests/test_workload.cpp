@@ -65,6 +65,17 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
   CHECK(mixtral.num_experts == 8);
   CHECK(mixtral.num_experts_per_tok == 2);
   CHECK(mixtral.moe_intermediate_size == 14336);
+  // Two counts of experts that disagree: which one the model has is not for the reader to guess.
+  CHECK_THAT(error_of([] {
+               model_params_from_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336,
+                 "vocab_size": 32000, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts": 16,
+                 "num_experts_per_tok": 2})");
+             }),
+             Contains("config.json: num_experts must agree with num_local_experts (8) where both are given, got 16"));
+  CHECK(model_params_from_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336,
+          "vocab_size": 32000, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts": 8,
+          "num_experts_per_tok": 2})")
+            .num_experts == 8);
 
   CHECK_THAT(error_of([] { model_params_from_hf_config(R"({"model_type": "deepseek_v3", "kv_lora_rank": 512})"); }),
              Contains("multi-head latent attention"));

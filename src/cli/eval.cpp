@@ -34,6 +34,7 @@ struct EvalArguments {
   bool held_out = false;
   bool json = false;
   bool default_only = false;
+  bool default_given = false;  // --default-configs itself (default_only also follows --without-configs)
   bool configless = false;  // --without-configs: a GEMM given without its config
   bool ranking = false;
 };
@@ -64,6 +65,7 @@ EvalArguments parse(int argc, const char* const* argv, int first) {
     arguments.model = arguments.models.front();
     arguments.further_models.assign(arguments.models.begin() + 1, arguments.models.end());
   }
+  arguments.default_given = arguments.default_only;
   if (arguments.configless) arguments.default_only = true;
   if (arguments.data.empty()) throw InvalidInput("eval needs --data FILE.csv (a measurement CSV; see docs/formats.md)");
   if (arguments.held_out && arguments.model.empty()) throw InvalidInput("--held-out needs --model: the split is the model's");
@@ -246,8 +248,13 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
                        [&](const Mlp& m) { return m.answers_for(dtype); });
   };
   std::vector<MeasuredKernel> rows;
+  bool any_gemm = false, any_other_config = false;
   for (const std::string& path : arguments.data) {
     std::vector<MeasuredKernel> read = read_measurements(path);
+    for (const MeasuredKernel& row : read) {
+      any_gemm = any_gemm || row.kernel.family() == OpFamily::gemm;
+      any_other_config = any_other_config || !row.is_default;
+    }
     // The caller's question when it knows only the shape: the library picks the config, and
     // the answer is held against what cuBLAS ran first.
     if (arguments.configless) read = configless_first_choices(read);
@@ -260,6 +267,12 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
       rows.push_back(std::move(row));
     }
   }
+  // Options that would change nothing are refused: the figures would read as if they had.
+  if (arguments.configless && !any_gemm)
+    throw InvalidInput(evaluated.configless() ? arguments.model + " answers for GEMMs given without a config, and --data holds no GEMM row"
+                                              : "--without-configs scores GEMMs given without their config, and --data holds no GEMM row");
+  if (arguments.default_given && !any_other_config)
+    throw InvalidInput("--default-configs keeps each shape's first choice (is_default), and every row of --data is one");
   if (rows.empty()) throw InvalidInput("eval found no rows to evaluate");
   return rows;
 }
@@ -369,6 +382,11 @@ int eval_command(int argc, const char* const* argv, int first) {
   std::set<std::string> gpus;
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   check_named_specs_used(arguments.specs, gpus);
+  if (evaluated.model && std::none_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) {
+        return row.kernel.family() == evaluated.model->family();
+      }))
+    throw InvalidInput(fmt::format("--model {} answers for {} kernels, and no row scored is one", arguments.model,
+                                   to_string(evaluated.model->family())));
   const Predictor predictor = predictor_for(evaluated);
   const Predicted p = predict_rows(arguments, predictor, rows);
   if (arguments.ranking) return print_ranking(rows, p.predicted, arguments.json);

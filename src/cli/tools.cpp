@@ -86,7 +86,9 @@ void add_named_spec(const std::string& text, std::map<std::string, std::string>&
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
     FlagParser::fail("--spec", text, "must be GPU=FILE, e.g. H100-SXM=data/gpus/H100-SXM.calibrated.json");
-  named[text.substr(0, equals)] = text.substr(equals + 1);
+  const auto [where, added] = named.emplace(text.substr(0, equals), text.substr(equals + 1));
+  if (!added)
+    FlagParser::fail("--spec", text, fmt::format("must name each GPU once ({} is {} already)", where->first, where->second));
 }
 
 void write_text(const fs::path& path, const std::string& text) {

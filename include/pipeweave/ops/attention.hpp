@@ -44,6 +44,10 @@ struct AttentionConfig {
     if (!has_own_tiles()) {
       detail::require_positive("attention.tile_q", tile_q);
       detail::require_positive("attention.tile_kv", tile_kv);
+      // FlashAttention's tiles are whole MMA fragments of 16 rows (FA2's m16n8k16, FA3's
+      // warpgroup MMA of 64 rows, a KV tile in steps of 16): a tile of 7 rows is no kernel.
+      if (tile_q % 16 != 0) detail::fail_field("attention.tile_q", tile_q, "must be a multiple of 16 (an MMA's rows)");
+      if (tile_kv % 16 != 0) detail::fail_field("attention.tile_kv", tile_kv, "must be a multiple of 16 (an MMA's rows)");
     }
     detail::require_non_negative("attention.num_splits", num_splits);
   }
