@@ -3,11 +3,12 @@
 shapes of public MoE models, with uniform and skewed routing.
 
     python3 cuda_kernels/fused_moe/collect_fused_moe.py --out moe.csv [--budget-s 420] [--seed 1]
-        [--workers 12] [--configs 60] [--per-shape 12] [--ep 2,4,8 [--ep-only]]
+        [--workers 12] [--configs 60] [--per-shape 12] [--ep 2,4,8 [--ep-only]] [--models A,B,...]
 
 Shapes: the experts' layers of Mixtral-8x7B, Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B, DeepSeek-V2-Lite
-and OLMoE-1B-7B at tensor parallelism 1-8 (each expert's intermediate split over the TP ranks;
-shared experts are dense layers, not measured here), tokens 1 to 16,384, bf16 and fp8 e4m3.
+and OLMoE-1B-7B (by default; --models names others of MODELS below) at tensor parallelism 1-8
+(each expert's intermediate split over the TP ranks; shared experts are dense layers, not
+measured here), tokens 1 to 16,384, bf16 and fp8 e4m3.
 Routing: each token picks top_k distinct experts, uniformly ("uniform") or in proportion to a
 Zipf popularity of exponent 1.2 over the experts in a random order ("skewed"): a Gumbel top-k
 draw. Configs: --configs drawn from vLLM's tuning grid (BLOCK_SIZE_M 16-128, BLOCK_SIZE_N 32-256,
@@ -60,7 +61,19 @@ MODELS = {
     "Qwen3-30B-A3B": (128, 8, 2048, 768, (1, 2, 4)),
     "DeepSeek-V2-Lite": (64, 6, 2048, 1408, (1, 2, 4)),
     "OLMoE-1B-7B": (64, 8, 2048, 1024, (1, 2)),
+    # Added 2026-11-27 as training families (--models, the run of seed 5); none has the shape of a
+    # held-out family (DeepSeek-V2-Lite, OLMoE-1B-7B).
+    "Mixtral-8x22B": (8, 2, 6144, 16384, (2, 4, 8)),
+    "Qwen2-57B-A14B": (64, 8, 3584, 2560, (1, 2, 4)),
+    "Phi-3.5-MoE": (16, 2, 4096, 6400, (1, 2, 4)),
+    "DeepSeek-V2": (160, 6, 5120, 1536, (1, 2, 4, 8)),
+    "Qwen3-235B-A22B": (128, 8, 4096, 1536, (2, 4, 8)),
+    "Granite-3.0-3B-A800M": (40, 8, 1536, 512, (1, 2)),
+    "DBRX": (16, 4, 6144, 10752, (2, 4, 8)),
+    "Llama-4-Scout-17B-16E": (16, 1, 5120, 8192, (1, 2, 4, 8)),
 }
+# What a run without --models measures: the five families of the runs of seeds 1-4.
+FIRST_MODELS = ("Mixtral-8x7B", "Qwen1.5-MoE-A2.7B", "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "OLMoE-1B-7B")
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 FULL_TOKENS = (1, 8, 64, 512, 4096)
 DTYPES = ("bf16", "fp8")
@@ -154,11 +167,15 @@ def parse_args():
     parser.add_argument("--per-shape", type=int, default=12)
     parser.add_argument("--reps", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(FIRST_MODELS), help=f"comma list of {', '.join(MODELS)}")
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     parser.add_argument("--ep", default="", help="expert-parallel sizes to measure beside the TP points (comma list)")
     parser.add_argument("--ep-only", action="store_true", help="only the expert-parallel points")
-    return parser.parse_args()
+    args = parser.parse_args()
+    unknown = [name for name in args.models.split(",") if name not in MODELS]
+    if unknown:
+        parser.error(f"--models: unknown family {unknown[0]!r}")
+    return args
 
 
 def reference_layer(x, w1, w2, ids, wts, held):
