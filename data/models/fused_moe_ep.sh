@@ -14,7 +14,9 @@
 # there) -> report/fused_moe/ep/ (or REPORT; ep/, ep_min8/ and ep_both_gpus/ predate the pick without
 # expert parallelism, tuning_<gpu>.{csv,txt}).
 # EP_MIN_TOKENS=N trains on the expert-parallel rows of at least N tokens only (default 1: all;
-# rows_with_tokens.py says why).
+# rows_with_tokens.py says why). EXTRA_FAMILIES (space-separated) adds families measured without
+# expert parallelism to the training rows (both GPUs, both routings; ep_more_families/ has the
+# seven of seed 5 that are not DeepSeek's, the held-out family's lineage).
 # About 7 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,6 +45,13 @@ for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do
       fi
       args+=(--data "$ep_rows")
     done
+  done
+done
+read -r -a extra_families <<< "${EXTRA_FAMILIES:-}"
+for family in "${extra_families[@]}"; do
+  [[ " ${held_out[*]} " != *" $family "* ]] || { echo "$family is both trained on and held out" >&2; exit 2; }
+  for routing in uniform skewed; do
+    for gpu in H100-SXM H200-SXM; do args+=(--data "$measured/$gpu/fused_moe/$family.$routing.csv.gz"); done
   done
 done
 "$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
