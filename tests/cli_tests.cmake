@@ -495,7 +495,7 @@ pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval 
 pipeweave_cli_failure(train_hidden_with_init "--hidden sets a new network's layers; the start model \\(--init\\) keeps its own"
                       train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --hidden 8
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_rank_weight_without_pairs "--rank-weight orders a shape's configs, and no shape of these [0-9]+ rows was measured with two \\(--op silu_mul\\)"
+pipeweave_cli_failure(train_rank_weight_without_pairs "--rank-weight orders a shape's configs, and no shape of these [0-9]+ rows \\(--op silu_mul\\) was measured more than once: there is nothing to order"
                       train --op silu_mul --data "${train_sample}" --rank-weight 1 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_specs_not_a_folder "--specs must be a folder of <GPU>\\.calibrated\\.json specs"
                       train --op silu_mul --data "${train_sample}" --specs "${PROJECT_SOURCE_DIR}/README.md" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

@@ -148,8 +148,8 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
     const bool paired = std::any_of(rows.begin(), rows.end(),
                                     [&shapes](const MeasuredKernel& row) { return !shapes.insert(row.gpu + "|" + row.shape).second; });
     if (!paired)
-      throw InvalidInput(fmt::format("--rank-weight orders a shape's configs, and no shape of these {} rows was measured with two "
-                                     "(--op {})",
+      throw InvalidInput(fmt::format("--rank-weight orders a shape's configs, and no shape of these {} rows (--op {}) was measured "
+                                     "more than once: there is nothing to order",
                                      rows.size(), a.op));
   }
 }
