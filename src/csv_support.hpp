@@ -5,6 +5,7 @@
 // read through for_each_csv_row, where every cell read from a data row names its file, line and
 // column when it is missing or malformed; measurement files (measurements_from_csv) keep their
 // own row type, whose cells parse into kernels.
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -45,15 +46,12 @@ class CsvRow {
   }
   std::int64_t integer(const std::string& column, std::int64_t minimum,
                        std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) const {
+    // from_chars, not stoll: a cell's number is the whole cell (" 5" and "+4" are not numbers
+    // here, as in kernel strings and measurement files).
     const std::string& cell = text(column);
-    std::size_t used = 0;
-    long long parsed = minimum - 1;
-    try {
-      parsed = std::stoll(cell, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != cell.size() || parsed < minimum || parsed > maximum)
+    std::int64_t parsed = 0;
+    const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), parsed);
+    if (error != std::errc() || end != cell.data() + cell.size() || cell.empty() || parsed < minimum || parsed > maximum)
       fail_field(where(column), detail::quoted(cell),
                  maximum < std::numeric_limits<std::int64_t>::max()
                      ? "must be an integer from " + std::to_string(minimum) + " to " + std::to_string(maximum)
@@ -63,14 +61,9 @@ class CsvRow {
   }
   double positive(const std::string& column) const {
     const std::string& cell = text(column);
-    std::size_t used = 0;
     double parsed = 0;
-    try {
-      parsed = std::stod(cell, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != cell.size() || !(parsed > 0) || !std::isfinite(parsed))
+    const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), parsed);
+    if (error != std::errc() || end != cell.data() + cell.size() || cell.empty() || !(parsed > 0) || !std::isfinite(parsed))
       fail_field(where(column), detail::quoted(cell), "must be a positive number");
     return parsed;
   }

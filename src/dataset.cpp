@@ -14,7 +14,6 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "csv_support.hpp"
@@ -57,9 +56,9 @@ class Row {
   double number(const std::string& column) const {
     const std::string& cell = text(column);
     double value = 0;
-    std::istringstream in(cell);
-    in >> value;
-    if (!in || !in.eof() || !std::isfinite(value)) detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be a number");
+    const auto [end, status] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+    if (status != std::errc() || end != cell.data() + cell.size() || !std::isfinite(value))
+      detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be a number");
     return value;
   }
   DType dtype() const {

@@ -140,6 +140,8 @@ pipeweave_cli_test(calibrate_link
 # The H100's four prefill GEMMs measured alone and back to back (data/e2e/H100-SXM/sustained_load):
 # 1.156x together, whatever the log; the utilisation they were at depends on the log's tensor rate.
 set(sustained_dir "${PROJECT_SOURCE_DIR}/data/e2e/H100-SXM/sustained_load")
+pipeweave_cli_failure(calibrate_sustained_one_file "--sustained must name two files \\(the GEMMs timed alone, then back to back\\)"
+  calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/./prefill_gemm_isolated.csv")
 pipeweave_cli_test(calibrate_sustained
   "\nsustained load: tensor-bound kernels x1\\.156 back to back \\([0-9]+ MHz effective of 1980\\) from a tensor utilisation of 0\\.[0-9]+; measured on 4 GEMMs \\(--sustained\\)"
   calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/prefill_gemm_sustained.csv")

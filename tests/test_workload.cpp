@@ -120,6 +120,12 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
              Contains("t.csv:1: the header names the column \"num_prefill_tokens\" twice"));
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2\n7,-1,0\n", "t.csv"); }),
              Contains("t.csv line 3 column num_decode_tokens") && Contains("\"-1\""));
+  // A cell's number is the whole cell, as in kernel strings: no leading space, no plus sign.
+  for (const char* cell : {" 5", "+5", "5 ", "0x5"}) {
+    INFO(cell);
+    CHECK_THAT(error_of([&] { trace_from_csv(std::string("num_prefill_tokens,num_decode_tokens,output_tokens\n") + cell + ",1,2\n", "t.csv"); }),
+               Contains("t.csv line 2 column num_prefill_tokens must be an integer from 1 to 16777216, got \"" + std::string(cell) + "\""));
+  }
   CHECK_THAT(error_of([] { trace_from_csv("num_prefill_tokens,num_decode_tokens,output_tokens\n0,1,2\n"); }),
              Contains("num_prefill_tokens") && Contains("must be an integer from 1 to 16777216"));
   // A request of a billion decode steps would be a billion iterations: refused as read.

@@ -58,6 +58,11 @@ FlagParser calibrate_flags(CalibrateArguments& arguments) {
                                    "must be ISOLATED.csv,BACK_TO_BACK.csv (two measurement files of the same GEMMs)");
                 arguments.sustained_isolated = text.substr(0, comma);
                 arguments.sustained_busy = text.substr(comma + 1);
+                // One file as both runs would read the slowdown as 1 however the clock fell.
+                std::error_code error;
+                if (arguments.sustained_isolated == arguments.sustained_busy ||
+                    std::filesystem::equivalent(arguments.sustained_isolated, arguments.sustained_busy, error))
+                  FlagParser::fail("--sustained", text, "must name two files (the GEMMs timed alone, then back to back)");
               })
       .text("--out", arguments.out)
       .flag("--json", arguments.json)
