@@ -494,6 +494,13 @@ pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got \"B200\""
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
+pipeweave_cli_failure(train_split_leaves_no_validation "^pipeweave: error: the split leaves no row to validate on: 300 rows at --test-fraction 0\\.2, --validation-fraction 0\\.001 \\(shapes, not rows, are split\\)\n$"
+                      train --op silu_mul --data "${train_sample}" --validation-fraction 0.001 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_split_leaves_no_training "the split leaves no row to train on: 300 rows at --test-fraction 0\\.2, --validation-fraction 0\\.15, --holdout-gpu H100-SXM"
+                      train --op silu_mul --data "${train_sample}" --holdout-gpu H100-SXM --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_networks_other_than_init "^pipeweave: error: --networks must be 1 or the start model's 1 when fine-tuning \\(each of its networks is tuned\\), got \"2\"\n$"
+                      train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --networks 2
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_hidden_with_init "--hidden sets a new network's layers; the start model \\(--init\\) keeps its own"
                       train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --hidden 8
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

@@ -375,7 +375,18 @@ int train_command(int argc, const char* const* argv, int first) {
   const SpecFor spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, a.specs, a.specs_dir, spec_sources[gpu]); };
   if (a.configless) rows = chosen_config_rows(a, rows, gpus, spec_for);
 
+  if (init && a.options.networks != 1 && static_cast<std::size_t>(a.options.networks) != init->network_count())
+    FlagParser::fail("--networks", std::to_string(a.options.networks),
+                     fmt::format("must be 1 or the start model's {} when fine-tuning (each of its networks is tuned)",
+                                 init->network_count()));
   const SplitRows split = split_rows(a, rows);  // rows moved into the three sets
+  // Said before any work or progress line: a split that leaves a set empty trains nothing.
+  for (const auto& [set, name] : {std::pair{&split.train, "train on"}, std::pair{&split.validation, "validate on"}})
+    if (set->empty())
+      throw InvalidInput(fmt::format("the split leaves no row to {}: {} rows at --test-fraction {}, --validation-fraction {}{} "
+                                     "(shapes, not rows, are split)",
+                                     name, rows.size(), a.test_fraction, a.validation_fraction,
+                                     a.holdout_gpu.empty() ? "" : ", --holdout-gpu " + a.holdout_gpu));
   const std::vector<TrainingRow> train_set = training_rows(split.train, spec_for);
   const std::vector<TrainingRow> validation_set = training_rows(split.validation, spec_for);
   const std::vector<TrainingRow> test_set = training_rows(split.test, spec_for);
