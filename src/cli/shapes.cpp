@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -79,11 +80,35 @@ std::int64_t tokens(Random& random) {
 constexpr double kMaxOperandBytes = 1024.0 * 1024 * 1024;  // what pipeweave-collect allocates
 constexpr double kMaxGemmFlops = 2e12;                     // about 2 ms of bf16 on an H100: keeps collection short
 
+// The rows drawn, in order, each once. The set holds views of the list's own strings, whose room is
+// reserved for `count` up front so that no string moves: a second copy of a million attention rows
+// (hundreds of bytes each) was most of `shapes --count 1000000`'s time.
+class DistinctRows {
+ public:
+  explicit DistinctRows(int count) {
+    rows_.reserve(static_cast<std::size_t>(count));
+    seen_.reserve(static_cast<std::size_t>(count));
+  }
+  int size() const { return static_cast<int>(rows_.size()); }
+  void add(std::string row) {
+    if (rows_.size() == rows_.capacity() || seen_.contains(row)) return;  // (full: the views would move)
+    rows_.push_back(std::move(row));
+    seen_.insert(rows_.back());
+  }
+  std::vector<std::string> take() {
+    seen_.clear();
+    return std::move(rows_);
+  }
+
+ private:
+  std::vector<std::string> rows_;
+  std::unordered_set<std::string_view> seen_;
+};
+
 std::vector<std::string> gemm_shapes(Random& random, int count, const std::vector<std::string>& dtypes) {
-  std::unordered_set<std::string> seen;  // (a hash: a tree of a million shapes took seconds)
-  std::vector<std::string> rows;
-  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
-    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+  DistinctRows rows(count);  // (a hash: a tree of a million shapes took seconds)
+  for (int attempts = 0; rows.size() < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[static_cast<std::size_t>(rows.size()) % dtypes.size()];
     std::int64_t m = tokens(random), n = 0, k = 0;
     if (random.unit() < 0.7) {
       const ModelShape& model = kModels[random.below(std::size(kModels))];
@@ -102,18 +127,16 @@ std::vector<std::string> gemm_shapes(Random& random, int count, const std::vecto
     if (n % 16 || k % 16) continue;  // cuBLASLt's fp8 kernels need 16-element alignment; keep all types alike
     if (m * k * in_bytes > kMaxOperandBytes || n * k * in_bytes > kMaxOperandBytes || m * n * 2.0 > kMaxOperandBytes) continue;
     if (2.0 * m * n * k > kMaxGemmFlops) continue;
-    std::string row = fmt::format("{},{},{},{}", dtype, m, n, k);
-    if (seen.insert(row).second) rows.push_back(std::move(row));
+    rows.add(fmt::format("{},{},{},{}", dtype, m, n, k));
   }
-  return rows;
+  return rows.take();
 }
 
 // RMSNorm over the hidden size, SiLU-and-mul over the (tensor-parallel) intermediate size.
 std::vector<std::string> row_shapes(Random& random, int count, bool norm, const std::vector<std::string>& dtypes) {
-  std::unordered_set<std::string> seen;
-  std::vector<std::string> rows;
-  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
-    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+  DistinctRows rows(count);
+  for (int attempts = 0; rows.size() < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[static_cast<std::size_t>(rows.size()) % dtypes.size()];
     const std::int64_t t = tokens(random);
     std::int64_t width = 0;
     if (random.unit() < 0.6) {
@@ -123,11 +146,9 @@ std::vector<std::string> row_shapes(Random& random, int count, bool norm, const 
       width = norm ? random.log_uniform(1024, 16384, 128) : random.log_uniform(1024, 32768, 128);
     }
     if (static_cast<double>(t) * width * 2 * (norm ? 1 : 2) > kMaxOperandBytes) continue;
-    const std::string row = norm ? fmt::format("{},{},{},{}", dtype, t, width, random.below(2))
-                                 : fmt::format("{},{},{}", dtype, t, width);
-    if (seen.insert(row).second) rows.push_back(row);
+    rows.add(norm ? fmt::format("{},{},{},{}", dtype, t, width, random.below(2)) : fmt::format("{},{},{}", dtype, t, width));
   }
-  return rows;
+  return rows.take();
 }
 
 // Attention batches: causal prefill (ragged, some with a cached prefix, as chunked prefill
@@ -151,8 +172,7 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
       if (model.head_dim == head_dim) models.push_back(model);
   }
   constexpr double kMaxKvBytes = 8.0 * 1024 * 1024 * 1024;  // K and V of the whole batch
-  std::unordered_set<std::string> seen;
-  std::vector<std::string> rows;
+  DistinctRows rows(count);
   auto join = [](const std::vector<std::int64_t>& values) {
     std::string text;
     for (std::int64_t v : values) {
@@ -161,8 +181,8 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
     }
     return text;
   };
-  for (int attempts = 0; static_cast<int>(rows.size()) < count && attempts < count * 100; ++attempts) {
-    const std::string& dtype = dtypes[rows.size() % dtypes.size()];
+  for (int attempts = 0; rows.size() < count && attempts < count * 100; ++attempts) {
+    const std::string& dtype = dtypes[static_cast<std::size_t>(rows.size()) % dtypes.size()];
     const AttentionHeads& model = models[random.below(static_cast<std::int64_t>(models.size()))];
     const int tp = kTensorParallel[random.below(std::size(kTensorParallel))];
     const std::int64_t heads = std::max(1, model.heads / tp), kv_heads = std::max(1, model.kv_heads / tp);
@@ -199,10 +219,9 @@ std::vector<std::string> attention_shapes(Random& random, int count, const std::
     double kv_tokens = 0;
     for (std::int64_t kv : kv_lens) kv_tokens += static_cast<double>(kv);
     if (kv_tokens * kv_heads * model.head_dim * 2 * 2 > kMaxKvBytes) continue;
-    const std::string row = fmt::format("{},{},{},{},{},{},1", dtype, join(q_lens), join(kv_lens), heads, kv_heads, model.head_dim);
-    if (seen.insert(row).second) rows.push_back(row);
+    rows.add(fmt::format("{},{},{},{},{},{},1", dtype, join(q_lens), join(kv_lens), heads, kv_heads, model.head_dim));
   }
-  return rows;
+  return rows.take();
 }
 
 struct ShapesOptions {
