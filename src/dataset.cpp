@@ -325,8 +325,9 @@ void check_timing_cells(const Row& row) {
     if (l2 != "cold" && l2 != "warm" && l2 != "served")
       detail::fail_field(row.where() + ": l2", detail::quoted(l2), "must be cold, warm or served (how the row was timed)");
   }
-  if (row.states("reps") && row.integer("reps") < 1)
-    detail::fail_field(row.where() + ": reps", detail::quoted(row.text("reps")), "must be a whole number >= 1");
+  for (const char* column : {"reps", "runs"})
+    if (row.states(column) && row.integer(column) < 1)
+      detail::fail_field(row.where() + ": " + column, detail::quoted(row.text(column)), "must be a whole number >= 1");
   for (const char* column : {"spread", "run_spread"})
     if (row.states(column) && row.number(column) < 0)
       detail::fail_field(row.where() + ": " + column, detail::quoted(row.text(column)), "must be a number >= 0");

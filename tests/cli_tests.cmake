@@ -494,6 +494,9 @@ pipeweave_cli_failure(train_bad_rank_weight "--rank-weight must be a number >= 0
 pipeweave_cli_failure(train_unknown_holdout "--holdout-gpu must be a GPU the data holds, got \"B200\""
                       train --op silu_mul --data "${train_sample}" --out "${tiny_model}" --holdout-gpu B200)
 pipeweave_cli_failure(eval_held_out_needs_model "--held-out needs --model" eval --data "${train_sample}" --held-out)
+pipeweave_cli_failure(train_no_batch_norm_with_init "--no-batch-norm builds a new network without batch normalisation; the start model \\(--init\\) keeps its own"
+                      train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --no-batch-norm
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_split_leaves_no_validation "^pipeweave: error: the split leaves no row to validate on: 300 rows at --test-fraction 0\\.2, --validation-fraction 0\\.001 \\(shapes, not rows, are split\\)\n$"
                       train --op silu_mul --data "${train_sample}" --validation-fraction 0.001 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_split_leaves_no_training "the split leaves no row to train on: 300 rows at --test-fraction 0\\.2, --validation-fraction 0\\.15, --holdout-gpu H100-SXM"
@@ -504,7 +507,7 @@ pipeweave_cli_failure(train_networks_other_than_init "^pipeweave: error: --netwo
 pipeweave_cli_failure(train_hidden_with_init "--hidden sets a new network's layers; the start model \\(--init\\) keeps its own"
                       train --op silu_mul --data "${train_sample}" --init "${PROJECT_SOURCE_DIR}/data/models/silu_mul.json" --hidden 8
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_rank_weight_without_pairs "--rank-weight orders a shape's configs, and no shape of these [0-9]+ rows \\(--op silu_mul\\) was measured more than once: there is nothing to order"
+pipeweave_cli_failure(train_rank_weight_without_pairs "--rank-weight orders a shape's configs, and no shape of these [0-9]+ rows \\(--op silu_mul\\) is trained on under two configs: there is nothing to order"
                       train --op silu_mul --data "${train_sample}" --rank-weight 1 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_specs_not_a_folder "--specs must be a folder of <GPU>\\.calibrated\\.json specs"
                       train --op silu_mul --data "${train_sample}" --specs "${PROJECT_SOURCE_DIR}/README.md" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

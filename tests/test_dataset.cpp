@@ -347,6 +347,10 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
              Contains("t.csv:2: spread must be a number, got \" 0.01\""));
   CHECK_THAT(error_of([&] { measurements_from_csv(header + "H100-SXM,bf16,8192,14336,1024,233,0.01,0,0,cold\n", "t.csv"); }),
              Contains("t.csv:2: reps must be a whole number >= 1, got \"0\""));
+  CHECK_THAT(error_of([] {
+               measurements_from_csv("gpu,dtype,tokens,dim,duration_us,runs\nH100-SXM,bf16,8192,14336,233,0\n", "r.csv");
+             }),
+             Contains("r.csv:2: runs must be a whole number >= 1, got \"0\""));
 }
 
 TEST_CASE("read_measurements: gzip-compressed files read as their text, a truncated one refused", "[dataset]") {

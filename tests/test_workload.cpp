@@ -76,6 +76,12 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
           "vocab_size": 32000, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts": 8,
           "num_experts_per_tok": 2})")
             .num_experts == 8);
+  // A null or 0 num_experts beside num_local_experts says "not given", as it does alone.
+  for (const char* other : {"null", "0"})
+    CHECK(model_params_from_hf_config(std::string(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336,
+            "vocab_size": 32000, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2, "num_experts": )") +
+                                      other + "}")
+              .num_experts == 8);
 
   CHECK_THAT(error_of([] { model_params_from_hf_config(R"({"model_type": "deepseek_v3", "kv_lora_rank": 512})"); }),
              Contains("multi-head latent attention"));

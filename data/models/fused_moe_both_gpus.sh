@@ -21,10 +21,16 @@ report="${REPORT:-data/models/report/fused_moe/both_gpus}"
 read -ra train_flags <<< "${TRAIN_FLAGS:---networks 4 --rank-weight 1}"
 mkdir -p "$report"
 gpus=(H100-SXM H200-SXM)
+if [[ -n "${TRAIN_FAMILIES:-}${HELD_OUT:-}" && -z "${REPORT:-}" ]]; then
+  echo "TRAIN_FAMILIES and HELD_OUT need REPORT (the default report is the three families' split)" >&2
+  exit 2
+fi
 read -ra train_families <<< "${TRAIN_FAMILIES:-Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B}"
 read -ra held_out <<< "${HELD_OUT:-DeepSeek-V2-Lite OLMoE-1B-7B}"
-for family in "${train_families[@]}"; do
-  [[ " ${held_out[*]} " != *" $family "* ]] || { echo "$family is both trained on and held out" >&2; exit 2; }
+named=()
+for family in "${train_families[@]}" "${held_out[@]}"; do
+  [[ " ${named[*]} " != *" $family "* ]] || { echo "$family is named twice (trained on or held out)" >&2; exit 2; }
+  named+=("$family")
 done
 model=$(mktemp --suffix=.json)
 trap 'rm -f "$model"' EXIT

@@ -23,6 +23,7 @@ cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
 baseline=${BASELINE:-data/models/fused_moe.json}
+[[ -z "${EXTRA_FAMILIES:-}" || -n "${REPORT:-}" ]] || { echo "EXTRA_FAMILIES needs REPORT (the default report is ep/)" >&2; exit 2; }
 report=${REPORT:-data/models/report/fused_moe/ep}
 read -r -a ep_gpus <<< "${EP_GPUS:-H100-SXM}"
 min_tokens=${EP_MIN_TOKENS:-1}
@@ -48,8 +49,10 @@ for family in Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B; do
   done
 done
 read -r -a extra_families <<< "${EXTRA_FAMILIES:-}"
+named=(Mixtral-8x7B Qwen1.5-MoE-A2.7B Qwen3-30B-A3B "${held_out[@]}")
 for family in "${extra_families[@]}"; do
-  [[ " ${held_out[*]} " != *" $family "* ]] || { echo "$family is both trained on and held out" >&2; exit 2; }
+  [[ " ${named[*]} " != *" $family "* ]] || { echo "$family is named twice (trained on or held out)" >&2; exit 2; }
+  named+=("$family")
   for routing in uniform skewed; do
     for gpu in H100-SXM H200-SXM; do args+=(--data "$measured/$gpu/fused_moe/$family.$routing.csv.gz"); done
   done

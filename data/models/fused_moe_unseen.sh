@@ -5,10 +5,11 @@
 # The model bundled before them (`git show 39d75ab:data/models/fused_moe.json`, five families)
 # never saw any of them: report/fused_moe/unseen_by_five_families/.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 [[ $# -ge 2 ]] || { echo "usage: bash data/models/fused_moe_unseen.sh MODEL.json REPORT_DIR [BUILD_DIR]" >&2; exit 2; }
-model=$1 report=$2
-cli="${3:-build}/pipeweave"
+# (paths as given, from where the script was called; the data from the repository's root)
+model=$(realpath "$1") report=$(realpath -m "$2") build=$(realpath -m "${3:-build}")
+cd "$(dirname "$0")/../.."
+cli="$build/pipeweave"
 families=(Mixtral-8x22B Qwen2-57B-A14B Phi-3.5-MoE DeepSeek-V2 Qwen3-235B-A22B Granite-3.0-3B-A800M DBRX Llama-4-Scout-17B-16E)
 mkdir -p "$report"
 for gpu in H100-SXM H200-SXM; do

@@ -249,11 +249,13 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
   };
   std::vector<MeasuredKernel> rows;
   bool any_gemm = false, any_other_config = false;
+  std::set<std::string> gpus;  // of every row read, before the options leave rows out
   for (const std::string& path : arguments.data) {
     std::vector<MeasuredKernel> read = read_measurements(path);
     for (const MeasuredKernel& row : read) {
       any_gemm = any_gemm || row.kernel.family() == OpFamily::gemm;
       any_other_config = any_other_config || !row.is_default;
+      gpus.insert(row.gpu);
     }
     // The caller's question when it knows only the shape: the library picks the config, and
     // the answer is held against what cuBLAS ran first.
@@ -268,6 +270,7 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
     }
   }
   // Options that would change nothing are refused: the figures would read as if they had.
+  check_named_specs_used(arguments.specs, gpus);
   if (arguments.configless && !any_gemm)
     throw InvalidInput(evaluated.configless() ? arguments.model + " answers for GEMMs given without a config, and --data holds no GEMM row"
                                               : "--without-configs scores GEMMs given without their config, and --data holds no GEMM row");
@@ -379,9 +382,6 @@ int eval_command(int argc, const char* const* argv, int first) {
   EvalArguments arguments = parse(argc, argv, first);
   const EvaluatedModel evaluated = load_models(arguments);
   const std::vector<MeasuredKernel> rows = scored_rows(arguments, evaluated);
-  std::set<std::string> gpus;
-  for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
-  check_named_specs_used(arguments.specs, gpus);
   if (evaluated.model && std::none_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) {
         return row.kernel.family() == evaluated.model->family();
       }))

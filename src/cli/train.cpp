@@ -9,7 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "commands.hpp"
@@ -105,6 +105,8 @@ TrainArguments parse(int argc, const char* const* argv, int first) {
   check_specs_folder(a.specs_dir);
   if (a.hidden_given && !a.init_path.empty())
     throw InvalidInput("--hidden sets a new network's layers; the start model (--init) keeps its own: give one of them");
+  if (a.no_batch_norm && !a.init_path.empty())
+    throw InvalidInput("--no-batch-norm builds a new network without batch normalisation; the start model (--init) keeps its own");
   a.options.seed = static_cast<std::uint64_t>(a.seed);
   if (a.no_batch_norm) a.options.batch_norm = false;
   a.command = "pipeweave";
@@ -141,17 +143,23 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
     FlagParser::fail("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
   if (a.configless && a.options.rank_weight > 0)
     throw InvalidInput("--rank-weight orders a shape's configs; --without-configs keeps one row per shape");
-  if (a.options.rank_weight > 0 && !a.configless) {
-    // The ranking term pairs rows of one shape on one GPU (training_rows' groups): with none, it
-    // would train exactly as without it.
-    std::unordered_set<std::string> shapes;
-    const bool paired = std::any_of(rows.begin(), rows.end(),
-                                    [&shapes](const MeasuredKernel& row) { return !shapes.insert(row.gpu + "|" + row.shape).second; });
-    if (!paired)
-      throw InvalidInput(fmt::format("--rank-weight orders a shape's configs, and no shape of these {} rows (--op {}) was measured "
-                                     "more than once: there is nothing to order",
-                                     rows.size(), a.op));
-  }
+}
+
+// The ranking term pairs rows of one shape on one GPU (training_rows' groups) and learns how their
+// times differ: with no shape trained on under two configs, it would train exactly as without it.
+void check_rank_pairs(const TrainArguments& a, const std::vector<MeasuredKernel>& rows) {
+  if (a.options.rank_weight <= 0 || a.configless) return;
+  std::unordered_map<std::string, std::string> first_kernel;  // gpu|shape -> the first row's kernel
+  const bool paired = std::any_of(rows.begin(), rows.end(), [&](const MeasuredKernel& row) {
+    if (row.gpu == a.holdout_gpu) return false;  // tested on, never trained on
+    const std::string kernel = to_string(row.kernel);
+    const auto [found, added] = first_kernel.emplace(row.gpu + "|" + row.shape, kernel);
+    return !added && found->second != kernel;
+  });
+  if (!paired)
+    throw InvalidInput(fmt::format("--rank-weight orders a shape's configs, and no shape of these {} rows (--op {}) is trained on "
+                                   "under two configs: there is nothing to order",
+                                   rows.size(), a.op));
 }
 
 // --init: the model fine-tuned, checked before any work (train_mlp refuses a wrong one too).
@@ -366,6 +374,7 @@ int train_command(int argc, const char* const* argv, int first) {
   a.protocol = rows_protocol(a, rows, init);
   const std::vector<DType> dtypes = answered_dtypes(a, init);
   keep_dtypes(dtypes, rows);
+  check_rank_pairs(a, rows);
   std::set<std::string> gpus;
   for (const MeasuredKernel& row : rows) gpus.insert(row.gpu);
   if (!a.holdout_gpu.empty() && !gpus.count(a.holdout_gpu))
