@@ -641,8 +641,8 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
   if (f.has("num_local_experts")) {  // Mixtral: every expert as wide as the dense MLP
     p.num_experts = f.whole("num_local_experts");
     // (a null or 0 num_experts beside it says "not given", as it does alone below)
-    if (f.has("num_experts") && !f.get("num_experts").is_null() && f.whole("num_experts", 0) != 0 &&
-        f.whole("num_experts", 0) != p.num_experts)
+    const std::int64_t other = f.has("num_experts") && !f.get("num_experts").is_null() ? f.whole("num_experts", 0) : 0;
+    if (other != 0 && other != p.num_experts)
       detail::fail_field("config.json: num_experts", detail::excerpt(f.get("num_experts")),
                          "must agree with num_local_experts (" + std::to_string(p.num_experts) + ") where both are given");
     p.num_experts_per_tok = f.whole("num_experts_per_tok");

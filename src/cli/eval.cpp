@@ -33,10 +33,11 @@ struct EvalArguments {
   std::vector<std::string> further_models;  // more config-less GEMM models: one per data type
   bool held_out = false;
   bool json = false;
-  bool default_only = false;
-  bool default_given = false;  // --default-configs itself (default_only also follows --without-configs)
+  bool default_only = false;  // --default-configs
   bool configless = false;  // --without-configs: a GEMM given without its config
   bool ranking = false;
+  // Each shape's first choice alone (is_default), as both options score.
+  bool first_choices_only() const { return default_only || configless; }
 };
 
 FlagParser eval_flags(EvalArguments& arguments) {
@@ -65,11 +66,9 @@ EvalArguments parse(int argc, const char* const* argv, int first) {
     arguments.model = arguments.models.front();
     arguments.further_models.assign(arguments.models.begin() + 1, arguments.models.end());
   }
-  arguments.default_given = arguments.default_only;
-  if (arguments.configless) arguments.default_only = true;
   if (arguments.data.empty()) throw InvalidInput("eval needs --data FILE.csv (a measurement CSV; see docs/formats.md)");
   if (arguments.held_out && arguments.model.empty()) throw InvalidInput("--held-out needs --model: the split is the model's");
-  if (arguments.ranking && arguments.default_only)
+  if (arguments.ranking && arguments.first_choices_only())
     throw InvalidInput(std::string("--ranking orders every candidate of a shape; ") +
                        (arguments.configless ? "--without-configs" : "--default-configs") + " would keep one per shape");
   return arguments;
@@ -235,7 +234,7 @@ EvaluatedModel load_models(EvalArguments& arguments) {
   if (evaluated.configless() && !arguments.configless) {
     if (arguments.ranking || arguments.default_only)
       throw InvalidInput(arguments.model + " answers for GEMMs given without a config: score it with --without-configs");
-    arguments.configless = arguments.default_only = true;
+    arguments.configless = true;
   }
   return evaluated;
 }
@@ -261,7 +260,7 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
     // the answer is held against what cuBLAS ran first.
     if (arguments.configless) read = configless_first_choices(read);
     for (MeasuredKernel& row : read) {
-      if (arguments.default_only && !row.is_default) continue;
+      if (arguments.first_choices_only() && !row.is_default) continue;
       if (const Gemm* gemm = row.kernel.get_if<Gemm>(); listed_types && gemm && !answered(gemm->dtype)) continue;
       if (arguments.held_out && (!shape_held_out(row.shape, evaluated.split_seed, evaluated.test_fraction) ||
                                  (!evaluated.holdout_gpu.empty() && row.gpu != evaluated.holdout_gpu)))
@@ -274,7 +273,7 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
   if (arguments.configless && !any_gemm)
     throw InvalidInput(evaluated.configless() ? arguments.model + " answers for GEMMs given without a config, and --data holds no GEMM row"
                                               : "--without-configs scores GEMMs given without their config, and --data holds no GEMM row");
-  if (arguments.default_given && !any_other_config)
+  if (arguments.default_only && !any_other_config)
     throw InvalidInput("--default-configs keeps each shape's first choice (is_default), and every row of --data is one");
   if (rows.empty()) throw InvalidInput("eval found no rows to evaluate");
   return rows;
