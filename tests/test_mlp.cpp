@@ -8,6 +8,7 @@
 #include "test_support.hpp"
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -129,8 +130,57 @@ std::vector<Features> sample_features() {
 
 using pipeweave_test::error_of;
 
-// A valid weights document, to be broken one field at a time.
+// A valid weights document, to be broken one field at a time (version 2: the layers packed).
 json valid_document() { return json::parse(to_json(Mlp(tiny_description()))); }
+
+// Standard base64 of little-endian float32 values, written out here apart from the library's own.
+std::string base64_floats(const std::vector<float>& values) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes;
+  for (const float value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, 4);
+    for (int b = 0; b < 4; ++b) bytes += static_cast<char>((bits >> (8 * b)) & 0xff);
+  }
+  std::string text;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t left = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t triple = 0;
+    for (std::size_t j = 0; j < 3; ++j)
+      triple = (triple << 8) | (j < left ? static_cast<unsigned char>(bytes[i + j]) : 0u);
+    for (std::size_t j = 0; j < 4; ++j) text += j <= left ? kAlphabet[(triple >> (18 - 6 * j)) & 63] : '=';
+  }
+  return text;
+}
+
+// A network's layers as version 1 writes them: rows of decimals.
+json decimal_layers(const std::vector<MlpLayer>& network) {
+  json layers = json::array();
+  for (const MlpLayer& layer : network) {
+    json rows = json::array();
+    for (Eigen::Index r = 0; r < layer.weights.rows(); ++r) {
+      json row = json::array();
+      for (Eigen::Index c = 0; c < layer.weights.cols(); ++c) row.push_back(static_cast<double>(layer.weights(r, c)));
+      rows.push_back(row);
+    }
+    json bias = json::array();
+    for (Eigen::Index r = 0; r < layer.bias.size(); ++r) bias.push_back(static_cast<double>(layer.bias(r)));
+    layers.push_back({{"weights", rows}, {"bias", bias}});
+  }
+  return layers;
+}
+
+// The same model as a version 1 document, which the reader still takes.
+json version1_document(const MlpDescription& d = tiny_description()) {
+  json document = json::parse(to_json(Mlp(d)));
+  document["version"] = 1;
+  document["layers"] = decimal_layers(d.layers);
+  if (!d.further_networks.empty()) {
+    document["further_networks"] = json::array();
+    for (const std::vector<MlpLayer>& network : d.further_networks) document["further_networks"].push_back(decimal_layers(network));
+  }
+  return document;
+}
 
 std::string load_error(const json& document) {
   return error_of([&] { (void)mlp_from_json(document.dump()); });
@@ -245,6 +295,16 @@ TEST_CASE("Mlp: to_json -> mlp_from_json keeps every weight and every output", "
     for (const Features& f : sample_features()) CHECK(loaded.efficiency(f) == original.efficiency(f));
     // Writing what was read gives the same file.
     CHECK(to_json(loaded) == to_json(original));
+    // Version 2 packs each layer as base64 of its float32 values, row-major; version 1's decimals
+    // of the same model read as the same model.
+    const json document = json::parse(to_json(original));
+    CHECK(document["version"] == 2);
+    const MlpLayer& first = a.layers[0];
+    const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = first.weights;
+    CHECK(document["layers"][0]["weights_base64"] == base64_floats(std::vector<float>(row_major.data(), row_major.data() + row_major.size())));
+    CHECK(document["layers"][0]["bias_base64"] == base64_floats(std::vector<float>(first.bias.data(), first.bias.data() + first.bias.size())));
+    CHECK(document["layers"][0]["shape"] == json{first.weights.rows(), first.weights.cols()});
+    CHECK(to_json(mlp_from_json(version1_document(a).dump())) == to_json(original));
   }
 }
 
@@ -318,7 +378,8 @@ TEST_CASE("Mlp: an ensemble round-trips through JSON and its networks are checke
     document["further_networks"][0].erase(document["further_networks"][0].begin());
     CHECK_THAT(load_error(document), Contains("mlp.further_networks[0]"));
   }
-  SECTION("a NaN weight (null in JSON)") {
+  SECTION("a NaN weight (null in JSON), version 1") {
+    document = version1_document(d);
     document["further_networks"][0][1]["weights"][0][2] = nullptr;  // what a NaN becomes in JSON
     CHECK_THAT(load_error(document), Contains("mlp.further_networks[0][1].weights[0]"));
   }
@@ -437,27 +498,27 @@ TEST_CASE("mlp_from_json: the feature list must be this build's, in order", "[ml
 }
 
 TEST_CASE("mlp_from_json: the layer chain must fit together", "[mlp]") {
-  SECTION("a layer's columns do not match the previous width") {
-    json document = valid_document();
+  SECTION("a layer's columns do not match the previous width, version 1") {
+    json document = version1_document();
     for (json& row : document["layers"][1]["weights"]) row.push_back(0.5);  // 4 columns after a width-3 layer
     const std::string message = load_error(document);
     CHECK_THAT(message, Contains("mlp.layers[1].weights columns"));
     CHECK_THAT(message, Contains("4"));
   }
-  SECTION("the first layer does not take one input per feature") {
-    json document = valid_document();
+  SECTION("the first layer does not take one input per feature, version 1") {
+    json document = version1_document();
     for (json& row : document["layers"][0]["weights"]) row.erase(row.size() - 1);
     CHECK_THAT(load_error(document), Contains("mlp.layers[0].weights columns"));
   }
-  SECTION("ragged weight rows") {
-    json document = valid_document();
+  SECTION("ragged weight rows, version 1") {
+    json document = version1_document();
     document["layers"][0]["weights"][1].erase(0);
     const std::string message = load_error(document);
     CHECK_THAT(message, Contains("mlp.layers[0].weights[1] length"));
     CHECK_THAT(message, Contains(std::to_string(kFeatureCount - 1)));
   }
-  SECTION("bias size differs from the rows") {
-    json document = valid_document();
+  SECTION("bias size differs from the rows, version 1") {
+    json document = version1_document();
     document["layers"][0]["bias"].erase(2);
     const std::string message = load_error(document);
     CHECK_THAT(message, Contains("mlp.layers[0].bias size"));
@@ -482,13 +543,72 @@ TEST_CASE("mlp_from_json: the layer chain must fit together", "[mlp]") {
     document["network"]["hidden_layers"] = "3,2";
     CHECK_THAT(load_error(document), Contains("mlp.network.hidden_layers"));
   }
-  SECTION("output layer wider than 1") {
-    json document = valid_document();
+  SECTION("output layer wider than 1, version 1") {
+    json document = version1_document();
     document["layers"][2]["weights"].push_back({0.1, 0.2});
     document["layers"][2]["bias"].push_back(0.0);
     const std::string message = load_error(document);
     CHECK_THAT(message, Contains("output layer"));
     CHECK_THAT(message, Contains("2"));
+  }
+  SECTION("a packed layer's columns do not match the previous width") {
+    json document = valid_document();
+    MlpLayer wider = tiny_description().layers[1];
+    wider.weights.conservativeResize(Eigen::NoChange, 4);
+    wider.weights.col(3).setConstant(0.5f);
+    const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major = wider.weights;
+    document["layers"][1]["shape"] = {2, 4};
+    document["layers"][1]["weights_base64"] = base64_floats(std::vector<float>(row_major.data(), row_major.data() + row_major.size()));
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[1].weights columns"));
+    CHECK_THAT(message, Contains("4"));
+  }
+  SECTION("a packed layer's text shorter or longer than its shape says") {
+    json document = valid_document();
+    document["layers"][1]["shape"] = {2, 4};  // the text holds 2 x 3
+    std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[1].weights_base64 length"));
+    CHECK_THAT(message, Contains("8 float32 values"));
+    document = valid_document();
+    document["layers"][0]["bias_base64"] = base64_floats({0.0f, 1.0f});  // 3 rows
+    message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[0].bias_base64 length"));
+    CHECK_THAT(message, Contains("3 float32 values"));
+  }
+  SECTION("a packed layer's shape out of range or not two whole numbers") {
+    for (const json& shape : {json{2}, json{2, 0}, json{2, -3}, json{2, 1.5}, json{2, 1 << 21}, json("2x3")}) {
+      json document = valid_document();
+      document["layers"][1]["shape"] = shape;
+      const std::string message = load_error(document);
+      INFO(shape.dump() << ": " << message);
+      CHECK_THAT(message, Contains("mlp.layers[1].shape"));
+      CHECK_THAT(message, Contains("[rows, columns]"));
+    }
+  }
+  SECTION("packed text that is not base64") {
+    json document = valid_document();
+    std::string text = document["layers"][0]["bias_base64"];
+    for (const char bad : {'*', '=', '-', ' '}) {
+      std::string broken = text;
+      broken[1] = bad;
+      document["layers"][0]["bias_base64"] = broken;
+      const std::string message = load_error(document);
+      INFO(broken << ": " << message);
+      CHECK_THAT(message, Contains("mlp.layers[0].bias_base64"));
+      CHECK_THAT(message, Contains("must be base64"));
+    }
+    document["layers"][0]["bias_base64"] = 3;
+    CHECK_THAT(load_error(document), Contains("must be a base64 string"));
+  }
+  SECTION("a version's layers in the other version's file") {
+    json document = version1_document();
+    document["version"] = 2;
+    std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[0]."));  // (bias or weights: the first key it meets)
+    CHECK_THAT(message, Contains("is not a known field"));
+    document = valid_document();
+    document["version"] = 1;
+    CHECK_THAT(load_error(document), Contains("mlp.layers[0].bias_base64 is not a known field"));
   }
   SECTION("no layers at all") {
     json document = valid_document();
@@ -499,13 +619,13 @@ TEST_CASE("mlp_from_json: the layer chain must fit together", "[mlp]") {
 }
 
 TEST_CASE("mlp_from_json: values must be finite numbers and scales positive", "[mlp]") {
-  SECTION("a weight that is not a number") {
-    json document = valid_document();
+  SECTION("a weight that is not a number, version 1") {
+    json document = version1_document();
     document["layers"][0]["weights"][1][2] = nullptr;  // what a NaN becomes in JSON
     CHECK_THAT(load_error(document), Contains("mlp.layers[0].weights[1]"));
   }
-  SECTION("a weight too large for any number type") {
-    json document = valid_document();
+  SECTION("a weight too large for any number type, version 1") {
+    json document = version1_document();
     document["layers"][1]["weights"][0][0] = 12345.5;
     std::string text = document.dump();
     const std::size_t at = text.find("12345.5");
@@ -514,10 +634,20 @@ TEST_CASE("mlp_from_json: values must be finite numbers and scales positive", "[
     const std::string message = error_of([&] { (void)mlp_from_json(text); });
     CHECK_THAT(message, Contains("1e400"));
   }
-  SECTION("a weight too large for a float") {
-    json document = valid_document();
+  SECTION("a weight too large for a float, version 1") {
+    json document = version1_document();
     document["layers"][1]["bias"][0] = 1e39;
     CHECK_THAT(load_error(document), Contains("mlp.layers[1]"));
+  }
+  SECTION("a packed value that is not finite") {
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()}) {
+      json document = valid_document();
+      document["layers"][0]["bias_base64"] = base64_floats({0.5f, bad, 0.25f});
+      const std::string message = load_error(document);
+      CHECK_THAT(message, Contains("mlp.layers[0].bias_base64[1]"));
+      CHECK_THAT(message, Contains("must be finite"));
+    }
   }
   SECTION("a non-finite value given in memory") {
     MlpDescription d = tiny_description();
@@ -573,8 +703,10 @@ TEST_CASE("mlp_from_json: format, network description, missing and unknown field
   }
   SECTION("wrong format version") {
     json document = valid_document();
-    document["version"] = 2;
-    CHECK_THAT(load_error(document), Contains("mlp.version"));
+    document["version"] = 3;
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.version"));
+    CHECK_THAT(message, Contains("must be 1 or 2"));
   }
   SECTION("unknown op family") {
     json document = valid_document();
@@ -611,6 +743,9 @@ TEST_CASE("mlp_from_json: format, network description, missing and unknown field
     document["network"].erase("hidden_layers");
     CHECK_THAT(load_error(document), Contains("mlp.network.hidden_layers"));
     document = valid_document();
+    document["layers"][1].erase("bias_base64");
+    CHECK_THAT(load_error(document), Contains("mlp.layers[1].bias_base64"));
+    document = version1_document();
     document["layers"][1].erase("bias");
     CHECK_THAT(load_error(document), Contains("mlp.layers[1].bias"));
     // Provenance is optional.

@@ -48,7 +48,7 @@ mkdir -p "$seeds/fuzz_kernel"
 grep -rhoE '"(gemm|attention|rmsnorm|silu_mul|fused_moe|elementwise|all_reduce|all_gather|reduce_scatter|all_to_all|send_recv):[^" ]*"' \
   tests/*.cpp tests/cli_tests.cmake examples | tr -d '"' | sort -u | split -l 1 - "$seeds/fuzz_kernel/kernel_"
 seed fuzz_gpu_spec data/gpus/*.calibrated.json data/gpus/*.device_info.json tests/data/h100_spec.json
-seed fuzz_model tests/fuzz/seeds/model/*.json  # the bundled models cut to hidden widths 3 and 2 (data/models: 0.6 MB each)
+seed fuzz_model tests/fuzz/seeds/model/*.json  # the bundled models cut to hidden widths 3 and 2 (data/models: 0.27 MB each, packed); two packed as version 2
 seed fuzz_workload tests/data/published/*.json tests/data/workload_llama_tp2.json
 seed fuzz_hf_config tests/data/models/*/config.json data/e2e/*/config.json
 seed fuzz_trace tests/data/trace_*.csv data/e2e/trace_48.csv
