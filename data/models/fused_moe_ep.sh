@@ -16,14 +16,18 @@
 # EP_MIN_TOKENS=N trains on the expert-parallel rows of at least N tokens only (default 1: all;
 # rows_with_tokens.py says why). EXTRA_FAMILIES (space-separated) adds families measured without
 # expert parallelism to the training rows (both GPUs, both routings; ep_more_families/ has the
-# seven of seed 5 that are not DeepSeek's, the held-out family's lineage).
-# About 7 minutes on 2 cores.
+# seven of seed 5 that are not DeepSeek's, the held-out family's lineage). TRAIN_FLAGS, the flags
+# to train besides --seed 1 (default "--networks 4 --rank-weight 1"; ep_wide/ has
+# "--networks 4 --rank-weight 1 --hidden 512,256,128"), needs REPORT as EXTRA_FAMILIES does.
+# MODEL_OUT, if set, keeps the trained model there. About 7 minutes on 2 cores (with the seven families, 15; with them and 512-256-128 networks, 50).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
 baseline=${BASELINE:-data/models/fused_moe.json}
-[[ -z "${EXTRA_FAMILIES:-}" || -n "${REPORT:-}" ]] || { echo "EXTRA_FAMILIES needs REPORT (the default report is ep/)" >&2; exit 2; }
+[[ -z "${EXTRA_FAMILIES:-}${TRAIN_FLAGS:-}" || -n "${REPORT:-}" ]] ||
+  { echo "EXTRA_FAMILIES and TRAIN_FLAGS need REPORT (the default report is ep/)" >&2; exit 2; }
+read -ra train_flags <<< "${TRAIN_FLAGS:---networks 4 --rank-weight 1}"
 report=${REPORT:-data/models/report/fused_moe/ep}
 read -r -a ep_gpus <<< "${EP_GPUS:-H100-SXM}"
 min_tokens=${EP_MIN_TOKENS:-1}
@@ -57,7 +61,8 @@ for family in "${extra_families[@]}"; do
     for gpu in H100-SXM H200-SXM; do args+=(--data "$measured/$gpu/fused_moe/$family.$routing.csv.gz"); done
   done
 done
-"$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
+"$cli" train --op fused_moe "${args[@]}" "${train_flags[@]}" --seed 1 --out "$model" | tail -2 | tee "$report/train_holdout.txt"
+[[ -z "${MODEL_OUT:-}" ]] || cp "$model" "$MODEL_OUT"
 held() {  # the held-out families' files of one GPU, kind (".ep" or "") and routing, as --data arguments
   for family in "${held_out[@]}"; do printf -- '--data\n%s\n' "$measured/$1/fused_moe/$family$2.$3.csv.gz"; done
 }
