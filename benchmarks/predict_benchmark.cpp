@@ -152,6 +152,19 @@ void BM_PredictTrained(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrained)->Apply(family_args);
 
+// A fused-MoE layer (Mixtral-8x7B's, 512 tokens) with the bundled fused-MoE model's shape: an
+// ensemble of four networks, of 256-128-64 (range(0) = 256) or 512-256-128 (512).
+void BM_PredictFusedMoeEnsemble(benchmark::State& state) {
+  const int first = static_cast<int>(state.range(0));
+  const pw::Predictor predictor =
+      trained_predictor().with({random_mlp(pw::OpFamily::fused_moe, {first, first / 2, first / 4}, 4)});
+  const pw::Kernel kernel = sample(pw::OpFamily::fused_moe);
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+  set_floor(state, *predictor.model(pw::OpFamily::fused_moe), 1);
+}
+BENCHMARK(BM_PredictFusedMoeEnsemble)->Arg(256)->Arg(512);
+
 // A serving engine's decode step: 256 sequences, one token each, at context lengths spread over
 // 500-4,000 (every one distinct), Llama-3-8B's heads; as predict_workload asks about it each
 // iteration (its lengths move every step, so no memo answers it).
