@@ -213,23 +213,64 @@ json comparison_json(const std::vector<Compared>& compared) {
   return comparison;
 }
 
+// A member's value as the document's dump(2) writes it (nlohmann's own number format).
+template <typename Value>
+void append_value(std::string& out, const Value& value) {
+  out += json(value).dump();
+}
+
+// One element of a dump(2) array two levels deep (the object's fields four spaces in, keys in
+// nlohmann's sorted order), written as it goes: a run's iterations and requests are most of a
+// long run's document, and as one JSON tree they took about 3 KB each and a second of the
+// 100,000-request trace's time.
+class ElementWriter {
+ public:
+  explicit ElementWriter(std::string& out) : out_(out) {}
+  template <typename Value>
+  ElementWriter& field(std::string_view key, const Value& value) {
+    out_ += first_ ? "{\n      \"" : ",\n      \"";
+    first_ = false;
+    out_ += key;
+    out_ += "\": ";
+    append_value(out_, value);
+    return *this;
+  }
+  void close() { out_ += "\n    }"; }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+// Writes `elements` as the array dump(2) would at a top-level member, a few thousand at a time.
+template <typename Element, typename WriteOne>
+void print_array(const std::vector<Element>& elements, WriteOne write_one) {
+  if (elements.empty()) {
+    fmt::print("[]");
+    return;
+  }
+  std::string out = "[";
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    ElementWriter writer(out);
+    write_one(writer, elements[i]);
+    writer.close();
+    if (out.size() > (1 << 16)) fmt::print("{}", out), out.clear();
+  }
+  out += "\n  ]";
+  fmt::print("{}", out);
+}
+
 void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
                 const std::vector<Compared>& compared) {
   json operators = json::array();
   for (const OperatorTime& op : p.operators) operators.push_back({{"name", op.name}, {"us", op.us}, {"launches", op.launches}});
-  json iterations = json::array();
-  for (const IterationTime& it : p.iterations)
-    iterations.push_back({{"iteration", it.iteration}, {"phase", to_string(it.phase)}, {"num_tokens", it.num_tokens},
-                          {"kernels_us", it.kernels_us}, {"overhead_us", it.overhead_us}, {"launches", it.launches},
-                          {"extrapolated_us", it.extrapolated_us}, {"served_us", it.served_us}, {"total_us", it.total_us()}});
-  json requests = json::array();
-  for (const RequestTime& r : p.requests)
-    requests.push_back({{"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
-                        {"time_to_first_token_us", r.time_to_first_token_us},
-                        {"time_per_output_token_us", r.time_per_output_token_us}, {"finish_us", r.finish_us},
-                        {"started_before", r.started_before}});
+  // The two long arrays are written in their places after the rest is dumped (keys sort, so the
+  // two placeholders' places are those of the arrays).
+  constexpr std::string_view kIterationsHere = "\"per_iteration\": \"(iterations)\"";
+  constexpr std::string_view kRequestsHere = "\"requests\": \"(requests)\"";
   const EngineProfile& e = p.engine;
-  fmt::print("{}\n", json{{"gpu", gpu.name},
+  const std::string document = json{{"gpu", gpu.name},
                           {"model", workload.model},
                           {"tp_size", workload.tp_size},
                           {"pp_size", workload.pp_size},
@@ -255,11 +296,29 @@ void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                           {"served_label_slowdown", p.sustained.served_label_slowdown()},
                           {"served_us", p.served_us},
                           {"operators", operators},
-                          {"per_iteration", iterations},
-                          {"requests", requests},
+                          {"per_iteration", "(iterations)"},
+                          {"requests", "(requests)"},
                           {"comparison", comparison_json(compared)}}
-                         .dump(2));
+                         .dump(2);
+  const std::size_t iterations_at = document.find(kIterationsHere), requests_at = document.find(kRequestsHere);
+  if (iterations_at == std::string::npos || requests_at == std::string::npos || requests_at < iterations_at)
+    throw std::logic_error("e2e --json: the placeholders of the long arrays are not where the keys' order puts them");
+  fmt::print("{}", std::string_view(document).substr(0, iterations_at + kIterationsHere.find(':') + 2));
+  print_array(p.iterations, [](ElementWriter& w, const IterationTime& it) {
+    w.field("extrapolated_us", it.extrapolated_us).field("iteration", it.iteration).field("kernels_us", it.kernels_us)
+        .field("launches", it.launches).field("num_tokens", it.num_tokens).field("overhead_us", it.overhead_us)
+        .field("phase", to_string(it.phase)).field("served_us", it.served_us).field("total_us", it.total_us());
+  });
+  const std::size_t after_iterations = iterations_at + kIterationsHere.size();
+  fmt::print("{}", std::string_view(document).substr(after_iterations, requests_at + kRequestsHere.find(':') + 2 - after_iterations));
+  print_array(p.requests, [](ElementWriter& w, const RequestTime& r) {
+    w.field("finish_us", r.finish_us).field("output_tokens", r.output_tokens).field("prompt_tokens", r.prompt_tokens)
+        .field("started_before", r.started_before).field("time_per_output_token_us", r.time_per_output_token_us)
+        .field("time_to_first_token_us", r.time_to_first_token_us);
+  });
+  fmt::print("{}\n", std::string_view(document).substr(requests_at + kRequestsHere.size()));
 }
+
 
 void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
                 const std::vector<Compared>& compared) {
