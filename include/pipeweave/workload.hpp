@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <functional>
 #include <map>
 #include <optional>
@@ -169,6 +170,9 @@ struct Workload {
 Workload workload_from_json(std::string_view json_text);
 Workload load_workload(const std::filesystem::path& path);
 std::string to_json(const Workload& workload);
+// The same text as to_json, written an iteration at a time (a long run's workload is hundreds of
+// megabytes as text, several times that as a tree).
+void write_json(std::ostream& out, const Workload& workload);
 
 // One kernel of an iteration with how often it runs.
 struct WorkloadKernel {

@@ -445,7 +445,7 @@ int e2e_command(int argc, const char* const* argv, int first) {
     if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
                                    [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
       throw InvalidInput(kNoMoe);
-    if (!a.write_workload.empty()) write_text(a.write_workload, to_json(workload));  // as adjusted
+    if (!a.write_workload.empty()) write_file(a.write_workload, [&](std::ostream& out) { write_json(out, workload); });  // as adjusted
     if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
   } else {
     params = load_hf_config(a.model);
@@ -465,7 +465,7 @@ int e2e_command(int argc, const char* const* argv, int first) {
     workload = generate_workload(model_name(a.model), params, trace, run_deployment(a), a.policy);
     if (adjust)
       for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
-    write_text(a.write_workload, to_json(workload));
+    write_file(a.write_workload, [&](std::ostream& out) { write_json(out, workload); });
     p = predict_workload(predictor, workload, gpu, a.options);
   } else {  // predicted as it is scheduled, never held whole
     const Deployment deployment = run_deployment(a);

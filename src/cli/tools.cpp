@@ -92,6 +92,10 @@ void add_named_spec(const std::string& text, std::map<std::string, std::string>&
 }
 
 void write_text(const fs::path& path, const std::string& text) {
+  write_file(path, [&](std::ostream& out) { out << text; });
+}
+
+void write_file(const fs::path& path, const std::function<void(std::ostream&)>& write) {
   if (path.has_parent_path()) {
     std::error_code error;  // (a file where the folder should be: said as such, not as the library's exception)
     fs::create_directories(path.parent_path(), error);
@@ -99,7 +103,9 @@ void write_text(const fs::path& path, const std::string& text) {
                                        error.message()));
   }
   std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << text)) throw Error("cannot write " + path.string());
+  if (!out) throw Error("cannot write " + path.string());
+  write(out);
+  if (!out.flush()) throw Error("cannot write " + path.string());
 }
 
 void check_output(const std::string& out_flag, const std::string& out,

@@ -2,6 +2,8 @@
 // Running the CUDA tools (cuda_kernels/) from the CLI: they are separate programs, so that this
 // tool itself needs no CUDA, and they are found beside it (or through an environment variable).
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -38,6 +40,8 @@ std::vector<std::string> split_list(const std::string& text);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);
+// The same for a file written a piece at a time (`write` given the open file).
+void write_file(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 // Refuses, before any work, an output file (the flag `out_flag` names it) that is a directory or
 // one of the command's inputs (flag and path; empty paths are none): written over, the input would
 // be lost (or, written before it is read, read as the output).
