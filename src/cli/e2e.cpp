@@ -319,7 +319,6 @@ void print_json(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
   fmt::print("{}\n", std::string_view(document).substr(requests_at + kRequestsHere.size()));
 }
 
-
 void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workload, const WorkloadPrediction& p,
                 const std::vector<Compared>& compared) {
   std::size_t decode_only = 0;
