@@ -9,7 +9,8 @@
 # measured held-out shapes -> report/fused_moe/both_gpus/. About 5 minutes on 2 cores.
 # The bundled model (fused_moe.json, fused_moe.sh step 3) is this recipe on all thirteen families.
 # Optional environment: TRAIN_FLAGS, the flags to train besides --seed 1 (default "--networks 4
-# --rank-weight 1"), and REPORT, the report folder (default data/models/report/fused_moe/both_gpus);
+# --rank-weight 1": 256-128-64 networks, as the committed reports were made; the bundled recipe has
+# had "--hidden 512,256,128" since 2026-11-28), and REPORT, the report folder (default data/models/report/fused_moe/both_gpus);
 # fused_moe_variants.sh chooses the flags on the training families alone. TRAIN_FAMILIES and
 # HELD_OUT (space-separated family names) replace the three training and the two held-out families;
 # MODEL_OUT, if set, keeps the trained model there.

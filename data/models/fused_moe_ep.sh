@@ -17,7 +17,8 @@
 # rows_with_tokens.py says why). EXTRA_FAMILIES (space-separated) adds families measured without
 # expert parallelism to the training rows (both GPUs, both routings; ep_more_families/ has the
 # seven of seed 5 that are not DeepSeek's, the held-out family's lineage). TRAIN_FLAGS, the flags
-# to train besides --seed 1 (default "--networks 4 --rank-weight 1"; ep_wide/ has
+# to train besides --seed 1 (default "--networks 4 --rank-weight 1", 256-128-64 networks as the
+# reports before ep_wide/ were made; ep_wide/, the bundled recipe since 2026-11-28, has
 # "--networks 4 --rank-weight 1 --hidden 512,256,128"), needs REPORT as EXTRA_FAMILIES does.
 # MODEL_OUT, if set, keeps the trained model there. About 7 minutes on 2 cores (with the seven families, 15; with them and 512-256-128 networks, 50).
 set -euo pipefail
