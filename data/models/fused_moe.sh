@@ -16,8 +16,11 @@
 # (Mixtral and Qwen1.5 to train, Qwen3's fully measured shapes to score; the held-out families
 # were not looked at): the pick's gap to the measured fastest 6.06%, against 7.67% (four networks),
 # 8.12% (one network, --rank-weight 1) and 8.33% (one network).
+# The networks are 512-256-128 since 2026-11-28 (256-128-64 before), chosen on the lineage split
+# alone (report/fused_moe/wide_rule.txt, written before the held-out families were scored with them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+recipe=(--networks 4 --rank-weight 1 --hidden 512,256,128)
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
 data=data/measurements/H100-SXM/fused_moe
@@ -32,7 +35,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$holdout" "$work"' EXIT
 args=()
 for family in "${train[@]}"; do args+=(--data "$data/$family.uniform.csv.gz"); done
-"$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out "$holdout" | tail -2 | tee "$report/train_holdout.txt"
+"$cli" train --op fused_moe "${args[@]}" "${recipe[@]}" --seed 1 --out "$holdout" | tail -2 | tee "$report/train_holdout.txt"
 for family in "${held_out[@]}"; do
   for routing in uniform skewed; do
     "$cli" eval --data "$data/$family.$routing.csv.gz" --model "$holdout" | tee "$report/eval_$family.$routing.txt"
@@ -55,4 +58,4 @@ for gpu in H100-SXM H200-SXM; do
     for routing in uniform skewed; do args+=(--data "data/measurements/$gpu/fused_moe/$family.$routing.csv.gz"); done
   done
 done
-"$cli" train --op fused_moe "${args[@]}" --networks 4 --rank-weight 1 --seed 1 --out data/models/fused_moe.json | tail -2 | tee "$report/train_bundled.txt"
+"$cli" train --op fused_moe "${args[@]}" "${recipe[@]}" --seed 1 --out data/models/fused_moe.json | tail -2 | tee "$report/train_bundled.txt"
