@@ -178,6 +178,9 @@ static std::vector<float> packed_floats(const json& value, std::size_t count, co
                            "must be base64 (A-Z, a-z, 0-9, +, /; '=' only as the last quad's padding)");
       quad = (quad << 6) | static_cast<std::uint32_t>(kDecode[c]);
     }
+    // (RFC 4648's canonical form: the bits a padded quad leaves over are zero, so one text per value)
+    if ((padding == 1 && (quad & 0xff) != 0) || (padding == 2 && (quad & 0xffff) != 0))
+      detail::fail_field(field, "the padded quad at " + std::to_string(i), "must leave its unused bits zero (canonical base64)");
     raw.push_back(static_cast<unsigned char>(quad >> 16));
     if (padding < 2) raw.push_back(static_cast<unsigned char>(quad >> 8));
     if (padding < 1) raw.push_back(static_cast<unsigned char>(quad));

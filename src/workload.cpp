@@ -1047,7 +1047,8 @@ struct RequestTracker {
   std::pair<std::size_t, bool> index_of(std::int64_t id) {
     if (id >= 0 && id < kDenseIds) {
       const std::size_t slot = static_cast<std::size_t>(id);
-      if (slot >= by_dense_id.size()) by_dense_id.resize(std::max(slot + 1, 2 * by_dense_id.size()), kNone);
+      if (slot >= by_dense_id.size())
+        by_dense_id.resize(std::min(static_cast<std::size_t>(kDenseIds), std::max(slot + 1, 2 * by_dense_id.size())), kNone);
       if (by_dense_id[slot] != kNone) return {by_dense_id[slot], false};
       by_dense_id[slot] = requests.size();
       return {requests.size(), true};

@@ -599,6 +599,20 @@ TEST_CASE("mlp_from_json: the layer chain must fit together", "[mlp]") {
     }
     document["layers"][0]["bias_base64"] = 3;
     CHECK_THAT(load_error(document), Contains("must be a base64 string"));
+    // The output layer's one bias is 4 bytes: a padded last quad ("xy=="), whose second character's
+    // low four bits are left over and must be zero; setting one gives another text of the same bytes.
+    document = valid_document();
+    std::string padded = base64_floats({0.25f});
+    REQUIRE(padded.size() == 8);
+    REQUIRE(padded.substr(6) == "==");
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    document["layers"][2]["bias_base64"] = padded;
+    CHECK_NOTHROW(mlp_from_json(document.dump()));
+    padded[5] = alphabet[alphabet.find(padded[5]) ^ 1];
+    document["layers"][2]["bias_base64"] = padded;
+    const std::string message = load_error(document);
+    CHECK_THAT(message, Contains("mlp.layers[2].bias_base64"));
+    CHECK_THAT(message, Contains("canonical base64"));
   }
   SECTION("a version's layers in the other version's file") {
     json document = version1_document();

@@ -102,10 +102,25 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
     if (error) throw Error(fmt::format("cannot write {}: cannot make the folder {}: {}", path.string(), path.parent_path().string(),
                                        error.message()));
   }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write " + path.string());
-  write(out);
-  if (!out.flush()) throw Error("cannot write " + path.string());
+  // Written beside it, then renamed into place: a write that fails part way (a value the JSON
+  // writer refuses, a full disk) leaves no half file, and any file there before as it was.
+  fs::path partial = path;
+  partial += ".partial";
+  try {
+    {
+      std::ofstream out(partial, std::ios::binary);
+      if (!out) throw Error("cannot write " + path.string());
+      write(out);
+      if (!out.flush()) throw Error("cannot write " + path.string());
+    }
+    std::error_code error;
+    fs::rename(partial, path, error);
+    if (error) throw Error(fmt::format("cannot write {}: {}", path.string(), error.message()));
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(partial, ignored);
+    throw;
+  }
 }
 
 void check_output(const std::string& out_flag, const std::string& out,
