@@ -144,6 +144,8 @@ static Eigen::VectorXf to_vector(const std::vector<float>& values) {
 // values, row-major. Text decimals took 12-13 bytes a weight and most of a model's load time; these
 // take 5.3 and read back the very floats written. `count` is what the layer's shape says there
 // must be; the text is checked for length before anything is decoded, and every value must be finite.
+constexpr std::string_view kBase64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 static std::vector<float> packed_floats(const json& value, std::size_t count, const std::string& field) {
   if (!value.is_string()) detail::fail_field(field, detail::excerpt(value), "must be a base64 string of float32 values");
   const std::string& text = value.get_ref<const std::string&>();
@@ -156,8 +158,8 @@ static std::vector<float> packed_floats(const json& value, std::size_t count, co
   static constexpr auto kDecode = [] {
     std::array<std::int8_t, 256> table{};
     table.fill(-1);
-    constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (std::size_t i = 0; i < alphabet.size(); ++i) table[static_cast<unsigned char>(alphabet[i])] = static_cast<std::int8_t>(i);
+    for (std::size_t i = 0; i < kBase64Alphabet.size(); ++i)
+      table[static_cast<unsigned char>(kBase64Alphabet[i])] = static_cast<std::int8_t>(i);
     return table;
   }();
   std::vector<unsigned char> raw;
@@ -198,7 +200,6 @@ static std::vector<float> packed_floats(const json& value, std::size_t count, co
 }
 
 static std::string packed_text(const float* values, std::size_t count) {
-  constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::vector<unsigned char> raw(count * 4);
   for (std::size_t v = 0; v < count; ++v) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(values[v]);
@@ -211,7 +212,7 @@ static std::string packed_text(const float* values, std::size_t count) {
     std::uint32_t triple = static_cast<std::uint32_t>(raw[i]) << 16;
     if (left > 1) triple |= static_cast<std::uint32_t>(raw[i + 1]) << 8;
     if (left > 2) triple |= raw[i + 2];
-    for (std::size_t j = 0; j < 4; ++j) text += j <= left ? alphabet[(triple >> (18 - 6 * j)) & 63] : '=';
+    for (std::size_t j = 0; j < 4; ++j) text += j <= left ? kBase64Alphabet[(triple >> (18 - 6 * j)) & 63] : '=';
   }
   return text;
 }
@@ -391,10 +392,7 @@ Mlp mlp_from_json(std::string_view json_text) {
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
                "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
   // Version 1 writes the layers' numbers as decimals, version 2 packed (packed_floats).
-  if (fields.text("format") != kMlpFormat) detail::fail_field("mlp.format", fields.text("format"), "must be \"" + std::string(kMlpFormat) + "\"");
-  const int version = fields.integer("version");
-  if (version != 1 && version != 2) detail::fail_field("mlp.version", version, "must be 1 or 2");
-  const bool packed = version == 2;
+  const bool packed = check_format(fields, kMlpFormat, "mlp.", 2) == 2;
   MlpDescription description;
   const std::string family = fields.text("op_family");
   const auto parsed_family = parse_op_family(family);

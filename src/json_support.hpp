@@ -222,10 +222,17 @@ class Fields {
   std::string prefix_;
 };
 
-inline void check_format(const Fields& fields, std::string_view format, std::string_view prefix) {
+// The file's "format" and "version" (1 to `newest`, which it returns).
+inline int check_format(const Fields& fields, std::string_view format, std::string_view prefix, int newest = 1) {
   if (fields.text("format") != format)
     fail_field(std::string(prefix) + "format", fields.text("format"), "must be \"" + std::string(format) + "\"");
-  if (fields.integer("version") != 1) fail_field(std::string(prefix) + "version", fields.integer("version"), "must be 1");
+  const int version = fields.integer("version");
+  if (version < 1 || version > newest)
+    fail_field(std::string(prefix) + "version", version,
+               newest == 1   ? std::string("must be 1")
+               : newest == 2 ? std::string("must be 1 or 2")
+                             : "must be 1 to " + std::to_string(newest));
+  return version;
 }
 
 }  // namespace pipeweave::detail

@@ -213,12 +213,6 @@ json comparison_json(const std::vector<Compared>& compared) {
   return comparison;
 }
 
-// A member's value as the document's dump(2) writes it (nlohmann's own number format).
-template <typename Value>
-void append_value(std::string& out, const Value& value) {
-  out += json(value).dump();
-}
-
 // One element of a dump(2) array two levels deep (the object's fields four spaces in, keys in
 // nlohmann's sorted order), written as it goes: a run's iterations and requests are most of a
 // long run's document, and as one JSON tree they took about 3 KB each and a second of the
@@ -232,7 +226,7 @@ class ElementWriter {
     first_ = false;
     out_ += key;
     out_ += "\": ";
-    append_value(out_, value);
+    out_ += json(value).dump();  // as the document's dump(2) writes it (nlohmann's own number format)
     return *this;
   }
   void close() { out_ += "\n    }"; }
