@@ -8,12 +8,14 @@
 # the shape alone. The networks are not kept (the tree's size). Writes
 # data/models/report/served/both_gpus/{h100,h200}/ and the training logs. About 40 minutes on 2 cores.
 # NETWORKS=4 in the environment: each network an ensemble of four (served_train.sh), the reports in
-# data/models/report/served/both_gpus_ensemble4/.
+# data/models/report/served/both_gpus_ensemble4/. HIDDEN=W1,W2,W3: networks of those hidden widths
+# (served_train.sh), the reports in data/models/report/served/both_gpus_hidden_W1-W2-W3/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 root=data/models/report/served/both_gpus
 [[ ${NETWORKS:-1} == 1 ]] || root+=_ensemble${NETWORKS}
+[[ -z ${HIDDEN:-} ]] || root+=_hidden_${HIDDEN//,/-}
 splits=()
 gpu=H100-SXM out=$root/h100
 source data/models/served_split.sh
