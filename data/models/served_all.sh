@@ -16,27 +16,34 @@
 # 3. Predicts the published serving runs with each (data/e2e/published/score_runs.py
 #    --kernel-model) -> .../{served_all,rested}/e2e_published.txt
 # About 20 minutes on 2 cores.
+# In the environment: HIDDEN=W1,W2,W3 trains networks of those hidden widths (served_train.sh);
+# MODEL_DIR (default data/models) takes the two networks, so that a candidate is trained beside the
+# bundled ones; OUT (default data/models/report/served/fresh) takes the reports; RESTED=0 leaves out
+# the rested networks' scoring (their reports stay as they are).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
 cli="$build/pipeweave"
-out=data/models/report/served/fresh
-mkdir -p "$out/served_all" "$out/rested"
+out=${OUT:-data/models/report/served/fresh}
+model_dir=${MODEL_DIR:-data/models}
+kinds=(served_all)
+[[ ${RESTED:-1} == 0 ]] || kinds+=(rested)
+mkdir -p "$model_dir" "${kinds[@]/#/$out/}"
 source data/models/served_train.sh
-NETWORKS=1 train_served "data/models/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
+NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
 scale_fit=$(mktemp -d)
 trap 'rm -rf "$scale_fit"' EXIT
 fits=()
 for gpu in H100-SXM H200-SXM; do
-  "$cli" eval --without-configs --model data/models/gemm_configless_bf16.json --model data/models/gemm_configless_fp8.json \
+  "$cli" eval --without-configs --model "$model_dir/gemm_configless_bf16.json" --model "$model_dir/gemm_configless_fp8.json" \
     --data "data/measurements/$gpu/gemm_served_bf16.csv.gz" --data "data/measurements/$gpu/gemm_served_fp8.csv.gz" \
     --specs data/gpus --report "$scale_fit/$gpu" > /dev/null
   fits+=(--fit "$scale_fit/$gpu/eval.csv")
 done
-python3 data/models/served_scale.py "${fits[@]}" --write fp8=data/models/gemm_configless_fp8.json
-for kind in served_all rested; do
-  dir=data/models
+python3 data/models/served_scale.py "${fits[@]}" --write "fp8=$model_dir/gemm_configless_fp8.json"
+for kind in "${kinds[@]}"; do
+  dir=$model_dir
   [[ $kind == rested ]] && dir=data/models/rested
   OUT="$out/$kind" bash data/models/served_fresh.sh "$build" --model "$dir/gemm_configless_bf16.json" \
     --model "$dir/gemm_configless_fp8.json"
