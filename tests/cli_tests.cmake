@@ -643,6 +643,16 @@ pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv n
 
 # Outputs checked before any work: never one of the command's inputs, never a directory; a
 # report folder that is a file is refused as such.
+# Written through a symbolic link, not over it; a device is written to as it is, its error said
+# (the file renamed over the path had replaced /dev/full itself, as root).
+add_test(NAME cli.e2e_write_workload_through_link
+         COMMAND ${CMAKE_COMMAND} -DCLI=${cli} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/write_through_link
+                 -DCONFIG=${llama_config} -DTRACE=${small_trace} -P "${CMAKE_CURRENT_SOURCE_DIR}/check_write_through_link.cmake")
+set_tests_properties(cli.e2e_write_workload_through_link PROPERTIES LABELS cli)
+if(EXISTS /dev/full)
+  pipeweave_cli_failure(e2e_write_workload_full_device "cannot write /dev/full: No space left on device"
+                        e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload /dev/full)
+endif()
 pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")
 pipeweave_cli_failure(calibrate_out_over_log "--out [^ ]*microbench_synthetic\\.json is the same file as --from-log"

@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -95,6 +97,40 @@ void write_text(const fs::path& path, const std::string& text) {
   write_file(path, [&](std::ostream& out) { out << text; });
 }
 
+namespace {
+
+// Where a write to `path` lands: the path, or the file its symbolic links lead to (written through
+// them as a shell's > would, not replaced by a file of their own), a dangling link's target
+// included. Empty where the path or a link on the way is under /dev or /proc (/dev/stdout,
+// /proc/self/fd/1): those name an open file of the process rather than a place, and are written to
+// as they are.
+fs::path write_target(const fs::path& path) {
+  const auto system_file = [](const fs::path& p) {
+    const std::string text = fs::absolute(p).lexically_normal().string();
+    return text.starts_with("/dev/") || text.starts_with("/proc/");
+  };
+  fs::path target = path;
+  std::error_code error;
+  for (int hops = 0; hops < 40; ++hops) {
+    if (system_file(target)) return {};
+    if (!fs::is_symlink(fs::symlink_status(target, error))) break;
+    const fs::path next = fs::read_symlink(target, error);
+    if (error) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target;
+}
+
+// Writes through an open stream, naming the system's reason where the stream fails (a full disk).
+void write_stream(std::ofstream& out, const fs::path& shown, const std::function<void(std::ostream&)>& write) {
+  errno = 0;
+  if (!out) throw Error(fmt::format("cannot write {}: {}", shown.string(), errno != 0 ? std::strerror(errno) : "cannot open it"));
+  write(out);
+  if (!out.flush()) throw Error(fmt::format("cannot write {}: {}", shown.string(), errno != 0 ? std::strerror(errno) : "the write failed"));
+}
+
+}  // namespace
+
 void write_file(const fs::path& path, const std::function<void(std::ostream&)>& write) {
   if (path.has_parent_path()) {
     std::error_code error;  // (a file where the folder should be: said as such, not as the library's exception)
@@ -102,19 +138,26 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
     if (error) throw Error(fmt::format("cannot write {}: cannot make the folder {}: {}", path.string(), path.parent_path().string(),
                                        error.message()));
   }
-  // Written beside it, then renamed into place: a write that fails part way (a value the JSON
-  // writer refuses, a full disk) leaves no half file, and any file there before as it was.
-  fs::path partial = path;
+  const fs::path target = write_target(path);
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (target.empty() || (fs::exists(status) && !fs::is_regular_file(status))) {
+    // A device, a pipe or a socket (/dev/stdout, a FIFO): written to as it is, never replaced by a
+    // file renamed over it (/dev/full as root was).
+    std::ofstream out(path, std::ios::binary);
+    write_stream(out, path, write);
+    return;
+  }
+  // A file: written beside it, then renamed into place: a write that fails part way (a value the
+  // JSON writer refuses, a full disk) leaves no half file, and any file there before as it was.
+  fs::path partial = target;
   partial += ".partial";
   try {
     {
       std::ofstream out(partial, std::ios::binary);
-      if (!out) throw Error("cannot write " + path.string());
-      write(out);
-      if (!out.flush()) throw Error("cannot write " + path.string());
+      write_stream(out, path, write);
     }
-    std::error_code error;
-    fs::rename(partial, path, error);
+    fs::rename(partial, target, error);
     if (error) throw Error(fmt::format("cannot write {}: {}", path.string(), error.message()));
   } catch (...) {
     std::error_code ignored;
