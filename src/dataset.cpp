@@ -2,7 +2,6 @@
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/gpu_spec.hpp"
 
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +16,7 @@
 #include <utility>
 
 #include "csv_support.hpp"
+#include "json_support.hpp"
 #include "statistics.hpp"
 #include "pipeweave/demand.hpp"
 #include "pipeweave/error.hpp"
@@ -377,27 +377,12 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
   return rows;
 }
 
-// Bulk measurements are kept gzip-compressed (.csv.gz); zlib's gzread reads those and plain
-// files alike, so one reader serves both whatever the name says.
+// Bulk measurements are kept gzip-compressed (.csv.gz): read as every other input is (read_file),
+// plain or compressed whatever the name says, a compressed file refused past kMostInflatedBytes
+// (zlib's gzread, which read them before, had no bound: 1.6 MB of compressed newlines grew past
+// 2 GB) and with anything but another member or padding after its stream.
 std::vector<MeasuredKernel> read_measurements(const std::filesystem::path& csv_path) {
-  errno = 0;
-  gzFile file = gzopen(csv_path.c_str(), "rb");
-  if (!file)
-    throw Error("cannot open measurements file " + csv_path.string() + (errno ? std::string(": ") + std::strerror(errno) : ""));
-  std::string text;
-  std::array<char, 1 << 16> buffer{};
-  int read = 0;
-  while ((read = gzread(file, buffer.data(), static_cast<unsigned>(buffer.size()))) > 0)
-    text.append(buffer.data(), static_cast<std::size_t>(read));
-  int status = Z_OK;
-  const std::string problem = gzerror(file, &status);  // for Z_ERRNO: the path and errno's text
-  const int system_error = errno;
-  gzclose(file);
-  // A truncated stream reads as far as it goes and then reports Z_BUF_ERROR.
-  if (read < 0 || (status != Z_OK && status != Z_STREAM_END))
-    throw Error("cannot read measurements file " + csv_path.string() + ": " +
-                (status == Z_ERRNO ? std::string(std::strerror(system_error)) : problem));
-  return measurements_from_csv(text, csv_path.string());
+  return measurements_from_csv(detail::read_file(csv_path, "measurements"), csv_path.string());
 }
 
 Accuracy accuracy(std::span<const double> predicted, std::span<const double> measured) {

@@ -258,6 +258,41 @@ TEST_CASE("Kernel: rmsnorm, silu_mul, fused_moe, elementwise and collective vali
   CHECK_NOTHROW(Kernel(make_collective(CollectiveKind::all_reduce, 1024, 2)));
 }
 
+TEST_CASE("Kernel: dimensions past any model's, byte counts below one and data types with no kernel are refused",
+          "[kernel]") {
+  // Every dimension at most 2^30 (as workload files hold theirs): 2^63 - 1 rows answered 2e14 us.
+  CHECK_THAT(parse_error("gemm:m=9223372036854775807,n=1,k=1"), Contains("gemm.m must be at most 1073741824"));
+  CHECK_THAT(parse_error("gemm:m=1,n=1073741825,k=1"), Contains("gemm.n must be at most 1073741824"));
+  CHECK_NOTHROW(parse_kernel("gemm:m=1073741824,n=1,k=1"));
+  CHECK_THAT(parse_error("rmsnorm:tokens=1,hidden=2147483648"), Contains("rmsnorm.hidden must be at most 1073741824"));
+  CHECK_THAT(parse_error("silu_mul:tokens=4294967296,dim=128"), Contains("silu_mul.tokens must be at most 1073741824"));
+  CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=9223372036854775807,intermediate=1024"),
+             Contains("fused_moe.hidden must be at most 1073741824"));
+  CHECK_THAT(parse_error("attention:batch=1,q_len=1,kv_len=2000000000,heads=8,kv_heads=8,head_dim=128"),
+             Contains("attention.kv_lens[0] must be at most 1073741824"));
+  // A fraction of a byte is no transfer (1e-300 answered 3e-307 us)
+  CHECK_THAT(parse_error("elementwise:bytes=1e-300"), Contains("elementwise.bytes must be at least 1"));
+  CHECK_THAT(parse_error("all_reduce:bytes=0.5,ranks=2"), Contains("collective.bytes must be at least 1"));
+  // Types no kernel of the family takes (fused_moe in fp32 answered inf)
+  CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=14336,dtype=fp32"),
+             Contains("fused_moe.dtype must be fp16, bf16 or fp8") && Contains("got fp32"));
+  CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=14336,dtype=int8"),
+             Contains("fused_moe.dtype"));
+  CHECK_THAT(parse_error("rmsnorm:tokens=1,hidden=4096,dtype=int8"), Contains("rmsnorm.dtype") && Contains("got int8"));
+  CHECK_THAT(parse_error("silu_mul:tokens=1,dim=4096,dtype=tf32"), Contains("silu_mul.dtype") && Contains("got tf32"));
+  // FlashAttention-2 has no fp8 kernel, and pages only of multiples of 256: said where the config is known
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  CHECK_THAT(error_of([&] {
+               (void)compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,impl=flash2,dtype=fp8"), h100);
+             }),
+             Contains("attention.dtype must be fp16 or bf16 for flash2, the implementation here on H100-SXM"));
+  CHECK_THAT(error_of([&] {
+               (void)compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,impl=flash2,page_size=7"), h100);
+             }),
+             Contains("attention.page_size must be a multiple of 256 for flash2") && Contains("got 7"));
+  CHECK_NOTHROW(compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,page_size=7"), h100));  // FA3
+}
+
 // ---------------------------------------------------------------------------------------
 // parse_kernel
 // ---------------------------------------------------------------------------------------
@@ -461,7 +496,7 @@ TEST_CASE("to_string writes what parse_kernel reads, for every family", "[kernel
   configured_moe.config = make_moe_config(16, 64, 128, 3);
   kernels.emplace_back(configured_moe);
   kernels.emplace_back(make_elementwise(1e9, 2.5e8, 0));
-  kernels.emplace_back(make_elementwise(0.1, 1.0 / 3.0, 123456789.123));  // needs every digit to survive
+  kernels.emplace_back(make_elementwise(1.1, 1.0 / 3.0, 123456789.123));  // needs every digit to survive
   kernels.emplace_back(make_collective(CollectiveKind::all_reduce, 16777216, 8));
   kernels.emplace_back(make_collective(CollectiveKind::all_gather, 1e-3 + 1, 2, DType::fp32));
   kernels.emplace_back(make_collective(CollectiveKind::reduce_scatter, 65536, 4, DType::fp16));
@@ -609,14 +644,20 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
                Contains("attention.batch must be at most 1048576 sequences"));
     CHECK_THAT(parse_error("attention:batch=1,q_len=128,heads=9223372036854775807,kv_heads=1,head_dim=128"),
                Contains("attention.heads must be at most 65536"));
-    // Valid as text, but 10^12 query rows (or 10^9 in tiles of 16) is no kernel: the demand
-    // model refuses to walk its tiles rather than run for hours.
-    for (const char* text : {"attention:batch=1,q_len=1000000000000,heads=32,kv_heads=8,head_dim=128",
-                             "attention:batch=1,q_len=1000000000,heads=32,kv_heads=8,head_dim=128,tile_q=16,tile_kv=64"}) {
-      INFO(text);
-      CHECK_THAT(error_of([&] { (void)compute_demand(parse_kernel(text), find_gpu("H100-SXM")); }),
-                 Contains("must make at most 254200 query tiles in all on 132 SMs"));
-    }
+    // 10^12 query rows is past any context: refused as a length. Valid as text and as a length, but
+    // 10^9 rows in tiles of 16 is no kernel: the demand model refuses to walk its tiles rather than
+    // run for hours.
+    CHECK_THAT(error_of([&] {
+                 (void)compute_demand(parse_kernel("attention:batch=1,q_len=1000000000000,heads=32,kv_heads=8,head_dim=128"),
+                                      find_gpu("H100-SXM"));
+               }),
+               Contains("attention.kv_lens[0] must be at most 1073741824 (2^30, past any model's), got 1000000000000"));
+    CHECK_THAT(error_of([&] {
+                 (void)compute_demand(
+                     parse_kernel("attention:batch=1,q_len=1000000000,heads=32,kv_heads=8,head_dim=128,tile_q=16,tile_kv=64"),
+                     find_gpu("H100-SXM"));
+               }),
+               Contains("must make at most 254200 query tiles in all on 132 SMs"));
     // Found by tests/fuzz/fuzz_kernel: 1.06M query tiles, under the former cap of 2^22 tiles alone,
     // took 1.8 s on 132 SMs (scheduling passes over every SM per tile) and minutes on 4,096: the cap
     // is now on tiles times SMs.
@@ -627,13 +668,14 @@ TEST_CASE("parse_kernel: bad input names the problem", "[kernel_text]") {
                Contains("attention.q_lens must make at most 254200 query tiles in all on 132 SMs") &&
                    Contains("got tiles of 192 query rows over 8 sequences"));
     // Found by tests/fuzz/fuzz_kernel: a head group's query rows (q_len x heads/kv_heads) past
-    // int64 overflowed in choosing FlashAttention-3's config, before the tile cap was reached.
+    // int64 overflowed in choosing FlashAttention-3's config, before the tile cap was reached (now
+    // refused as a length first).
     CHECK_THAT(error_of([] {
                  (void)compute_demand(
                      parse_kernel("attention:batch=4,q_len=1000000000000000048,heads=32,kv_heads=2,head_dim=163"),
                      find_gpu("H100-SXM"));
                }),
-               Contains("attention.q_lens must make at most 254200 query tiles in all on 132 SMs"));
+               Contains("attention.kv_lens[0] must be at most 1073741824"));
     GpuSpec many_sms = find_gpu("H100-SXM");
     many_sms.sm_count = 4096;
     const Kernel prompts = parse_kernel("attention:batch=160,q_len=16384,heads=32,kv_heads=8,head_dim=128");  // 20,480 tiles of 128

@@ -123,5 +123,15 @@ void require_at_most(std::string_view field, Value value, long long most, std::s
     fail_field(field, value, "must be at most " + std::to_string(most) + (why.empty() ? "" : " (" + std::string(why) + ")"));
 }
 
+// The most elements a dimension of a kernel may have (tokens, rows, widths, lengths): 2^30, past
+// any model's layer or context, and the bound workload files hold theirs to. Products of a few
+// such dimensions stay exact in doubles and far from int64's end.
+inline constexpr long long kMostDimension = 1LL << 30;
+template <typename Value>
+void require_dimension(std::string_view field, Value value) {
+  require_positive(field, value);
+  require_at_most(field, value, kMostDimension, "2^30, past any model's");
+}
+
 }  // namespace detail
 }  // namespace pipeweave

@@ -103,6 +103,8 @@ struct Attention {
     for (std::size_t i = 0; i < q_lens.size(); ++i) {
       if (q_lens[i] <= 0)  // (the field's name built only for the error: validation runs on every prediction)
         detail::require_positive("attention.q_lens[" + std::to_string(i) + "]", q_lens[i]);
+      if (kv_lens[i] > detail::kMostDimension)
+        detail::require_dimension("attention.kv_lens[" + std::to_string(i) + "]", kv_lens[i]);
       if (kv_lens[i] < q_lens[i])
         detail::fail_field("attention.kv_lens[" + std::to_string(i) + "]", kv_lens[i],
                            "must be >= the sequence's q_len (" + std::to_string(q_lens[i]) + ")");
@@ -114,6 +116,7 @@ struct Attention {
       detail::fail_field("attention.kv_heads", kv_heads, "must divide attention.heads (" + std::to_string(heads) + ")");
     detail::require_positive("attention.head_dim", head_dim);
     if (head_dim > 256) detail::fail_field("attention.head_dim", head_dim, "must be <= 256");
+    if (page_size > detail::kMostDimension) detail::require_dimension("attention.page_size", page_size);
     detail::require_non_negative("attention.page_size", page_size);
     if (dtype == DType::fp32 || dtype == DType::tf32 || dtype == DType::int8)
       detail::fail_field("attention.dtype", to_string(dtype), "must be fp16, bf16 or fp8");
@@ -517,6 +520,13 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
     detail::fail_field("attention.impl", "flash3",
                        "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
                            std::to_string(gpu.compute_capability_major) + "." + std::to_string(gpu.compute_capability_minor));
+  if (config.impl == AttentionImpl::flash2 && dtype_bytes(attention.dtype) == 1)
+    detail::fail_field("attention.dtype", to_string(attention.dtype),
+                       "must be fp16 or bf16 for flash2, the implementation here on " + gpu.name +
+                           " (FlashAttention-3 runs fp8, on Hopper)");
+  if (config.impl == AttentionImpl::flash2 && attention.page_size % 256 != 0)
+    detail::fail_field("attention.page_size", attention.page_size,
+                       "must be a multiple of 256 for flash2 (its paged kernel's blocks), or 0 for a contiguous cache");
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
   if (config.num_splits > 1 && !attention.kv_lens.empty()) {  // every split takes at least one KV block, or it is no split at all
     const std::int64_t longest_kv = *std::max_element(attention.kv_lens.begin(), attention.kv_lens.end());

@@ -43,6 +43,7 @@ struct Collective {
 
   void validate() const {
     detail::require_positive("collective.bytes", bytes);
+    if (bytes < 1) detail::fail_field("collective.bytes", bytes, "must be at least 1 (a collective moves whole bytes)");
     detail::require_at_most("collective.bytes", bytes, kMostBytes, "a pebibyte, past any GPU's memory");
     if (ranks < 2) detail::fail_field("collective.ranks", ranks, "must be >= 2");
     detail::require_at_most("collective.ranks", ranks, 65536);

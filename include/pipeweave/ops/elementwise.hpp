@@ -16,6 +16,7 @@ struct Elementwise {
 
   void validate() const {
     detail::require_positive("elementwise.bytes", bytes);
+    if (bytes < 1) detail::fail_field("elementwise.bytes", bytes, "must be at least 1 (a kernel moves whole bytes)");
     detail::require_non_negative("elementwise.flops", flops);
     detail::require_non_negative("elementwise.xu_ops", xu_ops);
     // Past these the time is no longer a finite number of microseconds worth answering

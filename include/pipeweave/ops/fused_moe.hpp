@@ -75,13 +75,16 @@ struct FusedMoe {
   std::int64_t local_experts() const { return expert_parallel > 0 ? experts / expert_parallel : experts; }
 
   void validate() const {
-    detail::require_positive("fused_moe.tokens", tokens);
+    detail::require_dimension("fused_moe.tokens", tokens);
     detail::require_positive("fused_moe.experts", experts);
     detail::require_at_most("fused_moe.experts", experts, 65536, "no model has more");
     detail::require_positive("fused_moe.top_k", top_k);
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
-    detail::require_positive("fused_moe.hidden", hidden);
-    detail::require_positive("fused_moe.intermediate", intermediate);
+    detail::require_dimension("fused_moe.hidden", hidden);
+    detail::require_dimension("fused_moe.intermediate", intermediate);
+    // The engines' Triton kernel takes 16-bit or fp8 weights (fp32 answered inf: no tensor rate)
+    if (dtype == DType::fp32 || dtype == DType::tf32 || dtype == DType::int8)
+      detail::fail_field("fused_moe.dtype", to_string(dtype), "must be fp16, bf16 or fp8 (the Triton kernel's weights)");
     if (!valid_zipf(zipf)) detail::fail_field("fused_moe.zipf", zipf, "must be " + std::string(kZipfRange));
     detail::require_positive("fused_moe.ep", expert_parallel);  // (named as kernel strings and files name it)
     if (experts % expert_parallel != 0)

@@ -119,9 +119,9 @@ struct Gemm {
   std::optional<GemmConfig> config;  // the implementation's tiling, when known
 
   void validate() const {
-    detail::require_positive("gemm.m", m);
-    detail::require_positive("gemm.n", n);
-    detail::require_positive("gemm.k", k);
+    detail::require_dimension("gemm.m", m);
+    detail::require_dimension("gemm.n", n);
+    detail::require_dimension("gemm.k", k);
     if (config) {
       config->validate();
       // Every slice of a split-K GEMM runs at least one K step.

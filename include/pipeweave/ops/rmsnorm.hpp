@@ -23,8 +23,10 @@ struct RmsNorm {
   bool fused_residual = false;
 
   void validate() const {
-    detail::require_positive("rmsnorm.tokens", tokens);
-    detail::require_positive("rmsnorm.hidden", hidden);
+    detail::require_dimension("rmsnorm.tokens", tokens);
+    detail::require_dimension("rmsnorm.hidden", hidden);
+    if (dtype == DType::tf32 || dtype == DType::int8)  // (activations are stored as floats)
+      detail::fail_field("rmsnorm.dtype", to_string(dtype), "must be fp32, fp16, bf16 or fp8");
   }
   bool operator==(const RmsNorm&) const = default;
 };

@@ -18,8 +18,10 @@ struct SiluMul {
   DType dtype = DType::bf16;
 
   void validate() const {
-    detail::require_positive("silu_mul.tokens", tokens);
-    detail::require_positive("silu_mul.dim", dim);
+    detail::require_dimension("silu_mul.tokens", tokens);
+    detail::require_dimension("silu_mul.dim", dim);
+    if (dtype == DType::tf32 || dtype == DType::int8)  // (activations are stored as floats)
+      detail::fail_field("silu_mul.dtype", to_string(dtype), "must be fp32, fp16, bf16 or fp8");
   }
   bool operator==(const SiluMul&) const = default;
 };
