@@ -755,7 +755,7 @@ const GpuSpec& find_in(std::span<const GpuSpec> gpus, std::string_view name_or_a
       if (iequals(alias, wanted)) return gpu;
   }
   std::string message = "unknown GPU \"";
-  message.append(name_or_alias);
+  message += detail::printable(name_or_alias, 80);
   message += "\"; known: ";
   bool first = true;
   for (const GpuSpec& gpu : gpus) {

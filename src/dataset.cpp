@@ -44,6 +44,12 @@ class Row {
       detail::fail_field(where_ + ": " + column, detail::quoted(cell), "must be an integer");
     return value;
   }
+  // A flag: 0 or 1, nothing else (2 and -7 read as 1 once).
+  bool flag(const std::string& column) const {
+    const std::int64_t value = integer(column);
+    if (value != 0 && value != 1) detail::fail_field(where_ + ": " + column, detail::quoted(text(column)), "must be 0 or 1");
+    return value == 1;
+  }
   // A config field held in an int: a value beyond it is refused, not wrapped.
   int small_integer(const std::string& column) const {
     const std::int64_t value = integer(column);
@@ -117,9 +123,14 @@ MeasuredKernel published_gemm_row(const Row& row) {
 MeasuredKernel gemm_row(const Row& row) {
   Gemm gemm{.m = row.integer("m"), .n = row.integer("n"), .k = row.integer("k"), .dtype = row.dtype()};
   const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
-  if (!row.states("tile_m"))  // a shape without the config that ran: what cuBLAS chose
-    return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
-                          !row.has("is_default") || row.text("is_default") == "1", 0};
+  const bool is_default = !row.states("is_default") || row.flag("is_default");
+  if (!row.states("tile_m")) {  // a shape without the config that ran: what cuBLAS chose
+    // (a config is all of its cells or none: one left empty among the rest read as config-less once)
+    for (const char* column : {"tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n"})
+      if (row.states(column))
+        detail::fail_field(row.where() + ": tile_m", "\"\"", std::string("must be given where ") + column + " is (a config is all its cells or none)");
+    return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape, is_default, 0};
+  }
   GemmConfig config;
   config.tile_m = row.small_integer("tile_m");
   config.tile_n = row.small_integer("tile_n");
@@ -149,14 +160,14 @@ MeasuredKernel gemm_row(const Row& row) {
     if (!raster) detail::fail_field(row.where() + ": raster", detail::quoted(cell), "must be m or n");
     gemm.config->raster = *raster;
   }
-  return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape,
-                        !row.has("is_default") || row.text("is_default") == "1",
-                        row.has("candidate") ? row.small_integer("candidate") : 0};
+  const int candidate = row.states("candidate") ? row.small_integer("candidate") : 0;
+  if (candidate < 0) detail::fail_field(row.where() + ": candidate", candidate, "must be >= 0 (a candidate's place in its list)");
+  return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape, is_default, candidate};
 }
 
 MeasuredKernel rmsnorm_row(const Row& row) {
   const RmsNorm norm{.tokens = row.integer("tokens"), .hidden = row.integer("hidden"), .dtype = row.dtype(),
-                     .fused_residual = row.integer("fused_residual") != 0};
+                     .fused_residual = row.flag("fused_residual")};
   const std::string shape = "rmsnorm:" + row.text("dtype") + "," + row.text("tokens") + "," + row.text("hidden") + "," +
                             row.text("fused_residual");
   return MeasuredKernel{row.text("gpu"), Kernel(norm), row.number("duration_us"), shape, true};
@@ -195,7 +206,7 @@ MeasuredKernel attention_row(const Row& row) {
   attention.heads = row.integer("heads");
   attention.kv_heads = row.integer("kv_heads");
   attention.head_dim = row.integer("head_dim");
-  attention.causal = row.integer("causal") != 0;
+  attention.causal = row.flag("causal");
   attention.dtype = row.dtype();
   if (row.states("page_size")) attention.page_size = row.integer("page_size");  // optional: 0, a contiguous cache
   const std::string& impl = row.text("impl");

@@ -482,6 +482,9 @@ Workload workload_from_json(std::string_view json_text) {
   w.model_params = read_params(f.get("model_params"));
   w.tp_size = gpu_count(f, "tp_size", "tp_size");
   w.pp_size = gpu_count(f, "pp_size", "pp_size");
+  if (w.pp_size > w.model_params.num_hidden_layers)  // (as a trace's run refuses it: a stage holds whole layers)
+    detail::fail_field("pp_size", w.pp_size,
+                       "must be at most the number of layers (" + std::to_string(w.model_params.num_hidden_layers) + "): a stage holds whole layers");
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");
@@ -524,6 +527,20 @@ Workload workload_from_json(std::string_view json_text) {
       detail::fail_field(prefix + "num_tokens", it.whole("num_tokens"),
                          "must equal the sum of q_lengths (" + std::to_string(iteration.num_tokens()) + ")");
     iteration.operators = read_operators(it.get("operators"), prefix + "operators.", w.tp_size);
+    // The parts of one iteration agree (every published workload's do): a decode step runs one new
+    // token per sequence, the attention runs the iteration's sequences, and a dense model has no experts.
+    if (iteration.phase == Phase::decode)
+      for (std::size_t r = 0; r < iteration.q_lengths.size(); ++r)
+        if (iteration.q_lengths[r] != 1)
+          detail::fail_field(prefix + "q_lengths[" + std::to_string(r) + "]", iteration.q_lengths[r],
+                             "must be 1 in a decode iteration (one new token per sequence; prefill or mixed otherwise)");
+    if (const auto& attention = iteration.operators.attention;
+        attention && (attention->q_lengths != iteration.q_lengths || attention->kv_lengths != iteration.kv_lengths))
+      detail::fail_field(prefix + "operators.attention." + (attention->q_lengths != iteration.q_lengths ? "q_lengths" : "kv_lengths"),
+                         "(" + std::to_string(attention->q_lengths.size()) + " entries)",
+                         "must be the iteration's own q_lengths and kv_lengths");
+    if (iteration.operators.moe && w.model_params.num_experts == 0)
+      detail::fail_field(prefix + "operators.moe", "(given)", "needs a mixture-of-experts model (model_params.num_experts > 0): this one is dense");
     // Each iteration its own number: measured times (e2e --measured) are matched by it.
     if (const auto [where, added] = numbered.emplace(iteration.iteration, i); !added)
       detail::fail_field(prefix + "iteration", iteration.iteration,

@@ -172,6 +172,17 @@ TEST_CASE("measurement CSVs: errors name the line and the column") {
              Contains("a.csv:2: q_lens") && Contains("\"1/x\""));
   CHECK_THAT(error_of([&] { measurements_from_csv(attention_header + "H100-SXM,bf16,1,1,4,32,8,128,1,flash9,64,128,4,1,30\n", "a.csv"); }),
              Contains("a.csv:2: impl") && Contains("flash9"));
+  // Flags are 0 or 1 (2 and -7 once read as 1), and a config is all its cells or none
+  CHECK_THAT(error_of([&] { measurements_from_csv(attention_header + "H100-SXM,bf16,1,1,4,32,8,128,5,flash2,64,128,4,1,30\n", "a.csv"); }),
+             Contains("a.csv:2: causal") && Contains("must be 0 or 1") && Contains("\"5\""));
+  CHECK_THAT(error_of([] {
+               measurements_from_csv("gpu,dtype,tokens,hidden,fused_residual,threads,duration_us\nH200-SXM,bf16,174,14208,-7,1024,6.75\n", "r.csv");
+             }),
+             Contains("r.csv:2: fused_residual") && Contains("must be 0 or 1"));
+  const std::string gemm_header = "gpu,dtype,m,n,k,tile_m,tile_n,tile_k,split_k,stages,cluster_m,cluster_n,duration_us\n";
+  CHECK_THAT(error_of([&] { measurements_from_csv(gemm_header + "H100-SXM,bf16,64,64,64,,128,64,1,4,1,1,5.0\n", "g.csv"); }),
+             Contains("g.csv:2: tile_m") && Contains("must be given where tile_n is"));
+  CHECK(measurements_from_csv(gemm_header + "H100-SXM,bf16,64,64,64,,,,,,,,5.0\n", "g.csv").size() == 1);  // config-less: fine
 }
 
 TEST_CASE("accuracy: percentage errors, their spread, and rank correlation") {

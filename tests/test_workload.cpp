@@ -355,6 +355,18 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
   CHECK_THAT(error_of([] { workload_from_json("{"); }), Contains("workload is not valid JSON"));
   CHECK_THAT(broken("\"hd\": 128,", "\"hd\": 128, \"impl\": \"flash9\","),
              Contains("iterations[0].operators.attention.impl") && Contains("must be flash2 or flash3"));
+  // The parts of a workload agree, as every published one's do
+  CHECK_THAT(broken("\"pp_size\": 1", "\"pp_size\": 1000"), Contains("pp_size") && Contains("must be at most the number of layers"));
+  CHECK_THAT(broken("\"phase\": \"prefill\"", "\"phase\": \"decode\""),
+             Contains("iterations[0].q_lengths[0]") && Contains("must be 1 in a decode iteration"));
+  Workload other_lengths = w;
+  other_lengths.iterations[0].operators.attention->kv_lengths[0] += 1;
+  CHECK_THAT(error_of([&] { workload_from_json(to_json(other_lengths)); }),
+             Contains("iterations[0].operators.attention.kv_lengths") && Contains("must be the iteration's own"));
+  Workload dense_with_experts = w;
+  dense_with_experts.iterations[0].operators.moe = WorkloadMoe{1024, 8, 2, 4096, 14336, 32};
+  CHECK_THAT(error_of([&] { workload_from_json(to_json(dense_with_experts)); }),
+             Contains("iterations[0].operators.moe") && Contains("this one is dense"));
 }
 
 TEST_CASE("workload: attention's implementation, when the workload names it, sets its tiles", "[workload]") {
@@ -1086,6 +1098,9 @@ TEST_CASE("workload: each iteration numbered once, KV lengths counting the new t
   changed["iterations"][0]["request_ids"] = {3, 3};
   CHECK_THAT(error(changed), Contains("iterations[0].request_ids must name each request once") && Contains("got 3"));
   changed["iterations"][0]["request_ids"] = {3, 4};
+  changed["iterations"][0]["operators"]["attention"]["q_lengths"] = {1, 1};  // (the attention runs the iteration's sequences)
+  changed["iterations"][0]["operators"]["attention"]["kv_lengths"] = {5, 6};
+  changed["iterations"][0]["operators"]["attention"]["bs"] = 2;
   CHECK_NOTHROW(workload_from_json(changed.dump()));
 }
 

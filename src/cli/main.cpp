@@ -46,13 +46,24 @@ int run(int argc, const char* const* argv) {
   throw pw::InvalidInput(fmt::format("unknown command {} (try pipeweave --help)", pw::detail::quoted(command)));
 }
 
+// An error as its one line shows it: every message names what it quotes in short (printable()),
+// and whatever one still quotes whole (a name echoed from a file) is cut here, on a character's
+// boundary, so that no input can make the error line megabytes long.
+std::string error_line(std::string_view message) {
+  constexpr std::size_t kMostBytes = 2000;
+  if (message.size() <= kMostBytes) return std::string(message);
+  std::size_t cut = kMostBytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  return fmt::format("{}... ({} bytes more)", message.substr(0, cut), message.size() - cut);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& error) {
-    fmt::print(stderr, "pipeweave: error: {}\n", error.what());
+    fmt::print(stderr, "pipeweave: error: {}\n", error_line(error.what()));
     return 2;
   }
 }

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "commands.hpp"
 #include "flags.hpp"
 #include "pipeweave/pipeweave.hpp"
+#include "../json_support.hpp"
 
 namespace pipeweave::cli {
 namespace {
@@ -71,9 +73,14 @@ int list_gpus(const PredictOptions& arguments) {
   return 0;
 }
 
+// A kernels file's kernels, one a line ('#' starts a comment): read as every input is (a directory
+// refused by name, gzip inflated), a UTF-8 byte order mark at its start passed over, and a file
+// that holds none refused (a directory or an empty file once read as no kernels beside the
+// command line's).
 std::vector<std::string> read_kernel_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot open kernels file " + path);
+  std::string text = detail::read_file(path, "kernels");
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  std::istringstream in(text);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     line = line.substr(0, line.find('#'));
@@ -81,6 +88,7 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
     if (first == std::string::npos) continue;
     lines.push_back(line.substr(first, line.find_last_not_of(" \t\r") - first + 1));
   }
+  if (lines.empty()) throw InvalidInput("kernels file " + path + " holds no kernel (one a line, '#' starting a comment)");
   return lines;
 }
 
