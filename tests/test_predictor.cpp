@@ -381,6 +381,15 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
   const std::vector<GemmConfig> large = gemm_candidates(make_gemm(8192, 8192, 8192), h100);
   CHECK(tiles_m(large) == std::set<int>{64, 128, 192, 256});
   CHECK(tiles_m(large, false) == std::set<int>{64, 128, 192, 256});
+  // A Hopper spec of one SM (a spec may say 1): no cluster of two, in the candidates or the
+  // default config, so that a GEMM without a config still runs (it once chose a 2 x 1 cluster and
+  // then refused it).
+  GpuSpec one_sm = h100;
+  one_sm.sm_count = 1;
+  for (const GemmConfig& c : gemm_candidates(make_gemm(4096, 4096, 4096), one_sm)) CHECK(c.cluster_m * c.cluster_n == 1);
+  CHECK(default_config(make_gemm(4096, 4096, 4096), one_sm).cluster_m == 1);
+  CHECK(std::isfinite(Predictor::analytical().predict(Kernel(make_gemm(4096, 4096, 4096)), one_sm).latency_us));
+  CHECK(std::isfinite(Predictor().predict(Kernel(make_gemm(4096, 4096, 4096)), one_sm).latency_us));  // the search of the bundled model
   // Ampere's smallest tile is 16 rows; it has no clusters, no swap and no warpgroup schedules.
   const std::vector<GemmConfig> ampere = gemm_candidates(make_gemm(1, 4096, 4096), a100);
   CHECK(tiles_m(ampere, false) == std::set<int>{16});

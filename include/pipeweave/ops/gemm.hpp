@@ -190,7 +190,7 @@ inline GemmConfig default_config(const Gemm& gemm, const GpuSpec& gpu) {
     config.split_k = static_cast<int>(std::clamp(std::min(wanted, std::floor(k_steps / 4)), 1.0, 16.0));
   }
   config.stages = detail::gemm_stages_that_fit(config, gemm.dtype, gpu);
-  if (detail::hopper_or_later(gpu) && tiles >= gpu.sm_count) config.cluster_m = 2;
+  if (detail::hopper_or_later(gpu) && tiles >= gpu.sm_count && gpu.sm_count >= 2) config.cluster_m = 2;
   return config;
 }
 
@@ -264,8 +264,8 @@ inline void for_each_gemm_variant(const GemmConfig& base, const Gemm& gemm, cons
   std::array<GemmRaster, 2> rasters{GemmRaster::along_n};
   std::size_t raster_count = 1;
   if (hopper) {
-    if (tiles_m >= 2) clusters[cluster_count++] = {2, 1};
-    if (tiles_n >= 2) clusters[cluster_count++] = {1, 2};
+    if (tiles_m >= 2 && gpu.sm_count >= 2) clusters[cluster_count++] = {2, 1};  // (a cluster's CTAs on SMs of their own)
+    if (tiles_n >= 2 && gpu.sm_count >= 2) clusters[cluster_count++] = {1, 2};
     if (base.mma_m_side() % 128 == 0) schedules[schedule_count++] = GemmSchedule::cooperative;
     else if (base.mma_n_side() % 16 == 0) schedules[schedule_count++] = GemmSchedule::cooperative_split_n;
     if (tiles_m >= 2 && tiles_n >= 2 && tiles_m * tiles_n > gpu.sm_count) rasters[raster_count++] = GemmRaster::along_m;
