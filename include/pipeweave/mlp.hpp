@@ -111,6 +111,9 @@ class Mlp {
  public:
   // Widest layer a model may have: inference keeps its activations on the stack.
   static constexpr int kMaxWidth = 1024;
+  // Most hidden layers a model may have: the bundled ones have three; 64 of 1,024 took 1.2 GB to
+  // train and more than ten seconds for one epoch of 300 rows.
+  static constexpr int kMaxHiddenLayers = 8;
   static_assert(kMaxWidth <= detail::kDenseMaxInputs && kFeatureCount <= detail::kDenseMaxInputs,
                 "every layer's inputs must fit the dense kernels' list of them");
 

@@ -31,6 +31,8 @@ std::vector<int> parse_hidden(const std::string& text) {
     sizes.push_back(static_cast<int>(*value));
     start = comma + 1;
   }
+  if (sizes.size() > static_cast<std::size_t>(Mlp::kMaxHiddenLayers))
+    FlagParser::fail("--hidden", text, fmt::format("must list at most {} hidden layers", Mlp::kMaxHiddenLayers));
   return sizes;
 }
 
