@@ -145,6 +145,8 @@ pipeweave_cli_failure(calibrate_sustained_one_file "--sustained must name two fi
 pipeweave_cli_test(calibrate_sustained
   "\nsustained load: tensor-bound kernels x1\\.156 back to back \\([0-9]+ MHz effective of 1980\\) from a tensor utilisation of 0\\.[0-9]+; measured on 4 GEMMs \\(--sustained\\)"
   calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/prefill_gemm_sustained.csv")
+pipeweave_cli_failure(calibrate_link_bandwidth_out_of_range "--link-bandwidth must be a number of GB/s within \\[0\\.001, 1e\\+06\\]"
+                      calibrate --from-log "${synthetic_log}" --link-bandwidth 1e308 --json)
 pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
   calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv" "ranks,bytes,mode,measured_us,spread\n2,4096,graph,1e-300,0\n2,8192,graph,10,0\n")

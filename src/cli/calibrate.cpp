@@ -48,8 +48,8 @@ FlagParser calibrate_flags(CalibrateArguments& arguments) {
       .text("--log-dir", arguments.log_dir)
       .texts("--from-log", arguments.from_logs)
       .text("--link", arguments.link)
-      .number("--link-bandwidth", arguments.link_bandwidth, [](double gb_s) { return gb_s > 0; },
-              "must be a positive number of GB/s")
+      .number("--link-bandwidth", arguments.link_bandwidth, [](double gb_s) { return gb_s >= 0.001 && gb_s <= 1e6; },
+              "must be a number of GB/s within [0.001, 1e+06], as a spec's link_bandwidth_gb_s")
       .custom("--sustained",
               [&arguments](const std::string& text) {
                 const std::size_t comma = text.find(',');
@@ -230,6 +230,7 @@ int calibrate_command(int argc, const char* const* argv, int first) {
                                            calibration.sustained->shapes, calibration.sustained->slowdown,
                                            calibration.sustained->tensor_utilization);
   }
+  calibration.spec.validate();  // (a spec this writes is one every command reads)
   const std::vector<LinkRow> rows = link_rows(calibration, allreduce);
   const std::string spec_json = to_json(calibration);
   if (arguments.json) fmt::print("{}", spec_json);
