@@ -684,6 +684,11 @@ TEST_CASE("mlp_from_json: values must be finite numbers and scales positive", "[
     message = load_error(document);
     CHECK_THAT(message, Contains("mlp.input_scale[3]"));
     CHECK_THAT(message, Contains("-2.5"));
+    // Positive but outside what training writes (1e-45 made every input infinite, the network NaN)
+    document["input_scale"][3] = 1e-45;
+    CHECK_THAT(load_error(document), Contains("mlp.input_scale[3] must be within [0.001, 1e+06]"));
+    document["input_scale"][3] = 1e7;
+    CHECK_THAT(load_error(document), Contains("mlp.input_scale[3] must be within [0.001, 1e+06]"));
   }
   SECTION("input_mean or input_scale of the wrong length") {
     json document = valid_document();

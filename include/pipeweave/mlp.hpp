@@ -346,9 +346,15 @@ class Mlp {
     if (d.input_mean.size() != features) detail::fail_field("mlp.input_mean", d.input_mean.size(), "must have one entry per feature");
     if (d.input_scale.size() != features) detail::fail_field("mlp.input_scale", d.input_scale.size(), "must have one entry per feature");
     if (!d.input_mean.allFinite()) throw InvalidInput("mlp.input_mean holds a value that is not finite");
-    for (Eigen::Index i = 0; i < features; ++i)
+    for (Eigen::Index i = 0; i < features; ++i) {
       if (!(d.input_scale(i) > 0) || !std::isfinite(d.input_scale(i)))
         detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i), "must be positive and finite");
+      // What training writes: a feature's spread, more than 0.001 (its features are log1p of
+      // counts and cycles), or 1. A scale of 1e-45 made every input infinite and the network NaN.
+      if (d.input_scale(i) < 1e-3 || d.input_scale(i) > 1e6)
+        detail::fail_field("mlp.input_scale[" + std::to_string(i) + "]", d.input_scale(i),
+                           "must be within [0.001, 1e+06] (a feature's spread, as training writes it)");
+    }
   }
 
   // The networks: each a valid layer chain, the further ones of the first one's widths.
