@@ -147,6 +147,12 @@ pipeweave_cli_test(calibrate_sustained
   calibrate --from-log "${synthetic_log}" --sustained "${sustained_dir}/prefill_gemm_isolated.csv,${sustained_dir}/prefill_gemm_sustained.csv")
 pipeweave_cli_failure(calibrate_link_bandwidth_out_of_range "--link-bandwidth must be a number of GB/s within \\[0\\.001, 1e\\+06\\]"
                       calibrate --from-log "${synthetic_log}" --link-bandwidth 1e308 --json)
+# The bundled configless networks name their chooser as data/models/gemm.json, from the
+# repository's root: from any other folder the bundled GEMM model compiled in from it answers.
+pipeweave_cli_test(eval_configless_elsewhere "\noverall +3 "
+                   eval --data "${cli_data}/eval_gemm_candidates.csv" --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json"
+                   --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
+set_tests_properties(cli.eval_configless_elsewhere PROPERTIES WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
 pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
   calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv" "ranks,bytes,mode,measured_us,spread\n2,4096,graph,1e-300,0\n2,8192,graph,10,0\n")

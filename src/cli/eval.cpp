@@ -287,7 +287,13 @@ Predictor predictor_for(const EvaluatedModel& evaluated) {
   std::string chooser;
   for (const auto& [key, value] : evaluated.model->description().provenance)
     if (key == "chooser") chooser = value;
-  if (chooser.empty() || chooser == "the bundled GEMM model") return Predictor().with(evaluated.configless_models);
+  // data/models/gemm.json, named from the repository's root where the bundled networks were trained,
+  // is the bundled GEMM model: where that path is not there to read (eval run from another folder),
+  // the model compiled in from it answers.
+  std::error_code ignored;
+  if (chooser.empty() || chooser == "the bundled GEMM model" ||
+      (chooser == "data/models/gemm.json" && !std::filesystem::exists(chooser, ignored)))
+    return Predictor().with(evaluated.configless_models);
   std::vector<Mlp> models{load_mlp(chooser)};
   models.insert(models.end(), evaluated.configless_models.begin(), evaluated.configless_models.end());
   return Predictor(std::move(models));
