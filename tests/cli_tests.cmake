@@ -153,6 +153,11 @@ pipeweave_cli_test(eval_configless_elsewhere "\noverall +3 "
                    eval --data "${cli_data}/eval_gemm_candidates.csv" --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json"
                    --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
 set_tests_properties(cli.eval_configless_elsewhere PROPERTIES WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+# Two model files for one family: the library keeps the later, so the command line refuses the pair
+pipeweave_cli_failure(predict_two_models_one_family "--model [^ ]*rmsnorm\\.json and --model [^ ]*silu_rmsnorm_copy\\.json both answer for rmsnorm kernels: give one"
+                      predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json"
+                      --model "${CMAKE_CURRENT_BINARY_DIR}/silu_rmsnorm_copy.json" rmsnorm:tokens=1,hidden=4096)
+file(COPY_FILE "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json" "${CMAKE_CURRENT_BINARY_DIR}/silu_rmsnorm_copy.json")
 pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
   calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv" "ranks,bytes,mode,measured_us,spread\n2,4096,graph,1e-300,0\n2,8192,graph,10,0\n")

@@ -448,8 +448,7 @@ int e2e_command(int argc, const char* const* argv, int first) {
     if (a.expert_parallel && a.tp == 1)
       throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
-  std::vector<Mlp> models;
-  for (const std::string& path : a.kernel_models) models.push_back(load_mlp(path));
+  std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
   WorkloadPrediction p;
   if (!a.workload.empty()) {

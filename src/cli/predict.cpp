@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "flags.hpp"
+#include "tools.hpp"
 #include "pipeweave/pipeweave.hpp"
 #include "../json_support.hpp"
 
@@ -94,8 +95,7 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
 
 // The bundled models, each --model in the place of its family's.
 Predictor predictor_for(const PredictOptions& arguments) {
-  std::vector<Mlp> models;
-  for (const std::string& path : arguments.models) models.push_back(load_mlp(path));
+  std::vector<Mlp> models = load_models("--model", arguments.models);
   return models.empty() ? Predictor() : Predictor().with(std::move(models));
 }
 

@@ -166,6 +166,27 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
   }
 }
 
+std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::string>& paths) {
+  std::vector<Mlp> models;
+  std::vector<std::pair<std::string, std::string>> taken;  // (place, the file that took it)
+  for (const std::string& path : paths) {
+    Mlp model = load_mlp(path);
+    const MlpDescription& d = model.description();
+    std::vector<std::string> places;
+    if (!d.for_configless_gemm) places.push_back(std::string(to_string(d.family)) + " kernels");
+    else  // (one that lists no data type yields to those that do: the library's rule)
+      for (DType dtype : d.dtypes) places.push_back("GEMMs of " + std::string(to_string(dtype)) + " without a config");
+    for (const std::string& place : places) {
+      for (const auto& [other_place, other_path] : taken)
+        if (other_place == place)
+          throw InvalidInput(fmt::format("{} {} and {} {} both answer for {}: give one", flag, other_path, flag, path, place));
+      taken.emplace_back(place, path);
+    }
+    models.push_back(std::move(model));
+  }
+  return models;
+}
+
 void check_output(const std::string& out_flag, const std::string& out,
                   const std::vector<std::pair<std::string, std::string>>& inputs) {
   if (out.empty()) return;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/mlp.hpp"
 
 namespace pipeweave::cli {
 
@@ -47,6 +48,10 @@ void write_file(const std::filesystem::path& path, const std::function<void(std:
 // be lost (or, written before it is read, read as the output).
 void check_output(const std::string& out_flag, const std::string& out,
                   const std::vector<std::pair<std::string, std::string>>& inputs);
+// The model files given with `flag` (--model, --kernel-model), each in the place of its family's
+// bundled model: two for one place (an op family; GEMMs without a config of one data type, both
+// listing it) are refused, as the library would keep the later one without a word.
+std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::string>& paths);
 // Refuses, before any work, a folder to write into (--report DIR) that is a file.
 void check_output_folder(const std::string& flag, const std::string& folder);
 // Refuses --specs DIR that is not a folder: a mistyped one would leave every GPU on its catalog
