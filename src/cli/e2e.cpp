@@ -160,10 +160,17 @@ std::string parallel_label(const E2eArguments& a, const Workload& workload) {
 }
 
 // The model a generated run serves, named after its folder (models/Llama-3.1-8B/config.json), else the file.
+// The name is printed and written as JSON text: one that is not printable UTF-8 (a control
+// character, a byte of another encoding) is refused by name rather than reaching a terminal raw
+// or failing deep in the JSON writer.
 std::string model_name(const std::string& config_path) {
   const fs::path config(config_path);
   std::string name = config.parent_path().filename().string();
-  return name.empty() ? config.stem().string() : name;
+  if (name.empty()) name = config.stem().string();
+  if (detail::printable(name, name.size()) != name)
+    detail::fail_field("--model", detail::printable(config_path, 200),
+                       "must be in a folder whose name is printable UTF-8 (the run is named after it)");
+  return name;
 }
 
 Deployment run_deployment(const E2eArguments& a) {
