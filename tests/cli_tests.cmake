@@ -234,7 +234,9 @@ pipeweave_cli_test(shapes_attention "^dtype,q_lens,kv_lens,heads,kv_heads,head_d
 pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_heads,head_dim,causal\n(bf16,[0-9/]+,[0-9/]+,[0-9]+,[0-9]+,256,1\n)+$"
                    shapes --op attention --count 5 --head-dim 256)
 pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got \"96\"" shapes --op attention --head-dim 96)
-pipeweave_cli_failure(shapes_no_dtypes "--dtypes must name at least one data type, got \",\"" shapes --op gemm --dtypes ,)
+pipeweave_cli_failure(shapes_no_dtypes "--dtypes must list items joined by commas, none of them empty, got \",\"" shapes --op gemm --dtypes ,)
+pipeweave_cli_failure(shapes_empty_dtype "--dtypes must list items joined by commas, none of them empty, got \"bf16,,fp8_e4m3\""
+                      shapes --op gemm --dtypes bf16,,fp8_e4m3)
 pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got \"128\""
                       shapes --op gemm --head-dim 128)
 pipeweave_cli_failure(shapes_fp8_norm "--dtypes must list bf16 or fp16, got \"fp8_e4m3\"" shapes --op rmsnorm --dtypes fp8_e4m3)
@@ -460,7 +462,7 @@ pipeweave_cli_failure(train_dtypes_unknown "--dtypes must list data types \\(bf1
                       train --op gemm --without-configs --dtypes bf16,fp4 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_dtypes_not_in_data "--dtypes must be a data type --data holds GEMM rows of, or listed beside one of its tensor path that has them \\(fp16 with bf16, fp8_e5m2 with fp8_e4m3\\), got \"int8\""
                       train --op gemm --without-configs --dtypes int8 --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_dtypes_empty "--dtypes must name at least one data type, got \",\""
+pipeweave_cli_failure(train_dtypes_empty "--dtypes must list items joined by commas, none of them empty, got \",\""
                       train --op gemm --without-configs --dtypes , --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_chooser_other_split "--chooser [^ ]*tiny_gemm\.json was trained with split_seed \"1\", this run has \"2\""
                       train --op gemm --without-configs --chooser "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json" --seed 2

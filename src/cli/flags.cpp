@@ -156,15 +156,16 @@ std::vector<std::string> FlagParser::names() const {
   return out;
 }
 
+// A decimal number, the whole text (from_chars, as parse_whole: stod took " 5" and hex "0x1p4" and
+// refused "5 "), an optional '+' before it, and finite.
 std::optional<double> parse_number(const std::string& text) {
-  std::size_t used = 0;
   double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
+  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(begin, end, value, std::chars_format::general);
+  if (begin == end || *begin == '+' || (begin != text.data() && *begin == '-') || error != std::errc() || stop != end ||
+      !std::isfinite(value))
     return std::nullopt;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
   return value;
 }
 

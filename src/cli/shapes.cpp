@@ -259,7 +259,7 @@ ShapeList shape_list(const std::string& op) {
 
 // The list's data types: --dtypes, else bf16 (and fp8_e4m3 for GEMMs).
 std::vector<std::string> list_dtypes(const std::string& dtype_text, bool gemm) {
-  const std::vector<std::string> dtypes = split_list(dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
+  const std::vector<std::string> dtypes = split_list("--dtypes", dtype_text.empty() ? (gemm ? "bf16,fp8_e4m3" : "bf16") : dtype_text);
   if (dtypes.empty()) FlagParser::fail("--dtypes", dtype_text, "must name at least one data type");
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))

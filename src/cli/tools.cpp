@@ -217,13 +217,14 @@ void check_named_specs_used(const std::map<std::string, std::string>& named, con
 
 std::string read_text(const fs::path& path, const std::string& what) { return detail::read_file(path, what); }
 
-std::vector<std::string> split_list(const std::string& text) {
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
   std::vector<std::string> items;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) items.push_back(item);
+    if (item.empty()) FlagParser::fail(flag, text, "must list items joined by commas, none of them empty");
+    items.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

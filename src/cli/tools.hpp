@@ -36,8 +36,8 @@ GpuSpec spec_for_gpu(const std::string& gpu, const std::map<std::string, std::st
 // Parses a --spec value, GPU=FILE, into `named`.
 void add_named_spec(const std::string& text, std::map<std::string, std::string>& named);
 
-// A comma-separated list's items, empty ones skipped ("a,,b" -> a, b).
-std::vector<std::string> split_list(const std::string& text);
+// A comma-separated list's items; an empty one ("a,,b", a trailing comma) is refused, naming `flag`.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text);
 
 // Writes a file (making its folder), or throws pipeweave::Error naming it.
 void write_text(const std::filesystem::path& path, const std::string& text);

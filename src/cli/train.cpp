@@ -205,7 +205,7 @@ std::vector<DType> answered_dtypes(const TrainArguments& a, const std::optional<
   if (!a.configless)
     throw InvalidInput("--dtypes trains a model for GEMMs without a config of those data types; give --without-configs");
   std::vector<DType> dtypes;
-  for (const std::string& name : split_list(a.dtypes_text)) {
+  for (const std::string& name : split_list("--dtypes", a.dtypes_text)) {
     const std::optional<DType> dtype = parse_dtype(name);
     if (!dtype) FlagParser::fail("--dtypes", name, "must list data types (bf16, fp8_e4m3, ...)");
     if (std::find(dtypes.begin(), dtypes.end(), *dtype) != dtypes.end())

@@ -93,6 +93,20 @@ TEST_CASE("flags: numbers must be finite and pass the flag's own check", "[cli][
   CHECK(parse_error(flags, {"--slowdown", "0.5"}) == "--slowdown must be a factor >= 1, got \"0.5\"");
 }
 
+TEST_CASE("flags: a number is the whole text, in decimal", "[cli][flags]") {
+  using pipeweave::cli::parse_number;
+  CHECK(parse_number("5") == 5.0);
+  CHECK(parse_number("+5") == 5.0);
+  CHECK(parse_number("-2.5") == -2.5);
+  CHECK(parse_number(".5") == 0.5);
+  CHECK(parse_number("1e-3") == 1e-3);
+  // stod took the first two and refused the third: none is a number here
+  for (const char* text : {" 5", "0x1p4", "5 ", "", "+", "+-5", "inf", "nan", "1e400", "5,0"}) {
+    INFO(text);
+    CHECK_FALSE(parse_number(text).has_value());
+  }
+}
+
 TEST_CASE("flags: a choice names the words it takes", "[cli][flags]") {
   enum class Impl { flash2, flash3 };
   std::optional<Impl> impl;
