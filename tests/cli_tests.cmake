@@ -672,6 +672,9 @@ if(EXISTS /dev/full)
   pipeweave_cli_failure(e2e_write_workload_full_device "cannot write /dev/full: No space left on device"
                         e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload /dev/full)
 endif()
+# A run without a decode step says so, not "0.000 ms"
+pipeweave_cli_test(e2e_prefill_only "\n +median decode iteration +none\n"
+                   e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_prefill_only.csv")
 pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")
 pipeweave_cli_failure(calibrate_out_over_log "--out [^ ]*microbench_synthetic\\.json is the same file as --from-log"

@@ -328,7 +328,8 @@ void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
   fmt::print("{} on {} x {}{}: {} iterations, {} with prompt tokens, {} decode-only\n", workload.model, gpus, gpu.name,
              parallel_label(a, workload), p.iterations.size(), p.iterations.size() - decode_only, decode_only);
   fmt::print("  prefill (iterations with prompt tokens) {:>12.3f} ms\n", p.prefill_us / 1000);
-  fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
+  if (decode_only > 0) fmt::print("  median decode iteration                 {:>12.3f} ms\n", p.median_decode_iteration_us / 1000);
+  else fmt::print("  median decode iteration                 {:>12}\n", "none");  // (not 0.000 ms: there is none)
   fmt::print("  total                                   {:>12.3f} ms\n", p.total_us / 1000);
   fmt::print("  of which overhead                       {:>12.3f} ms  (engine {}; and {} us per iteration + {} us per kernel; "
              "--overhead-us, --kernel-overhead-us)\n",
