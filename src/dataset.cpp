@@ -50,6 +50,9 @@ class Row {
     if (value != 0 && value != 1) detail::fail_field(where_ + ": " + column, detail::quoted(text(column)), "must be 0 or 1");
     return value == 1;
   }
+  // The is_default column: a row is what the library runs by default where the file has no such
+  // column, and where the cell says 1; an empty cell says it is not (as the collectors write it).
+  bool is_default() const { return !has("is_default") || (states("is_default") && flag("is_default")); }
   // A config field held in an int: a value beyond it is refused, not wrapped.
   int small_integer(const std::string& column) const {
     const std::int64_t value = integer(column);
@@ -123,7 +126,7 @@ MeasuredKernel published_gemm_row(const Row& row) {
 MeasuredKernel gemm_row(const Row& row) {
   Gemm gemm{.m = row.integer("m"), .n = row.integer("n"), .k = row.integer("k"), .dtype = row.dtype()};
   const std::string shape = "gemm:" + row.text("dtype") + "," + row.text("m") + "," + row.text("n") + "," + row.text("k");
-  const bool is_default = !row.states("is_default") || row.flag("is_default");
+  const bool is_default = row.is_default();
   if (!row.states("tile_m")) {  // a shape without the config that ran: what cuBLAS chose
     // (a config is all of its cells or none: one left empty among the rest read as config-less once)
     for (const char* column : {"tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n"})
@@ -196,7 +199,7 @@ MeasuredKernel fused_moe_row(const Row& row) {
                             (moe.zipf != 0 ? ",zipf=" + row.text("zipf") : "") +
                             (moe.expert_parallel != 1 ? ",ep=" + row.text("ep") : "");
   return MeasuredKernel{row.text("gpu"), Kernel(moe), row.number("duration_us"), shape,
-                        !row.has("is_default") || row.text("is_default") == "1"};
+                        row.is_default()};
 }
 
 MeasuredKernel attention_row(const Row& row) {

@@ -267,7 +267,8 @@ static std::vector<MlpLayer> layers_from_json(const json& layers, const json& hi
   std::vector<MlpLayer> out_layers;
   if (!layers.is_array()) detail::fail_field(name, detail::excerpt(layers), "must be an array");
   if (hidden.size() > static_cast<std::size_t>(Mlp::kMaxHiddenLayers))
-    detail::fail_field(name, layers.size(), "must hold at most " + std::to_string(Mlp::kMaxHiddenLayers) + " hidden layers and the output layer");
+    detail::fail_field("mlp.network.hidden_layers", std::to_string(hidden.size()) + " layers",
+                       "must list at most " + std::to_string(Mlp::kMaxHiddenLayers));
   if (layers.size() != hidden.size() + 1)
     detail::fail_field(name, layers.size(),
                        "must hold one layer per hidden width plus the output layer (" + std::to_string(hidden.size() + 1) + ")");

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -108,8 +110,9 @@ inline json parse_json(std::string_view text, std::string_view what) {
 // (dump() leaves DEL and UTF-8 as they are, and a cut could fall inside a character).
 inline std::string excerpt(const json& value) { return printable(value.dump(), 80); }
 
-// The most a gzip-compressed input may expand to: past any JSON file this library reads (a workload of
-// 20,000 requests is a few hundred megabytes), and a bound on what a compressed bomb can ask for.
+// The most an input file may hold, and a gzip-compressed one expand to: past any file this library
+// reads (a workload of 20,000 requests is a few hundred megabytes, the largest measurement CSV tens),
+// and a bound on what a compressed bomb or an endless stream can ask for.
 inline constexpr std::size_t kMostInflatedBytes = std::size_t{1} << 30;
 
 // `compressed` (a gzip stream, or several one after another; zero bytes after the last, as gzip
@@ -163,11 +166,20 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
     throw Error("cannot read " + std::string(what) + " file " + path.string() + ": Is a directory");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + std::string(what) + " file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string bytes = text.str();
+  if (!in)
+    throw Error("cannot open " + std::string(what) + " file " + path.string() + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+  // Read a piece at a time, to the same bound as an inflated file (/dev/zero, or a runaway
+  // pipe, once grew without one)
+  std::string bytes;
+  std::array<char, 1 << 16> buffer{};
+  while (in.read(buffer.data(), buffer.size()) || in.gcount() > 0) {
+    if (bytes.size() + static_cast<std::size_t>(in.gcount()) > kMostInflatedBytes)
+      throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + ": longer than " +
+                         std::to_string(kMostInflatedBytes >> 30) + " GiB");
+    bytes.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b)
     return gunzip(bytes, path, what);
   return bytes;

@@ -515,6 +515,8 @@ void check_training_options(OpFamily family, const TrainingOptions& options, con
   detail::require_non_negative("rank weight", options.rank_weight);
   if (options.networks < 1 || options.networks > kMaxNetworks)
     detail::fail_field("networks", options.networks, "must be between 1 and " + std::to_string(kMaxNetworks));
+  if (options.hidden.size() > static_cast<std::size_t>(Mlp::kMaxHiddenLayers))  // (what loading the model takes)
+    detail::fail_field("hidden layers", options.hidden.size(), "must be at most " + std::to_string(Mlp::kMaxHiddenLayers));
   if (init && init->family() != family)  // its inputs mean another op family's demand: nothing to start from
     detail::fail_field("the start model's op family", std::string(to_string(init->family())),
                        "must be the family trained (" + std::string(to_string(family)) + ")");

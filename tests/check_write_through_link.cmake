@@ -21,3 +21,16 @@ file(GLOB left "${WORK}/*.partial")
 if(left)
   message(FATAL_ERROR "a partial file was left: ${left}")
 endif()
+# /dev/stdout is the process's own output: written through it, not opened again (opened again, the
+# redirected file was truncated and the summary printed over the workload).
+if(EXISTS /dev/stdout)
+  execute_process(COMMAND "${CLI}" e2e --gpu H100-SXM --model "${CONFIG}" --trace "${TRACE}" --write-workload /dev/stdout
+                  RESULT_VARIABLE status OUTPUT_FILE "${WORK}/stdout.txt" ERROR_VARIABLE errors)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "e2e --write-workload /dev/stdout failed (${status}): ${errors}")
+  endif()
+  file(READ "${WORK}/stdout.txt" both)
+  if(NOT both MATCHES "^\\{\n \"model\": " OR NOT both MATCHES "\n}\nLlama-3\\.1-8B on 1 x H100-SXM: ")
+    message(FATAL_ERROR "the workload and the summary did not both reach stdout whole: ${both}")
+  endif()
+endif()

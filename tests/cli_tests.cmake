@@ -154,10 +154,10 @@ pipeweave_cli_test(eval_configless_elsewhere "\noverall +3 "
                    --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
 set_tests_properties(cli.eval_configless_elsewhere PROPERTIES WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
 # Two model files for one family: the library keeps the later, so the command line refuses the pair
-pipeweave_cli_failure(predict_two_models_one_family "--model [^ ]*rmsnorm\\.json and --model [^ ]*silu_rmsnorm_copy\\.json both answer for rmsnorm kernels: give one"
+pipeweave_cli_failure(predict_two_models_one_family "--model [^ ]*rmsnorm\\.json and --model [^ ]*rmsnorm_copy\\.json both answer for rmsnorm kernels: give one"
                       predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json"
-                      --model "${CMAKE_CURRENT_BINARY_DIR}/silu_rmsnorm_copy.json" rmsnorm:tokens=1,hidden=4096)
-file(COPY_FILE "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json" "${CMAKE_CURRENT_BINARY_DIR}/silu_rmsnorm_copy.json")
+                      --model "${CMAKE_CURRENT_BINARY_DIR}/rmsnorm_copy.json" rmsnorm:tokens=1,hidden=4096)
+file(COPY_FILE "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json" "${CMAKE_CURRENT_BINARY_DIR}/rmsnorm_copy.json")
 pipeweave_cli_test(calibrate_link_bandwidth "\"link_bandwidth_gb_s\": 321\\.0,.*\"source\": \"[^\"]*link bandwidth 321 GB/s given \\(--link-bandwidth"
   calibrate --from-log "${synthetic_log}" --link-bandwidth 321 --json)
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/allreduce_tiny.csv" "ranks,bytes,mode,measured_us,spread\n2,4096,graph,1e-300,0\n2,8192,graph,10,0\n")
@@ -673,7 +673,7 @@ if(EXISTS /dev/full)
                         e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload /dev/full)
 endif()
 # A run without a decode step says so, not "0.000 ms"
-pipeweave_cli_test(e2e_prefill_only "\n +median decode iteration +none\n"
+pipeweave_cli_test(e2e_prefill_only "\n +median decode iteration +none\n.*\n +time per output token +none \\(no request decoded past its first token\\)\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_prefill_only.csv")
 pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")

@@ -275,22 +275,18 @@ TEST_CASE("Kernel: dimensions past any model's, byte counts below one and data t
   CHECK_THAT(parse_error("all_reduce:bytes=0.5,ranks=2"), Contains("collective.bytes must be at least 1"));
   // Types no kernel of the family takes (fused_moe in fp32 answered inf)
   CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=14336,dtype=fp32"),
-             Contains("fused_moe.dtype must be fp16, bf16 or fp8") && Contains("got fp32"));
-  CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=14336,dtype=int8"),
+             Contains("fused_moe.dtype must be fp16, bf16, fp8 or int8") && Contains("got fp32"));
+  CHECK_THAT(parse_error("fused_moe:tokens=64,experts=8,top_k=2,hidden=4096,intermediate=14336,dtype=tf32"),
              Contains("fused_moe.dtype"));
   CHECK_THAT(parse_error("rmsnorm:tokens=1,hidden=4096,dtype=int8"), Contains("rmsnorm.dtype") && Contains("got int8"));
   CHECK_THAT(parse_error("silu_mul:tokens=1,dim=4096,dtype=tf32"), Contains("silu_mul.dtype") && Contains("got tf32"));
-  // FlashAttention-2 has no fp8 kernel, and pages only of multiples of 256: said where the config is known
+  // FlashAttention-2 named for fp8 is no kernel; FlashAttention-3 is, on Hopper
   const GpuSpec& h100 = find_gpu("H100-SXM");
   CHECK_THAT(error_of([&] {
                (void)compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,impl=flash2,dtype=fp8"), h100);
              }),
-             Contains("attention.dtype must be fp16 or bf16 for flash2, the implementation here on H100-SXM"));
-  CHECK_THAT(error_of([&] {
-               (void)compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,impl=flash2,page_size=7"), h100);
-             }),
-             Contains("attention.page_size must be a multiple of 256 for flash2") && Contains("got 7"));
-  CHECK_NOTHROW(compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,page_size=7"), h100));  // FA3
+             Contains("attention.dtype must be fp16 or bf16 for impl=flash2") && Contains("got fp8_e4m3"));
+  CHECK_NOTHROW(compute_demand(parse_kernel("attention:batch=1,q_len=128,heads=8,kv_heads=8,head_dim=128,dtype=fp8"), h100));
 }
 
 // ---------------------------------------------------------------------------------------

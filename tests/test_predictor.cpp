@@ -386,7 +386,9 @@ TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by archit
   // then refused it).
   GpuSpec one_sm = h100;
   one_sm.sm_count = 1;
-  for (const GemmConfig& c : gemm_candidates(make_gemm(4096, 4096, 4096), one_sm)) CHECK(c.cluster_m * c.cluster_n == 1);
+  const std::vector<GemmConfig> one_sm_candidates = gemm_candidates(make_gemm(4096, 4096, 4096), one_sm);
+  CHECK_FALSE(one_sm_candidates.empty());
+  for (const GemmConfig& c : one_sm_candidates) CHECK(c.cluster_m * c.cluster_n == 1);
   CHECK(default_config(make_gemm(4096, 4096, 4096), one_sm).cluster_m == 1);
   CHECK(std::isfinite(Predictor::analytical().predict(Kernel(make_gemm(4096, 4096, 4096)), one_sm).latency_us));
   CHECK(std::isfinite(Predictor().predict(Kernel(make_gemm(4096, 4096, 4096)), one_sm).latency_us));  // the search of the bundled model

@@ -124,8 +124,8 @@ void require_at_most(std::string_view field, Value value, long long most, std::s
 }
 
 // The most elements a dimension of a kernel may have (tokens, rows, widths, lengths): 2^30, past
-// any model's layer or context, and the bound workload files hold theirs to. Products of a few
-// such dimensions stay exact in doubles and far from int64's end.
+// any model's layer or context, and the bound workload files hold theirs to. A product of two
+// such dimensions stays within int64, and the demand models work in doubles past that.
 inline constexpr long long kMostDimension = 1LL << 30;
 template <typename Value>
 void require_dimension(std::string_view field, Value value) {

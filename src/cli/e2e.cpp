@@ -340,8 +340,13 @@ void print_text(const E2eArguments& a, const GpuSpec& gpu, const Workload& workl
                p.extrapolated_us / 1000, 100 * p.extrapolated_us / (p.total_us - p.overhead_us));
   fmt::print("  time to first token     median {:>10.3f} ms, p90 {:>10.3f} ms  ({} requests)\n",
              p.time_to_first_token_us.median / 1000, p.time_to_first_token_us.p90 / 1000, p.requests.size());
-  fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
-             p.time_per_output_token_us.p90 / 1000);
+  // (the percentiles take the requests that decoded after their first token, seen from the start)
+  if (std::any_of(p.requests.begin(), p.requests.end(),
+                  [](const RequestTime& r) { return !r.started_before && r.output_tokens > 1; }))
+    fmt::print("  time per output token   median {:>10.3f} ms, p90 {:>10.3f} ms\n", p.time_per_output_token_us.median / 1000,
+               p.time_per_output_token_us.p90 / 1000);
+  else
+    fmt::print("  time per output token   none (no request decoded past its first token)\n");
   if (p.engine.name == "none")
     fmt::print("  engine none: the workload's kernels only (--engine sglang|vllm|none)\n");
   else

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "pipeweave/error.hpp"
@@ -99,32 +100,40 @@ void write_text(const fs::path& path, const std::string& text) {
 
 namespace {
 
+// The standard stream a path names, if it names one (/dev/stdout, /dev/fd/1, /proc/self/fd/1; 2
+// for stderr): written through the stream the process already has, never opened again (opened
+// again, a redirected file was truncated and then written over by the stream's own output).
+std::ostream* standard_stream(const fs::path& path) {
+  const std::string text = fs::absolute(path).lexically_normal().string();
+  for (const char* out : {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
+    if (text == out) return &std::cout;
+  for (const char* err : {"/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"})
+    if (text == err) return &std::cerr;
+  return nullptr;
+}
+
 // Where a write to `path` lands: the path, or the file its symbolic links lead to (written through
-// them as a shell's > would, not replaced by a file of their own), a dangling link's target
-// included. Empty where the path or a link on the way is under /dev or /proc (/dev/stdout,
-// /proc/self/fd/1): those name an open file of the process rather than a place, and are written to
-// as they are.
+// them as a shell's > would, not replaced by a file of their own), a dangling link's target included.
 fs::path write_target(const fs::path& path) {
-  const auto system_file = [](const fs::path& p) {
-    const std::string text = fs::absolute(p).lexically_normal().string();
-    return text.starts_with("/dev/") || text.starts_with("/proc/");
-  };
   fs::path target = path;
   std::error_code error;
-  for (int hops = 0; hops < 40; ++hops) {
-    if (system_file(target)) return {};
-    if (!fs::is_symlink(fs::symlink_status(target, error))) break;
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, error)); ++hops) {
+    if (hops == 40) throw Error(fmt::format("cannot write {}: {}", path.string(), std::strerror(ELOOP)));
     const fs::path next = fs::read_symlink(target, error);
-    if (error) break;
+    if (error) throw Error(fmt::format("cannot write {}: {}", path.string(), error.message()));
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
   return target;
 }
 
-// Writes through an open stream, naming the system's reason where the stream fails (a full disk).
-void write_stream(std::ofstream& out, const fs::path& shown, const std::function<void(std::ostream&)>& write) {
+// Opens `path` and writes it, naming the system's reason where opening or writing fails (a
+// missing folder, a full disk).
+void write_opened(const fs::path& path, const fs::path& shown, const std::function<void(std::ostream&)>& write) {
   errno = 0;
-  if (!out) throw Error(fmt::format("cannot write {}: {}", shown.string(), errno != 0 ? std::strerror(errno) : "cannot open it"));
+  std::ofstream out(path, std::ios::binary);
+  const int open_error = errno;
+  if (!out) throw Error(fmt::format("cannot write {}: {}", shown.string(), open_error != 0 ? std::strerror(open_error) : "cannot open it"));
+  errno = 0;  // (a write that fails as the buffer fills sets it before the flush)
   write(out);
   if (!out.flush()) throw Error(fmt::format("cannot write {}: {}", shown.string(), errno != 0 ? std::strerror(errno) : "the write failed"));
 }
@@ -132,6 +141,11 @@ void write_stream(std::ofstream& out, const fs::path& shown, const std::function
 }  // namespace
 
 void write_file(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+  if (std::ostream* stream = standard_stream(path)) {
+    write(*stream);
+    if (!stream->flush()) throw Error(fmt::format("cannot write {}", path.string()));
+    return;
+  }
   if (path.has_parent_path()) {
     std::error_code error;  // (a file where the folder should be: said as such, not as the library's exception)
     fs::create_directories(path.parent_path(), error);
@@ -140,12 +154,11 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
   }
   const fs::path target = write_target(path);
   std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (target.empty() || (fs::exists(status) && !fs::is_regular_file(status))) {
-    // A device, a pipe or a socket (/dev/stdout, a FIFO): written to as it is, never replaced by a
+  const fs::file_status status = fs::status(target, error);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    // A device, a pipe or a socket (/dev/null, a FIFO): written to as it is, never replaced by a
     // file renamed over it (/dev/full as root was).
-    std::ofstream out(path, std::ios::binary);
-    write_stream(out, path, write);
+    write_opened(target, path, write);
     return;
   }
   // A file: written beside it, then renamed into place: a write that fails part way (a value the
@@ -153,10 +166,7 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
   fs::path partial = target;
   partial += ".partial";
   try {
-    {
-      std::ofstream out(partial, std::ios::binary);
-      write_stream(out, path, write);
-    }
+    write_opened(partial, path, write);
     fs::rename(partial, target, error);
     if (error) throw Error(fmt::format("cannot write {}: {}", path.string(), error.message()));
   } catch (...) {
@@ -174,7 +184,9 @@ std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::str
     const MlpDescription& d = model.description();
     std::vector<std::string> places;
     if (!d.for_configless_gemm) places.push_back(std::string(to_string(d.family)) + " kernels");
-    else  // (one that lists no data type yields to those that do: the library's rule)
+    else if (d.dtypes.empty())  // (it yields to one that lists a type, the library's rule, not to another like it)
+      places.push_back("GEMMs of every data type without a config");
+    else
       for (DType dtype : d.dtypes) places.push_back("GEMMs of " + std::string(to_string(dtype)) + " without a config");
     for (const std::string& place : places) {
       for (const auto& [other_place, other_path] : taken)

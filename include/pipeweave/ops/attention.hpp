@@ -520,13 +520,11 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
     detail::fail_field("attention.impl", "flash3",
                        "runs on Hopper (compute capability 9.x) only; " + gpu.name + " is " +
                            std::to_string(gpu.compute_capability_major) + "." + std::to_string(gpu.compute_capability_minor));
-  if (config.impl == AttentionImpl::flash2 && dtype_bytes(attention.dtype) == 1)
+  // FlashAttention-2 named for fp8 names no kernel (FlashAttention-3 runs fp8, on Hopper). Where the
+  // implementation is the GPU's default, fp8 is left to the GPU's own check of its tensor paths.
+  if (attention.config && attention.config->impl == AttentionImpl::flash2 && dtype_bytes(attention.dtype) == 1)
     detail::fail_field("attention.dtype", to_string(attention.dtype),
-                       "must be fp16 or bf16 for flash2, the implementation here on " + gpu.name +
-                           " (FlashAttention-3 runs fp8, on Hopper)");
-  if (config.impl == AttentionImpl::flash2 && attention.page_size % 256 != 0)
-    detail::fail_field("attention.page_size", attention.page_size,
-                       "must be a multiple of 256 for flash2 (its paged kernel's blocks), or 0 for a contiguous cache");
+                       "must be fp16 or bf16 for impl=flash2 (FlashAttention-3 runs fp8, on Hopper)");
   const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
   if (config.num_splits > 1 && !attention.kv_lens.empty()) {  // every split takes at least one KV block, or it is no split at all
     const std::int64_t longest_kv = *std::max_element(attention.kv_lens.begin(), attention.kv_lens.end());

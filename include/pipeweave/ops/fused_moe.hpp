@@ -82,9 +82,10 @@ struct FusedMoe {
     if (top_k > experts) detail::fail_field("fused_moe.top_k", top_k, "must not exceed fused_moe.experts");
     detail::require_dimension("fused_moe.hidden", hidden);
     detail::require_dimension("fused_moe.intermediate", intermediate);
-    // The engines' Triton kernel takes 16-bit or fp8 weights (fp32 answered inf: no tensor rate)
-    if (dtype == DType::fp32 || dtype == DType::tf32 || dtype == DType::int8)
-      detail::fail_field("fused_moe.dtype", to_string(dtype), "must be fp16, bf16 or fp8 (the Triton kernel's weights)");
+    // The engines' Triton kernel multiplies 16-bit, fp8 or int8 (w8a8) weights on the tensor cores:
+    // fp32 and tf32 name none of its paths (fp32 answered inf, a tensor rate of 0)
+    if (dtype == DType::fp32 || dtype == DType::tf32)
+      detail::fail_field("fused_moe.dtype", to_string(dtype), "must be fp16, bf16, fp8 or int8 (the Triton kernel's weights)");
     if (!valid_zipf(zipf)) detail::fail_field("fused_moe.zipf", zipf, "must be " + std::string(kZipfRange));
     detail::require_positive("fused_moe.ep", expert_parallel);  // (named as kernel strings and files name it)
     if (experts % expert_parallel != 0)
