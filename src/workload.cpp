@@ -473,6 +473,16 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
 
 }  // namespace
 
+namespace {
+// Pipeline stages hold whole layers: at most one stage a layer (`field` names the stages' count
+// as the input does: a workload's pp_size, a deployment's pp).
+void check_stages(std::string_view field, std::int64_t stages, const ModelParams& params) {
+  if (stages > params.num_hidden_layers)
+    detail::fail_field(field, stages,
+                       "must be at most the number of layers (" + std::to_string(params.num_hidden_layers) + "): a stage holds whole layers");
+}
+}  // namespace
+
 Workload workload_from_json(std::string_view json_text) {
   const json document = detail::parse_json(json_text, "workload");
   const Fields f(document, "");
@@ -484,9 +494,7 @@ Workload workload_from_json(std::string_view json_text) {
   w.model_params = read_params(f.get("model_params"));
   w.tp_size = gpu_count(f, "tp_size", "tp_size");
   w.pp_size = gpu_count(f, "pp_size", "pp_size");
-  if (w.pp_size > w.model_params.num_hidden_layers)  // (as a trace's run refuses it: a stage holds whole layers)
-    detail::fail_field("pp_size", w.pp_size,
-                       "must be at most the number of layers (" + std::to_string(w.model_params.num_hidden_layers) + "): a stage holds whole layers");
+  check_stages("pp_size", w.pp_size, w.model_params);  // (as a trace's run refuses it)
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");
@@ -758,9 +766,7 @@ namespace {
 // heads and the MLP width evenly over the tensor-parallel ranks.
 void check_parallel_split(const ModelParams& params, const Deployment& deployment) {
   const int tp = deployment.tp;
-  if (deployment.pp > params.num_hidden_layers)
-    detail::fail_field("pp", deployment.pp,
-                       "must be at most the number of layers (" + std::to_string(params.num_hidden_layers) + "): a stage holds whole layers");
+  check_stages("pp", deployment.pp, params);
   if (params.num_attention_heads % tp != 0)
     detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
   if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
