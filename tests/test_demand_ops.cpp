@@ -14,6 +14,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "demand_test_gpu.hpp"
 #include "pipeweave/demand.hpp"
@@ -330,6 +332,59 @@ TEST_CASE("fused_moe demand: active experts at the extremes", "[demand][fused_mo
   CHECK_THROWS_WITH(pipeweave::Kernel(make_moe(512, 100000, 2, 256, 128)), Catch::Contains("fused_moe.experts must be at most 65536"));
 }
 
+namespace {
+// Each expert's chance of being among the top_k drawn one after another without replacement, each
+// draw in proportion to the weights of the experts left: every ordered draw enumerated.
+std::vector<double> drawn_chances(const std::vector<double>& weights, int top_k) {
+  std::vector<double> chance(weights.size(), 0.0);
+  std::vector<bool> taken(weights.size(), false);
+  const auto draw = [&](const auto& self, int left, double probability, double remaining) -> void {
+    if (left == 0) return;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      if (taken[i]) continue;
+      const double p = probability * weights[i] / remaining;
+      chance[i] += p;
+      taken[i] = true;
+      self(self, left - 1, p, remaining - weights[i]);
+      taken[i] = false;
+    }
+  };
+  double total = 0;
+  for (double w : weights) total += w;
+  draw(draw, top_k, 1.0, total);
+  return chance;
+}
+}  // namespace
+
+TEST_CASE("fused_moe demand: skewed chances are those of drawing top_k without replacement", "[demand][fused_moe]") {
+  // Against every ordered draw enumerated, small expert counts, skews from mild to steep.
+  for (const int experts : {2, 3, 5, 7})
+    for (int top_k = 1; top_k <= std::min(experts, 4); ++top_k)
+      for (const double zipf : {0.3, 1.2, 4.0}) {
+        std::vector<double> weights;
+        for (int i = 0; i < experts; ++i) weights.push_back(std::pow(i + 1.0, -zipf));
+        const std::vector<double> expected = drawn_chances(weights, top_k);
+        const std::vector<double> chance = pipeweave::detail::successive_sampling_chances(experts, top_k, zipf);
+        INFO(experts << " experts, top " << top_k << ", zipf " << zipf);
+        REQUIRE(chance.size() == expected.size());
+        for (std::size_t i = 0; i < chance.size(); ++i) CHECK(chance[i] == Approx(expected[i]).margin(1e-7));
+      }
+  // Larger layers: the chances add up to top_k, fall with popularity and stay within (0, 1];
+  // past 2^16 experts x top_k (Rosen's approximation) too.
+  for (const auto& [experts, top_k] : {std::pair<int, int>{64, 8}, {256, 8}, {160, 6}, {8192, 16}, {65536, 2}}) {
+    const std::vector<double> chance = pipeweave::detail::successive_sampling_chances(experts, top_k, 1.2);
+    double sum = 0;
+    for (double p : chance) sum += p;
+    INFO(experts << " experts, top " << top_k);
+    CHECK(sum == Approx(top_k).epsilon(1e-6));
+    CHECK(std::is_sorted(chance.rbegin(), chance.rend()));
+    CHECK(chance.back() > 0);
+    CHECK(chance.front() <= 1);
+  }
+  // Remembered: the same list for the same routing.
+  CHECK(pipeweave::detail::skewed_chances(64, 8, 1.2) == pipeweave::detail::skewed_chances(64, 8, 1.2));
+}
+
 TEST_CASE("fused_moe demand: skewed routing touches fewer experts and pads differently", "[demand][fused_moe]") {
   const auto gpu = synthetic_gpu(4);
   // 4 experts, top-1, Zipf exponent 1: popularity 1, 1/2, 1/3, 1/4 (sum 25/12), so a token picks
@@ -354,19 +409,21 @@ TEST_CASE("fused_moe demand: skewed routing touches fewer experts and pads diffe
   const double weight_bytes = (256.0 * 256 + 256.0 * 128) * 2;
   CHECK(at(pipeweave::demand(uniform, gpu).gpu_cycles, Pipe::dram) - at(pipeweave::demand(skewed, gpu).gpu_cycles, Pipe::dram) ==
         Approx((uniform_active - active) * weight_bytes / 1024).epsilon(1e-9));
-  // The most popular experts saturate: top-2 of 4 at exponent 4 (popularity 1, 1/16, 1/81, 1/256)
-  // would give expert 0 a chance of 2 x 1/1.079 > 1, so it is always picked and the other pick
-  // is shared in proportion to 1/16, 1/81, 1/256: 0.791, 0.156, 0.049.
+  // A steep skew: top-2 of 4 at exponent 4 (popularity 1, 1/16, 1/81, 1/256). The first draw
+  // takes expert 0 with 1 / 1.079 = 0.927, so it is among the two with about 0.998, not always.
   auto steep = make_moe(1000, 4, 2, 256, 128);
   steep.zipf = 4;
-  const double rest = 1.0 / 16 + 1.0 / 81 + 1.0 / 256;
-  const std::vector<double> steep_chance = {1, (1.0 / 16) / rest, (1.0 / 81) / rest, (1.0 / 256) / rest};
-  double steep_blocks = 0;
-  for (double p : steep_chance) steep_blocks += std::ceil(1000 * p / 64);  // 1000 tokens: all touched
+  const std::vector<double> steep_chance = drawn_chances({1, 1.0 / 16, 1.0 / 81, 1.0 / 256}, 2);
+  CHECK(steep_chance[0] == Approx(0.998).margin(5e-4));
+  double steep_active = 0, steep_blocks = 0;
+  for (double p : steep_chance) {
+    const double touched = 1 - std::pow(1 - p, 1000);
+    steep_active += touched;
+    steep_blocks += touched * std::ceil(1000 * p / touched / 64);
+  }
   load = pipeweave::detail::expert_load(steep, 64);
-  CHECK(load.active == Approx(4).epsilon(1e-9));
-  CHECK(load.blocks == Approx(steep_blocks).epsilon(1e-9));  // 16 + 13 + 3 + 1 = 33 (uniform: 4 x 8 = 32)
-  CHECK(steep_blocks == 33);
+  CHECK(load.active == Approx(steep_active).epsilon(1e-7));
+  CHECK(load.blocks == Approx(steep_blocks).epsilon(1e-7));
   // Many experts, most of them picked, steep skew: the chances still add up to top_k, each
   // within [0, 1] (the least popular experts' popularity is far below the sum's rounding).
   auto wide = make_moe(100, 65536, 20000, 256, 128);
@@ -410,7 +467,8 @@ TEST_CASE("fused_moe demand: expert parallelism computes the rank's share and wr
   const double zeros = (rows - local_rows) * (2 * 128 + 256) * 2;
   CHECK(at(share.gpu_cycles, Pipe::dram) == Approx((gate_up + down + zeros) / 1024).epsilon(1e-9));
   // One rank is the layer as it was before expert parallelism, to the last bit: figures of the
-  // build before it (75a59b1) for three H100 layers, uniform and skewed, defaulted and configured.
+  // build before it (75a59b1) for three H100 layers, uniform and skewed, defaulted and configured
+  // (the skewed layer's since its chances are successive sampling's, 2026-11-28).
   const auto& h100 = pipeweave::find_gpu("H100-SXM");
   pipeweave::FusedMoe before[3] = {
       {.tokens = 512, .experts = 64, .top_k = 6, .hidden = 2048, .intermediate = 1408},
@@ -419,11 +477,11 @@ TEST_CASE("fused_moe demand: expert parallelism computes the rank's share and wr
   before[2].config = pipeweave::FusedMoeConfig{.block_m = 128, .block_n = 128, .block_k = 64, .stages = 4, .group_m = 16, .warps = 8};
   const pipeweave::PipeArray gpu_cycles[3] = {
       {0x1.004a8ccdf4683p+17, 0x1.2ece40b2b97b3p+10, 0, 0x1.2ca19f5b12198p+19, 0x1.e8286583a26e9p+18, 0x1.006fd9d1c99aep+18, 0},
-      {0x1.40604c227d8b3p+15, 0x1.58a658738a62cp+8, 0, 0x1.6cfad32804cc9p+17, 0x1.30df34cd5033p+17, 0x1.40d1cdec99a82p+16, 0},
+      {0x1.42d61efd6d868p+15, 0x1.5b4be36ddfcc3p+8, 0, 0x1.6fc40af349a78p+17, 0x1.33368cde5a16dp+17, 0x1.43487febe5bfp+16, 0},
       {0x1.1797253dc4cecp+19, 0x1.be3d6cd17d215p+12, 0, 0x1.8b70eadddd3adp+19, 0x1.1246cd28dbdcp+20, 0x1.17bfd6593906p+19, 0}};
   const pipeweave::PipeArray sm_cycles[3] = {
       {0x1.084ce134640b7p+17, 0x1.3844b2b84f47p+10, 0, 0x1.3606ac55eaaa4p+19, 0x1.f769a8afbf82p+18, 0x1.087358a057e7ap+18, 0},
-      {0x1.501bb935d1b6cp+15, 0x1.6992e9e2e2882p+8, 0, 0x1.7ee6f5bb95d3ap+17, 0x1.3fd7bab6a07dbp+17, 0x1.5092cde3589b3p+16, 0},
+      {0x1.501bb935d1b6cp+15, 0x1.6992e9e2e2882p+8, 0, 0x1.7ee27df6208d8p+17, 0x1.3fd7bab6a07dbp+17, 0x1.5092cde3589b3p+16, 0},
       {0x1.2053de67b2f54p+19, 0x1.cc2f5838090a6p+12, 0, 0x1.97cc7234cc24ap+19, 0x1.1ad9039222baep+20, 0x1.207dd50c02ce3p+19, 0}};
   const double ctas[3] = {0x1.07ap+13, 0x1.b8p+10, 0x1.4f2p+13}, busiest[3] = {0x1.3p+5, 0x1.6p+3, 0x1.cp+5};
   for (int i = 0; i < 3; ++i) {

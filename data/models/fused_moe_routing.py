@@ -18,7 +18,66 @@ import gzip
 import math
 import statistics
 
-FAMILIES = ["Mixtral-8x7B", "Qwen1.5-MoE-A2.7B", "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "OLMoE-1B-7B"]
+FAMILIES = ["Mixtral-8x7B", "Qwen1.5-MoE-A2.7B", "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "OLMoE-1B-7B", "Mixtral-8x22B",
+            "Qwen2-57B-A14B", "Phi-3.5-MoE", "DeepSeek-V2", "Qwen3-235B-A22B", "Granite-3.0-3B-A800M", "DBRX",
+            "Llama-4-Scout-17B-16E"]
+
+
+_CHANCES = {}
+
+
+def successive_sampling_chances(experts, top_k, zipf):
+    """Each expert's chance of being among a token's top_k drawn without replacement in proportion to
+    (i + 1)^-zipf, as detail::successive_sampling_chances computes it (the same integral, points and
+    special cases)."""
+    key = (experts, top_k, zipf)
+    if key in _CHANCES:
+        return _CHANCES[key]
+    weight = [(i + 1) ** -zipf for i in range(experts)]
+    k = top_k
+    if k >= experts:
+        chance = [1.0] * experts
+    elif k == 1:
+        total = 0.0
+        for w in reversed(weight):
+            total += w
+        chance = [w * (1 / total) for w in weight]
+    elif experts * k > 65536:
+        def drawn(xi):
+            return sum(-math.expm1(-w * xi) for w in weight)
+        low, high = math.log(1e-3 / weight[0]), math.log(1e3 / weight[-1])
+        for _ in range(100):
+            middle = 0.5 * (low + high)
+            if drawn(math.exp(middle)) < k:
+                low = middle
+            else:
+                high = middle
+        xi = math.exp(0.5 * (low + high))
+        chance = [-math.expm1(-w * xi) for w in weight]
+    else:
+        step = 0.25
+        first, last = math.log(1e-12 / weight[0]), math.log(40 / weight[-1])
+        chance = [0.0] * experts
+        for point in range(int(math.ceil((last - first) / step)) + 1):
+            t = math.exp(first + point * step)
+            below = [-math.expm1(-w * t) for w in weight]
+            after = [[1.0] * k for _ in range(experts + 1)]
+            for i in range(experts - 1, -1, -1):
+                nxt, here = after[i + 1], after[i]
+                here[0] = (1 - below[i]) * nxt[0]
+                for m in range(1, k):
+                    here[m] = (1 - below[i]) * nxt[m] + below[i] * nxt[m - 1]
+            before = [1.0] + [0.0] * (k - 1)
+            for i in range(experts):
+                rest = after[i + 1]
+                others_fewer = sum(before[m] * rest[k - 1 - m] for m in range(k))
+                wt = weight[i] * t
+                chance[i] += step * wt * math.exp(-wt) * others_fewer
+                for m in range(k - 1, 0, -1):
+                    before[m] = before[m] * (1 - below[i]) + before[m - 1] * below[i]
+                before[0] *= 1 - below[i]
+    _CHANCES[key] = chance
+    return chance
 
 
 def expert_load(experts, top_k, tokens, zipf, block_m):
@@ -26,19 +85,8 @@ def expert_load(experts, top_k, tokens, zipf, block_m):
     if zipf == 0:
         active = experts * -math.expm1(tokens * math.log1p(-top_k / experts))
         return active, active * math.ceil(tokens * top_k / active / block_m)
-    chance = [(i + 1) ** -zipf for i in range(experts)]
-    tail = [0.0] * (experts + 1)
-    for i in range(experts - 1, -1, -1):
-        tail[i] = tail[i + 1] + chance[i]
-    left, saturated = float(top_k), 0
-    while saturated < experts and left > 0 and chance[saturated] * left >= tail[saturated]:
-        chance[saturated] = 1.0
-        saturated += 1
-        left -= 1
-    for i in range(saturated, experts):
-        chance[i] *= left / tail[saturated]
     active = blocks = 0.0
-    for p in chance:
+    for p in successive_sampling_chances(experts, top_k, zipf):
         touched = 1.0 if p >= 1 else -math.expm1(tokens * math.log1p(-p))
         if touched <= 0:
             continue
