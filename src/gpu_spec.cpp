@@ -1,6 +1,5 @@
 #include "pipeweave/gpu_spec.hpp"
 
-#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -14,13 +13,8 @@ void GpuSpec::validate() const {
   using detail::require_positive;
   if (name.empty()) throw InvalidInput("gpu.name must not be empty");
   // Names go into messages and tables: a line's worth of text, no control characters.
-  // (Plain printable ASCII, what every catalog name is, passes without building the escaped copy:
-  // validation runs on every prediction.)
-  const auto plain_ascii = [](const std::string& text) {
-    return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
-  };
   for (const auto& [field, text] : {std::pair<const char*, const std::string&>{"gpu.name", name}, {"gpu.architecture", architecture}})
-    if (text.size() > 128 || (!plain_ascii(text) && detail::printable(text, text.size()) != text))
+    if (text.size() > 128 || !detail::is_printable(text))
       detail::fail_field(field, detail::quoted(text), "must be at most 128 bytes of text without control characters");
   if (architecture.empty()) detail::fail_field("gpu.architecture", "\"\"", "must name the architecture (" + name + ")");
   require_positive("gpu.compute_capability_major", compute_capability_major);

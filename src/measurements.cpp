@@ -394,6 +394,9 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     if (!seen_device) {
       if (kind != "device") detail::fail_field(prefix + "op", detail::quoted(kind), "must be \"device\" on the first line");
       const std::string device = f.text("name");
+      // It names every row's GPU, and the spec eval looks for (a spec's name rule).
+      if (device.empty() || device.size() > 128 || !detail::is_printable(device))
+        detail::fail_field(prefix + "name", detail::quoted(device), "must be the GPU's name, 1 to 128 bytes of text without control characters");
       try {
         run.gpu = find_gpu(device).name;
       } catch (const Error&) {
@@ -403,7 +406,7 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
       // calibrate names the spec of microbenchmarks run the same way.
       if (f.has("sm_limit")) {
         const int sm_limit = f.integer("sm_limit");
-        detail::require_positive(prefix + "sm_limit", sm_limit);
+        if (sm_limit < 1 || sm_limit > 4096) detail::fail_field(prefix + "sm_limit", sm_limit, "must be within [1, 4096], a spec's SM count");
         if (f.has("sm_count") && f.integer("sm_count") != sm_limit)
           detail::fail_field(prefix + "sm_limit", std::to_string(sm_limit),
                              "must be sm_count (" + std::to_string(f.integer("sm_count")) + "), the SMs the kernels ran on");

@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "pipeweave/pipeweave.hpp"
@@ -53,6 +56,24 @@ TEST_CASE("errors: a file that cannot be read is an Error, not the input's fault
   } catch (const pw::Error& error) {
     CHECK_THAT(error.what(), Catch::Contains("cannot open GPU spec file"));  // the message as before
   }
+}
+
+TEST_CASE("errors: text from the input is printable where every byte is part of a printable UTF-8 character", "[errors]") {
+  using pipeweave::detail::is_printable;
+  using pipeweave::detail::printable;
+  for (const std::string_view text : std::initializer_list<std::string_view>{"", "H100-SXM", "caf\xc3\xa9", "\xe2\x82\xac 5", "\xf0\x9f\x99\x82"}) {
+    INFO(printable(text));
+    CHECK(is_printable(text));
+    CHECK(printable(text, text.size()) == text);
+  }
+  // Control characters, DEL, a lone continuation byte, an overlong form, a surrogate, a sequence cut short.
+  for (const std::string_view text : std::initializer_list<std::string_view>{"a\nb", "\x7f", "\x80", "\xc0\x80", "\xed\xa0\x80", "ok\xe2\x82", std::string_view("a\0b", 3)}) {
+    INFO(printable(text));
+    CHECK_FALSE(is_printable(text));
+    CHECK(printable(text, text.size()) != text);
+  }
+  CHECK(printable("a\nb") == "a\\x0ab");
+  CHECK(printable(std::string(300, 'x'), 4) == "xxxx... (300 bytes)");
 }
 
 TEST_CASE("errors: a number in a message shows the value it held, not six digits of it", "[errors]") {

@@ -360,4 +360,20 @@ TEST_CASE("raw records confined to part of the SMs (--sms) name the GPU as its c
   const std::string limit = "\"sm_limit\": 64";
   wrong.replace(wrong.find(limit), limit.size(), "\"sm_limit\": 72");
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(wrong); }), Contains("line 1: sm_limit") && Contains("must be sm_count (64)"));
+  const std::string wrong_limit = "\"sm_limit\": 72";
+  wrong.replace(wrong.find(wrong_limit), wrong_limit.size(), "\"sm_limit\": 1000000");
+  CHECK_THAT(error_of([&] { measurements_csv_from_raw(wrong); }), Contains("line 1: sm_limit must be within [1, 4096]"));
+}
+
+TEST_CASE("raw measurements: the device's name must be one a spec could carry", "[measurements]") {
+  // It becomes every row's gpu cell and the name eval looks a spec up by: empty, a control
+  // character or a line's worth of text more than a spec's name takes is refused by name.
+  const std::string record = gemm_record("nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT");
+  for (const std::string& name : {std::string(""), std::string("H100\\nX"), std::string(200, 'A')}) {
+    std::string device = kDevice;
+    device.replace(device.find("NVIDIA H100 80GB HBM3"), 21, name);
+    INFO(name);
+    CHECK_THAT(error_of([&] { measurements_csv_from_raw(device + "\n" + record + "\n"); }),
+               Contains("line 1: name") && Contains("must be the GPU's name, 1 to 128 bytes of text without control characters"));
+  }
 }

@@ -37,6 +37,34 @@ namespace detail {
   throw Error(message);
 }
 
+// The length of the printable character that starts at text[at]: a well-formed UTF-8 sequence
+// (Unicode table 3-7) that is not a control character; 0 where there is none.
+inline std::size_t printable_length(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t index) { return index < text.size() ? static_cast<unsigned char>(text[index]) : 0u; };
+  const unsigned lead = byte(at);
+  std::size_t length = 1;
+  if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+  else if (lead >= 0xE0 && lead <= 0xEF) length = 3;
+  else if (lead >= 0xF0 && lead <= 0xF4) length = 4;
+  if (length == 1) return lead >= 0x20 && lead != 0x7F && lead < 0x80 ? 1 : 0;
+  const unsigned second = byte(at + 1);
+  const unsigned low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+  const unsigned high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  bool valid = second >= low && second <= high;
+  for (std::size_t k = 2; k < length; ++k) valid = valid && byte(at + k) >= 0x80 && byte(at + k) <= 0xBF;
+  return valid ? length : 0;
+}
+
+// Whether every byte of the text is part of a printable character (printable() shows it as it is).
+inline bool is_printable(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = printable_length(text, i);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
 // Text from the input as a message shows it: at most `most` bytes of it (then how long it was),
 // each control character and byte that is not part of valid UTF-8 escaped (\x0a), so that one bad
 // value makes one short line of valid text however long or binary it was.
@@ -44,28 +72,12 @@ inline std::string printable(std::string_view text, std::size_t most = 120) {
   std::string out;
   std::size_t i = 0;
   while (i < text.size() && i < most) {
-    const auto byte = [&](std::size_t at) { return at < text.size() ? static_cast<unsigned char>(text[at]) : 0u; };
-    const unsigned lead = byte(i);
-    // The length of a well-formed UTF-8 sequence starting here (Unicode table 3-7), or 1.
-    std::size_t length = 1;
-    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) length = 3;
-    else if (lead >= 0xF0 && lead <= 0xF4) length = 4;
-    bool valid = lead >= 0x20 && lead != 0x7F;
-    if (length > 1) {
-      const unsigned second = byte(i + 1);
-      const unsigned low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-      const unsigned high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-      valid = second >= low && second <= high;
-      for (std::size_t k = 2; k < length; ++k) valid = valid && byte(i + k) >= 0x80 && byte(i + k) <= 0xBF;
-    } else if (lead >= 0x80) {
-      valid = false;
-    }
-    if (valid) {
+    if (const std::size_t length = printable_length(text, i); length > 0) {
       out.append(text.substr(i, length));
       i += length;
     } else {
       static constexpr char kHex[] = "0123456789abcdef";
+      const unsigned lead = static_cast<unsigned char>(text[i]);
       out += {'\\', 'x', kHex[lead >> 4], kHex[lead & 15]};
       i += 1;
     }

@@ -167,7 +167,7 @@ std::string model_name(const std::string& config_path) {
   const fs::path config(config_path);
   std::string name = config.parent_path().filename().string();
   if (name.empty()) name = config.stem().string();
-  if (detail::printable(name, name.size()) != name)
+  if (!detail::is_printable(name))
     detail::fail_field("--model", detail::printable(config_path, 200),
                        "must be in a folder whose name is printable UTF-8 (the run is named after it)");
   return name;
