@@ -19,7 +19,8 @@
 # seven of seed 5 that are not DeepSeek's, the held-out family's lineage). TRAIN_FLAGS, the flags
 # to train besides --seed 1 (default "--networks 4 --rank-weight 1", 256-128-64 networks as the
 # reports before ep_wide/ were made; ep_wide/, the bundled recipe since 2026-11-28, has
-# "--networks 4 --rank-weight 1 --hidden 512,256,128"), needs REPORT as EXTRA_FAMILIES does.
+# "--networks 4 --rank-weight 1 --hidden 512,256,128"; ep_wide_exact/ the same since skewed routing's chances are
+# successive sampling's), needs REPORT as EXTRA_FAMILIES does.
 # MODEL_OUT, if set, keeps the trained model there. About 7 minutes on 2 cores (with the seven families, 15; with them and 512-256-128 networks, about 50 alone, 59 beside another training).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
