@@ -165,6 +165,15 @@ void BM_PredictFusedMoeEnsemble(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictFusedMoeEnsemble)->Arg(256)->Arg(512);
 
+// The first question about a skewed MoE layer's routing: each expert's chance of being among a
+// token's top_k (successive sampling's integral), which the demand then remembers per layer.
+// Args: experts, top_k, Zipf exponent x 10.
+void BM_SkewedRoutingChances(benchmark::State& state) {
+  const double zipf = static_cast<double>(state.range(2)) / 10;
+  for (auto _ : state) benchmark::DoNotOptimize(pw::detail::successive_sampling_chances(state.range(0), state.range(1), zipf));
+}
+BENCHMARK(BM_SkewedRoutingChances)->Args({8, 2, 12})->Args({256, 8, 12})->Args({32768, 2, 40})->Unit(benchmark::kMillisecond);
+
 // A serving engine's decode step: 256 sequences, one token each, at context lengths spread over
 // 500-4,000 (every one distinct), Llama-3-8B's heads; as predict_workload asks about it each
 // iteration (its lengths move every step, so no memo answers it).
