@@ -411,6 +411,8 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
           detail::fail_field(prefix + "sm_limit", std::to_string(sm_limit),
                              "must be sm_count (" + std::to_string(f.integer("sm_count")) + "), the SMs the kernels ran on");
         run.gpu = sm_limited_gpu_name(run.gpu, sm_limit);
+        if (run.gpu.size() > 128)
+          detail::fail_field(prefix + "name", detail::quoted(device), "must leave room for the SM limit's suffix: " + run.gpu + " is past 128 bytes");
       }
       for (const char* field : {"reps", "warmup", "l2", "rest"})
         run.protocol[field] = document.contains(field) ? document[field] : json();

@@ -42,10 +42,13 @@ def successive_sampling_chances(experts, top_k, zipf):
         for w in reversed(weight):
             total += w
         chance = [w * (1 / total) for w in weight]
-    elif experts * k > 65536:
+    elif experts * k > 131072:
         def drawn(xi):
             return sum(-math.expm1(-w * xi) for w in weight)
-        low, high = math.log(1e-3 / weight[0]), math.log(1e3 / weight[-1])
+        total = 0.0
+        for w in reversed(weight):
+            total += w
+        low, high = math.log(0.5 * k / total), math.log(1e3 / weight[-1])
         for _ in range(100):
             middle = 0.5 * (low + high)
             if drawn(math.exp(middle)) < k:
@@ -55,7 +58,7 @@ def successive_sampling_chances(experts, top_k, zipf):
         xi = math.exp(0.5 * (low + high))
         chance = [-math.expm1(-w * xi) for w in weight]
     else:
-        step = 0.25
+        step = min(0.25, 0.7 / math.sqrt(k))
         first, last = math.log(1e-12 / weight[0]), math.log(40 / weight[-1])
         chance = [0.0] * experts
         for point in range(int(math.ceil((last - first) / step)) + 1):

@@ -186,13 +186,16 @@ inline Demand moe_gemm(double active_experts, double blocks, double grid_blocks,
 // the other keys below t a sum of independent Bernoulli(1 - e^(-w_j t)). There is no closed form;
 // the popularity scaled to add up to top_k (capped at 1) put too few experts in a batch, 1-3% on
 // every family measured (data/models/fused_moe_routing.py). Integrated by the trapezoid rule in
-// ln t, step 1/4: the integrand is analytic and falls off exponentially at both ends, where the
-// rule converges geometrically (the chances add up to top_k within 1e-6 of it at 64 experts,
-// top 8). At each point the count's law over the experts before i (truncated at top_k - 1) and
-// its distribution function over those after i give the others' for every i: O(experts x top_k)
-// a point, some hundred points. Past 2^16 experts x top_k, Rosen's approximation for successive
-// sampling instead (chance_i = 1 - e^(-w_i xi), xi such that they add up to top_k), near exact
-// where the experts are that many. One draw (top_k 1) is w_i / sum(w), and top_k = experts every expert.
+// ln t: the integrand is analytic and falls off exponentially at both ends, where the rule
+// converges geometrically; the count of other keys below t turns over in a window of about
+// 1/sqrt(top_k) in ln t, so the step is 1/4 up to top_k 7 and 0.7/sqrt(top_k) past it (the chances
+// add up to top_k within 1e-10 at 256 experts, top 8). At each point the count's law over the
+// experts before i (truncated at top_k - 1) and its distribution function over those after i give
+// the others' for every i: O(experts x top_k) a point, some hundred points. Past 2^17 experts x
+// top_k (no model's layer: 65,536 experts, top 2, is exact), Rosen's approximation for successive
+// sampling instead (chance_i = 1 - e^(-w_i xi), xi such that they add up to top_k), which under a
+// steep skew is some percent off per expert. One draw (top_k 1) is w_i / sum(w), and top_k =
+// experts every expert.
 inline std::vector<double> successive_sampling_chances(std::int64_t experts, std::int64_t top_k, double zipf) {
   const std::size_t count = static_cast<std::size_t>(experts), k = static_cast<std::size_t>(top_k);
   std::vector<double> weight(count), chance(count, 0.0);
@@ -205,14 +208,18 @@ inline std::vector<double> successive_sampling_chances(std::int64_t experts, std
     return chance;
   }
   const double least_weight = weight[count - 1];  // weight[0] = 1 is the greatest
-  if (static_cast<double>(count) * static_cast<double>(k) > 65536) {
+  if (static_cast<double>(count) * static_cast<double>(k) > 131072) {
     const auto drawn = [&](double xi) {
       double sum = 0;
       for (const double w : weight) sum += -std::expm1(-w * xi);
       return sum;
     };
-    double low = std::log(1e-3 / weight[0]), high = std::log(1e3 / least_weight);  // ln xi: the sum from under 1 to over top_k
-    for (int step = 0; step < 100; ++step) {
+    double total = 0;
+    for (std::size_t i = count; i-- > 0;) total += weight[i];
+    // ln xi from where the sum is under top_k (1 - e^-x < x: at most half of it) to where it is over
+    // (each chance at least 1 - e^-1000, and top_k < experts)
+    double low = std::log(0.5 * static_cast<double>(k) / total), high = std::log(1e3 / least_weight);
+    for (int halving = 0; halving < 100; ++halving) {
       const double middle = 0.5 * (low + high);
       (drawn(std::exp(middle)) < static_cast<double>(k) ? low : high) = middle;
     }
@@ -222,7 +229,7 @@ inline std::vector<double> successive_sampling_chances(std::int64_t experts, std
   }
   // ln t from where the most popular key is below t with chance 1e-12 (the integrand ~ w t there)
   // to where the least popular one is, but for e^-40.
-  constexpr double step = 0.25;
+  const double step = std::min(0.25, 0.7 / std::sqrt(static_cast<double>(k)));
   const double first = std::log(1e-12 / weight[0]), last = std::log(40 / least_weight);
   const std::size_t points = static_cast<std::size_t>(std::ceil((last - first) / step)) + 1;
   std::vector<double> below(count);             // each key's chance to be below t
@@ -254,7 +261,8 @@ inline std::vector<double> successive_sampling_chances(std::int64_t experts, std
 }
 
 // successive_sampling_chances, remembered by experts, top_k and skew: a serving run or an autotuner
-// asks about one layer's routing over and over. Readers share a lock; a full memo is emptied.
+// asks about one layer's routing over and over. Readers share a lock; a full memo (256 layers, or
+// 2^21 chances: 16 MB) is emptied.
 inline std::shared_ptr<const std::vector<double>> skewed_chances(std::int64_t experts, std::int64_t top_k, double zipf) {
   using Key = std::tuple<std::int64_t, std::int64_t, double>;
   static std::shared_mutex mutex;
@@ -266,8 +274,9 @@ inline std::shared_ptr<const std::vector<double>> skewed_chances(std::int64_t ex
   }
   auto chances = std::make_shared<const std::vector<double>>(successive_sampling_chances(experts, top_k, zipf));
   const std::unique_lock lock(mutex);
-  if (known.size() >= 256) known.clear();
-  known.emplace(key, chances);
+  static std::size_t held = 0;  // the chances the memo holds
+  if (known.size() >= 256 || held + chances->size() > (std::size_t{1} << 21)) known.clear(), held = 0;
+  if (known.emplace(key, chances).second) held += chances->size();
   return chances;
 }
 
