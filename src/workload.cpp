@@ -471,9 +471,6 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
   }
 }
 
-}  // namespace
-
-namespace {
 // Pipeline stages hold whole layers: at most one stage a layer (`field` names the stages' count
 // as the input does: a workload's pp_size, a deployment's pp).
 void check_stages(std::string_view field, std::int64_t stages, const ModelParams& params) {

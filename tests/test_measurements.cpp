@@ -376,7 +376,7 @@ TEST_CASE("raw measurements: the device's name must be one a spec could carry", 
     CHECK_THAT(error_of([&] { measurements_csv_from_raw(device + "\n" + record + "\n"); }),
                Contains("line 1: name") && Contains("must be the GPU's name, 1 to 128 bytes of text without control characters"));
   }
-  // A name of 128 bytes leaves no room for the SM limit's suffix (-sm64).
+  // A name of 126 bytes leaves no room for the SM limit's suffix (-sm64: 131 bytes).
   std::string limited = kDevice;
   limited.replace(limited.find("NVIDIA H100 80GB HBM3"), 21, std::string(126, 'A'));
   limited.replace(limited.find("\"sm_count\": 132"), 15, "\"sm_count\": 64, \"sm_limit\": 64");

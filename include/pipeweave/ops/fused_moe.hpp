@@ -201,9 +201,9 @@ inline std::vector<double> successive_sampling_chances(std::int64_t experts, std
   std::vector<double> weight(count), chance(count, 0.0);
   for (std::size_t i = 0; i < count; ++i) weight[i] = std::pow(double(i + 1), -zipf);
   if (k >= count) return std::vector<double>(count, 1.0);
+  double total = 0;  // (from the least popular up: the small ones keep their digits)
+  for (std::size_t i = count; i-- > 0;) total += weight[i];
   if (k == 1) {
-    double total = 0;  // (from the least popular up: the small ones keep their digits)
-    for (std::size_t i = count; i-- > 0;) total += weight[i];
     for (std::size_t i = 0; i < count; ++i) chance[i] = weight[i] * (1 / total);
     return chance;
   }
@@ -214,8 +214,6 @@ inline std::vector<double> successive_sampling_chances(std::int64_t experts, std
       for (const double w : weight) sum += -std::expm1(-w * xi);
       return sum;
     };
-    double total = 0;
-    for (std::size_t i = count; i-- > 0;) total += weight[i];
     // ln xi from where the sum is under top_k (1 - e^-x < x: at most half of it) to where it is over
     // (each chance at least 1 - e^-1000, and top_k < experts)
     double low = std::log(0.5 * static_cast<double>(k) / total), high = std::log(1e3 / least_weight);
@@ -267,6 +265,7 @@ inline std::shared_ptr<const std::vector<double>> skewed_chances(std::int64_t ex
   using Key = std::tuple<std::int64_t, std::int64_t, double>;
   static std::shared_mutex mutex;
   static std::map<Key, std::shared_ptr<const std::vector<double>>> known;
+  static std::size_t held = 0;  // the chances the memo holds (under the lock)
   const Key key{experts, top_k, zipf};
   {
     const std::shared_lock lock(mutex);
@@ -274,7 +273,6 @@ inline std::shared_ptr<const std::vector<double>> skewed_chances(std::int64_t ex
   }
   auto chances = std::make_shared<const std::vector<double>>(successive_sampling_chances(experts, top_k, zipf));
   const std::unique_lock lock(mutex);
-  static std::size_t held = 0;  // the chances the memo holds
   if (known.size() >= 256 || held + chances->size() > (std::size_t{1} << 21)) known.clear(), held = 0;
   if (known.emplace(key, chances).second) held += chances->size();
   return chances;
