@@ -504,6 +504,42 @@ TEST_CASE("fit_link recovers the link figures that produced the timings") {
              Contains("needs all-reduces of at least two sizes") && Contains("the 2 given are all of 4096 bytes"));
 }
 
+TEST_CASE("fit_link predicts each size once a trial but scores every row, and bounds its work") {
+  GpuSpec truth = find_gpu_datasheet("H200-SXM");
+  truth.link_bandwidth_gb_s = 317;
+  truth.link_latency_us = 8.5;
+  const GpuSpec& start = find_gpu_datasheet("H200-SXM");
+  // Rows repeated at one size, timed apart: the mean error is over the rows, not the sizes.
+  std::vector<AllReduceMeasurement> rows = modelled_allreduces(truth, 2);
+  const std::size_t sizes = rows.size();
+  for (std::size_t i = 0; i < sizes; ++i) rows.push_back({2, rows[i].bytes, "graph", rows[i].measured_us * 1.1});
+  const LinkFit fit = fit_link(rows, start);
+  CHECK(fit.rows == static_cast<int>(2 * sizes));
+  GpuSpec fitted = start;
+  fitted.link_bandwidth_gb_s = fit.link_bandwidth_gb_s, fitted.link_latency_us = fit.link_latency_us;
+  const Predictor analytical = Predictor::analytical();
+  double sum = 0;
+  for (const AllReduceMeasurement& row : rows) {
+    const Collective op{CollectiveKind::all_reduce, row.bytes, row.ranks, DType::bf16};
+    sum += std::abs(analytical.predict(op, fitted).latency_us - row.measured_us) / row.measured_us;
+  }
+  CHECK(fit.mape_pct == Approx(100 * sum / static_cast<double>(rows.size())).epsilon(1e-12));
+  // At either timing of each size (10% apart) or between: 4.5-4.8% off on average, not half of it
+  CHECK(fit.mape_pct > 4.5);
+  CHECK(fit.mape_pct < 4.8);
+
+  std::vector<AllReduceMeasurement> many_rows;
+  for (int i = 0; i < 16385; ++i) many_rows.push_back(rows[static_cast<std::size_t>(i) % rows.size()]);
+  CHECK_THAT(error_of([&] { fit_link(many_rows, start); }),
+             Contains("16385 rows timed in a CUDA graph") && Contains("must be at most 16384"));
+  many_rows.resize(16384);
+  CHECK_NOTHROW(fit_link(many_rows, start));
+  std::vector<AllReduceMeasurement> many_sizes;
+  for (int i = 0; i < 257; ++i) many_sizes.push_back({2, 4096.0 + i, "graph", 10.0 + i});
+  CHECK_THAT(error_of([&] { fit_link(many_sizes, start); }),
+             Contains("257 distinct (bytes, ranks)") && Contains("must be at most 256"));
+}
+
 TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are named") {
   const auto rows = allreduce_measurements_from_csv(
       "ranks,bytes,mode,measured_us,spread\n2,4096,eager,32.1,0.1\n2,4096,graph,9.13,0.02\n\n8,1048576,graph,40.5,0.01\n",
