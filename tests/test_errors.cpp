@@ -72,6 +72,23 @@ TEST_CASE("errors: text from the input is printable where every byte is part of 
     CHECK_FALSE(is_printable(text));
     CHECK(printable(text, text.size()) != text);
   }
+  // Controls that change how a message reads: C1 (U+0085, U+009F), the line and paragraph
+  // separators, right-to-left marks and overrides, isolates, the Arabic letter mark. Their
+  // neighbours (U+00A0, U+2027, U+2030, U+2065, U+061B) and a dash are text.
+  for (const std::string_view text : std::initializer_list<std::string_view>{"\xc2\x85", "\xc2\x9f", "a\xe2\x80\xa8" "b",
+                                                                             "\xe2\x80\xa9", "\xe2\x80\x8e", "\xe2\x80\x8f",
+                                                                             "H100\xe2\x80\xaeMXS", "\xe2\x80\xaa", "\xe2\x81\xa6",
+                                                                             "\xe2\x81\xa9", "\xd8\x9c"}) {
+    INFO(printable(text));
+    CHECK_FALSE(is_printable(text));
+    CHECK(printable(text, text.size()) != text);
+  }
+  CHECK(printable("H100\xe2\x80\xaeMXS") == "H100\\xe2\\x80\\xaeMXS");
+  for (const std::string_view text : std::initializer_list<std::string_view>{"\xc2\xa0", "\xe2\x80\xa7", "\xe2\x80\xb0",
+                                                                             "\xe2\x81\xa5", "\xd8\x9b", "\xe2\x80\x94"}) {
+    INFO(printable(text));
+    CHECK(is_printable(text));
+  }
   CHECK(printable("a\nb") == "a\\x0ab");
   CHECK(printable(std::string(300, 'x'), 4) == "xxxx... (300 bytes)");
 }

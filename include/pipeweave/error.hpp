@@ -37,8 +37,21 @@ namespace detail {
   throw Error(message);
 }
 
+// Whether a well-formed 2- or 3-byte sequence is a control that would change how a message reads:
+// a C1 control (U+0080-U+009F, which some terminals act on), the line and paragraph separators
+// (U+2028, U+2029: a second line), or a mark that reorders the text around it (U+061C, U+200E,
+// U+200F, U+202A-U+202E, U+2066-U+2069: a name that displays as another).
+inline bool is_format_control(unsigned lead, unsigned second, unsigned third) {
+  if (lead == 0xC2) return second <= 0x9F;
+  if (lead == 0xD8) return second == 0x9C;
+  if (lead != 0xE2) return false;
+  if (second == 0x80) return third == 0x8E || third == 0x8F || (third >= 0xA8 && third <= 0xAE);
+  return second == 0x81 && third >= 0xA6 && third <= 0xA9;
+}
+
 // The length of the printable character that starts at text[at]: a well-formed UTF-8 sequence
-// (Unicode table 3-7) that is not a control character; 0 where there is none.
+// (Unicode table 3-7) that is not a control character (nor a format control, above); 0 where
+// there is none.
 inline std::size_t printable_length(std::string_view text, std::size_t at) {
   const auto byte = [&](std::size_t index) { return index < text.size() ? static_cast<unsigned char>(text[index]) : 0u; };
   const unsigned lead = byte(at);
@@ -52,6 +65,7 @@ inline std::size_t printable_length(std::string_view text, std::size_t at) {
   const unsigned high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
   bool valid = second >= low && second <= high;
   for (std::size_t k = 2; k < length; ++k) valid = valid && byte(at + k) >= 0x80 && byte(at + k) <= 0xBF;
+  if (valid && length <= 3 && is_format_control(lead, second, length == 3 ? byte(at + 2) : 0)) return 0;
   return valid ? length : 0;
 }
 
