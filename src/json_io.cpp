@@ -302,6 +302,7 @@ const json& hidden_widths(const Fields& fields) {
 
 std::vector<std::vector<MlpLayer>> further_networks_from_json(const json& networks, const json& hidden, bool packed) {
   if (!networks.is_array()) detail::fail_field("mlp.further_networks", detail::excerpt(networks), "must be an array of layer lists");
+  detail::check_further_networks(networks.size());  // (before any is read: 100,000 took seconds)
   std::vector<std::vector<MlpLayer>> out;
   for (std::size_t n = 0; n < networks.size(); ++n)
     out.push_back(layers_from_json(networks[n], hidden, "mlp.further_networks[" + std::to_string(n) + "]", packed));

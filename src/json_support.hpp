@@ -95,6 +95,11 @@ class CheckedJsonReader {
 };
 
 inline json parse_json(std::string_view text, std::string_view what) {
+  // The parser reads a NUL byte as the end of the input, so that whatever followed one was never
+  // read (a spec with garbage after a NUL was taken for the spec before it). JSON holds none:
+  // raw, a NUL is neither whitespace nor allowed inside a string.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw InvalidInput(std::string(what) + " is not valid JSON: a NUL byte at offset " + std::to_string(nul));
   json result;
   CheckedJsonReader reader(result, what);
   try {

@@ -559,6 +559,10 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json(""); }), Contains("not valid JSON"));
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json("{'name': 'x'}"); }), Contains("not valid JSON"));
     CHECK_THAT(error_of([] { (void)gpu_spec_from_json("[]"); }), Contains("JSON object"));
+    // The parser ends its input at a NUL byte: a spec followed by one and garbage was taken for the spec.
+    const std::string with_nul = text + std::string(1, '\0') + "garbage{";
+    CHECK(error_of([&] { (void)gpu_spec_from_json(with_nul); }) ==
+          "GPU spec is not valid JSON: a NUL byte at offset " + std::to_string(text.size()));
     // Found by tests/fuzz: the parser's message ends with the raw bytes it last read.
     CHECK(error_of([] { (void)gpu_spec_from_json("\xef"); }) ==
           "GPU spec is not valid JSON: [json.exception.parse_error.101] parse error at line 1, column 2: syntax error while "

@@ -152,6 +152,10 @@ TEST_CASE("Kernel: gemm dimensions and config must be positive", "[kernel]") {
   require_invalid(with_config(make_gemm_config(128, 128, 4096, 1, 0, 1, 1)), "gemm.tile_k must be at most 1024", "4096");
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 65, 1, 1)), "gemm.stages must be at most 64", "65");
   require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 32, 1)), "gemm.cluster_m must be at most 16", "32");
+  // Each side within 16, the cluster past it (8 x 8 was predicted as if it ran)
+  require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 8, 8)), "gemm.cluster_m*cluster_n must be at most 16 CTAs", "8x8");
+  require_invalid(with_config(make_gemm_config(128, 128, 64, 1, 0, 16, 2)), "gemm.cluster_m*cluster_n must be at most 16 CTAs", "16x2");
+  CHECK_NOTHROW(Kernel(with_config(make_gemm_config(128, 128, 64, 1, 0, 4, 4))));
   // Below the smallest tensor-core tile (a 1 x 1 x 1 tile was predicted as if it ran).
   require_invalid(with_config(make_gemm_config(1, 1, 1, 1, 0, 1, 1)), "gemm.tile_m must be at least 8", "1");
   require_invalid(with_config(make_gemm_config(128, 128, 4, 1, 0, 1, 1)), "gemm.tile_k must be at least 8", "4");

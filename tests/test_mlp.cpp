@@ -374,6 +374,16 @@ TEST_CASE("Mlp: an ensemble round-trips through JSON and its networks are checke
     document["further_networks"] = 3;
     CHECK_THAT(load_error(document), Contains("mlp.further_networks"));
   }
+  SECTION("more networks than an ensemble holds: refused before any is read, and built in code") {
+    document["further_networks"] = json::array();
+    for (int n = 0; n < kMaxNetworks; ++n) document["further_networks"].push_back(document["layers"]);
+    CHECK(load_error(document) == "mlp.further_networks must hold at most 63 (an ensemble of at most 64), got 64 networks");
+    MlpDescription many = tiny_description();
+    many.further_networks.assign(static_cast<std::size_t>(kMaxNetworks - 1), tiny_description().layers);
+    CHECK(Mlp(many).network_count() == 64);
+    many.further_networks.push_back(tiny_description().layers);
+    CHECK_THAT(error_of([&] { Mlp mlp(many); }), Contains("got 64 networks"));
+  }
   SECTION("a network with a layer too few") {
     document["further_networks"][0].erase(document["further_networks"][0].begin());
     CHECK_THAT(load_error(document), Contains("mlp.further_networks[0]"));

@@ -945,7 +945,12 @@ TEST_CASE("Mlp: the training domain and pipe table are checked and survive a JSO
   CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[1]") && Contains("ascending"));
   bad = d;
   bad.pipe_efficiency[0] = {{4, 1.5}};
-  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[0]") && Contains("(0, 1]"));
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[0]") && Contains("[1e-6, 1]"));
+  // An efficiency of 5e-324 made the latency infinite (exit 0, latency null in JSON)
+  bad.pipe_efficiency[0] = {{4, 5e-324}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.pipe_efficiency.tensor[0]") && Contains("[1e-6, 1], got 5e-324"));
+  bad.pipe_efficiency[0] = {{4, 1e-6}};
+  CHECK_NOTHROW(Mlp{bad});
   bad = d;
   bad.input_min(3) = 9;
   CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.domain.input_min[3]"));

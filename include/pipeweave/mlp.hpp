@@ -43,6 +43,17 @@ inline std::optional<LabelProtocol> parse_label_protocol(std::string_view text) 
   return std::nullopt;
 }
 
+// The most networks one model holds (an ensemble answers at that many times one network's cost;
+// `train --networks` trains at most as many).
+inline constexpr int kMaxNetworks = 64;
+namespace detail {
+inline void check_further_networks(std::size_t further) {
+  if (further + 1 > static_cast<std::size_t>(kMaxNetworks))
+    fail_field("mlp.further_networks", std::to_string(further) + " networks",
+               "must hold at most " + std::to_string(kMaxNetworks - 1) + " (an ensemble of at most " + std::to_string(kMaxNetworks) + ")");
+}
+}  // namespace detail
+
 struct MlpDescription {
   OpFamily family = OpFamily::gemm;
   int feature_version = kFeatureVersion;
@@ -326,7 +337,8 @@ class Mlp {
                                   std::to_string(r) + "]";
         if (!(upto > 0) || !std::isfinite(upto) || (r > 0 && !(upto > d.pipe_efficiency[p][r - 1].first)))
           detail::fail_field(field, upto, "must be a bound in us, positive and ascending");
-        if (!(efficiency > 0 && efficiency <= 1)) detail::fail_field(field, efficiency, "must be an efficiency in (0, 1]");
+        // (a kernel at under a millionth of its bound is no measurement: 5e-324 made latencies infinite)
+        if (!(efficiency >= 1e-6 && efficiency <= 1)) detail::fail_field(field, efficiency, "must be an efficiency in [1e-6, 1]");
       }
   }
 
@@ -357,8 +369,9 @@ class Mlp {
     }
   }
 
-  // The networks: each a valid layer chain, the further ones of the first one's widths.
+  // The networks: at most kMaxNetworks, each a valid layer chain, the further ones of the first one's widths.
   static void check_networks(const MlpDescription& d) {
+    detail::check_further_networks(d.further_networks.size());
     check_layers(d.layers, "mlp.layers");
     for (std::size_t n = 0; n < d.further_networks.size(); ++n) {
       const std::string field = "mlp.further_networks[" + std::to_string(n) + "]";

@@ -74,8 +74,6 @@ struct TrainingOptions {
   std::function<void(const EpochReport&)> progress;
 };
 
-inline constexpr int kMaxNetworks = 64;
-
 struct TrainingResult {
   Mlp model;
   std::vector<EpochReport> history;  // every network's epochs, network 0's first

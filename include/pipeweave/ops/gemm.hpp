@@ -96,6 +96,9 @@ struct GemmConfig {
     detail::require_at_most("gemm.stages", stages, 64, "no GPU's shared memory holds more");
     detail::require_at_most("gemm.cluster_m", cluster_m, 16, "a thread-block cluster holds at most 16 CTAs");
     detail::require_at_most("gemm.cluster_n", cluster_n, 16, "a thread-block cluster holds at most 16 CTAs");
+    if (cluster_m * cluster_n > 16)  // (each at most 16 here: the product cannot overflow)
+      detail::fail_field("gemm.cluster_m*cluster_n", std::to_string(cluster_m) + "x" + std::to_string(cluster_n),
+                         "must be at most 16 CTAs (a thread-block cluster holds at most 16)");
     const char* m_side = swap_ab ? "gemm.tile_n" : "gemm.tile_m";
     const char* n_side = swap_ab ? "gemm.tile_m" : "gemm.tile_n";
     if (schedule == GemmSchedule::cooperative && mma_m_side() % 128 != 0)
