@@ -82,6 +82,11 @@ pipeweave_cli_failure(gpu_without_value "--gpu needs a value" predict ${gemm_tex
 pipeweave_cli_failure(no_kernel "predict needs at least one KERNEL" predict --gpu H100-SXM)
 pipeweave_cli_failure(unknown_option "unknown option --fast" predict --gpu H100-SXM --fast ${gemm_text})
 pipeweave_cli_failure(unknown_command "unknown command .estimate." estimate --gpu H100-SXM ${gemm_text})
+# No command: one error line like any other mistake (the overview went to stderr, 38 lines).
+pipeweave_cli_failure(no_command "no command given \\(pipeweave --help lists them\\)")
+# A path with a newline in it is shown escaped: the error stays one line.
+pipeweave_cli_failure(error_line_escapes_newline "cannot open GPU spec file /nonexistent/no\\\\x0asuch\\.json"
+                      predict --gpu "/nonexistent/no\nsuch.json" ${gemm_text})
 pipeweave_cli_failure(fp8_on_ampere "no fp8_e4m3 tensor path" predict --gpu A100 gemm:m=1024,n=1024,k=1024,dtype=fp8)
 pipeweave_cli_failure(missing_spec_file "cannot open GPU spec file .*no_such_gpu\\.json"
                       predict --gpu "${CMAKE_CURRENT_BINARY_DIR}/no_such_gpu.json" ${gemm_text})

@@ -17,10 +17,8 @@ namespace pw = pipeweave;
 bool asks_for_help(std::string_view argument) { return argument == "--help" || argument == "-h"; }
 
 int run(int argc, const char* const* argv) {
-  if (argc < 2) {
-    std::fputs(std::string(pw::cli::help_overview()).c_str(), stderr);
-    return 2;
-  }
+  // (one error line, as for any other mistake: the overview is pipeweave --help's)
+  if (argc < 2) throw pw::InvalidInput("no command given (pipeweave --help lists them)");
   const std::string_view command = argv[1];
   if (asks_for_help(command) || command == "help") {
     // pipeweave help [COMMAND]
@@ -47,15 +45,10 @@ int run(int argc, const char* const* argv) {
 }
 
 // An error as its one line shows it: every message names what it quotes in short (printable()),
-// and whatever one still quotes whole (a name echoed from a file) is cut here, on a character's
-// boundary, so that no input can make the error line megabytes long.
-std::string error_line(std::string_view message) {
-  constexpr std::size_t kMostBytes = 2000;
-  if (message.size() <= kMostBytes) return std::string(message);
-  std::size_t cut = kMostBytes;
-  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-  return fmt::format("{}... ({} bytes more)", message.substr(0, cut), message.size() - cut);
-}
+// and whatever one still quotes whole (a path given with a newline in it, a name echoed from a
+// file) is escaped and cut here as printable() does, so that no input can make the error more than
+// one line, or that line megabytes long.
+std::string error_line(std::string_view message) { return pw::detail::printable(message, 2000); }
 
 }  // namespace
 
