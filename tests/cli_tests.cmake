@@ -82,6 +82,16 @@ pipeweave_cli_failure(gpu_without_value "--gpu needs a value" predict ${gemm_tex
 pipeweave_cli_failure(no_kernel "predict needs at least one KERNEL" predict --gpu H100-SXM)
 pipeweave_cli_failure(unknown_option "unknown option --fast" predict --gpu H100-SXM --fast ${gemm_text})
 pipeweave_cli_failure(unknown_command "unknown command .estimate." estimate --gpu H100-SXM ${gemm_text})
+# A report folder whose files would be written over an input: refused before any work (the
+# input was lost, exit 0).
+set(h200_calibration "${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibration")
+pipeweave_cli_failure(report_over_input_calibrate "--report [^ ]+ would write link.csv over --link [^ ]+link.csv: give another folder"
+                      calibrate --from-log "${h200_calibration}/microbench-1.json" --link "${h200_calibration}/link.csv"
+                      --report "${h200_calibration}")
+set(h100_report "${PROJECT_SOURCE_DIR}/data/e2e/H100-SXM/report")
+pipeweave_cli_failure(report_over_input_e2e "--report [^ ]+ would write iterations.csv over --measured"
+                      e2e --gpu H100-SXM --workload "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"
+                      --measured "${h100_report}/iterations.csv" --report "${h100_report}")
 # No command: one error line like any other mistake (the overview went to stderr, 38 lines).
 pipeweave_cli_failure(no_command "no command given \\(pipeweave --help lists them\\)")
 # A path with a newline in it is shown escaped: the error stays one line.

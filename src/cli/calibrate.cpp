@@ -77,7 +77,7 @@ CalibrateArguments parse(int argc, const char* const* argv, int first) {
       {"--link", arguments.link}, {"--sustained", arguments.sustained_isolated}, {"--sustained", arguments.sustained_busy}};
   for (const std::string& path : arguments.from_logs) inputs.emplace_back("--from-log", path);
   check_output("--out", arguments.out, inputs);
-  check_output_folder("--report", arguments.report_dir);
+  check_output_folder("--report", arguments.report_dir, {"calibration.csv", "calibration.svg", "link.csv", "link.svg"}, inputs);
   check_output_folder("--log-dir", arguments.log_dir);
   if (arguments.link_bandwidth > 0 && !arguments.link.empty())
     throw InvalidInput("--link-bandwidth and --link both set the link: give one");

@@ -105,7 +105,9 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
       {"--gpu", a.gpu}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};
   for (const std::string& path : a.kernel_models) inputs.emplace_back("--kernel-model", path);
   check_output("--write-workload", a.write_workload, inputs);
-  check_output_folder("--report", a.report);
+  inputs.emplace_back("--workload", a.workload);
+  check_output_folder("--report", a.report, {"iterations.csv", "requests.csv", "timeline.svg", "iterations.svg", "operators.svg"},
+                      inputs);
   if (a.unchunked) a.policy.chunked_prefill = false;
   if (a.gpu.empty()) throw InvalidInput("e2e needs --gpu NAME or --gpu spec.json");
   if (a.engine_terms) {

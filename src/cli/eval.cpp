@@ -58,7 +58,11 @@ FlagParser eval_flags(EvalArguments& arguments) {
 EvalArguments parse(int argc, const char* const* argv, int first) {
   EvalArguments arguments;
   eval_flags(arguments).parse(argc, argv, first);
-  check_output_folder("--report", arguments.report_dir);
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string& path : arguments.data) inputs.emplace_back("--data", path);
+  for (const std::string& path : arguments.models) inputs.emplace_back("--model", path);
+  for (const auto& [gpu, path] : arguments.specs) inputs.emplace_back("--spec", path);
+  check_output_folder("--report", arguments.report_dir, {"eval.csv", "eval.svg"}, inputs);
   check_specs_folder(arguments.specs_dir);
   if (arguments.configless && arguments.default_only)
     throw InvalidInput("--without-configs keeps each shape's default config already: give it without --default-configs");

@@ -209,10 +209,16 @@ void check_output(const std::string& out_flag, const std::string& out,
       throw InvalidInput(fmt::format("{} {} is the same file as {} {}: it would be written over", out_flag, out, flag, path));
 }
 
-void check_output_folder(const std::string& flag, const std::string& folder) {
+void check_output_folder(const std::string& flag, const std::string& folder, const std::vector<std::string>& written,
+                         const std::vector<std::pair<std::string, std::string>>& inputs) {
   std::error_code error;
-  if (!folder.empty() && fs::exists(folder, error) && !fs::is_directory(folder, error))
+  if (folder.empty()) return;
+  if (fs::exists(folder, error) && !fs::is_directory(folder, error))
     throw InvalidInput(fmt::format("{} {} is a file, not a folder to write into", flag, folder));
+  for (const std::string& name : written)
+    for (const auto& [input_flag, path] : inputs)
+      if (!path.empty() && fs::equivalent(fs::path(folder) / name, path, error))
+        throw InvalidInput(fmt::format("{} {} would write {} over {} {}: give another folder", flag, folder, name, input_flag, path));
 }
 
 void check_specs_folder(const std::string& folder) {

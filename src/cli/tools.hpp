@@ -52,8 +52,10 @@ void check_output(const std::string& out_flag, const std::string& out,
 // bundled model: two for one place (an op family; GEMMs without a config of one data type, both
 // listing it) are refused, as the library would keep the later one without a word.
 std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::string>& paths);
-// Refuses, before any work, a folder to write into (--report DIR) that is a file.
-void check_output_folder(const std::string& flag, const std::string& folder);
+// Refuses, before any work, a folder to write into (--report DIR) that is a file, or whose files
+// the command writes (`written`, names in the folder) would be one of its inputs (as check_output).
+void check_output_folder(const std::string& flag, const std::string& folder, const std::vector<std::string>& written = {},
+                         const std::vector<std::pair<std::string, std::string>>& inputs = {});
 // Refuses --specs DIR that is not a folder: a mistyped one would leave every GPU on its catalog
 // spec without a word.
 void check_specs_folder(const std::string& folder);
