@@ -398,6 +398,9 @@ pipeweave_cli_test(predict_served_model "\"protocol\": \"served\""
                    predict --gpu H100-SXM --model "${tiny_served}" --json
                    "gemm:m=4096,n=4096,k=4096,dtype=fp8_e4m3,tile_m=128,tile_n=256,tile_k=128,stages=4,cluster_m=2")
 set_tests_properties(cli.predict_served_model PROPERTIES FIXTURES_REQUIRED tiny_served)
+# An output whose folder is a file: refused before training (it was found after every epoch).
+pipeweave_cli_failure(train_out_not_writable "--out [^ ]+/m.json: [^ ]+train_sample_silu_mul.csv is not a folder to write into"
+                      train --op silu_mul --data "${cli_data}/train_sample_silu_mul.csv" --out "${cli_data}/train_sample_silu_mul.csv/m.json")
 # Layers are bounded in number as in width (64 of 1,024 took 1.2 GB and more than ten seconds an epoch)
 pipeweave_cli_failure(train_too_many_layers "--hidden must list at most 8 hidden layers, got \"16,16,16,16,16,16,16,16,16\""
                       train --op silu_mul --data "${cli_data}/eval_silu_mul.csv" --hidden 16,16,16,16,16,16,16,16,16

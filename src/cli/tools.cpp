@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -204,6 +205,16 @@ void check_output(const std::string& out_flag, const std::string& out,
   if (out.empty()) return;
   std::error_code error;
   if (fs::is_directory(out, error)) throw InvalidInput(fmt::format("{} {} is a directory, not a file to write", out_flag, out));
+  // The folder it goes in (made if missing) must be one this process can write in: found only when
+  // written, the mistake cost a whole training run first.
+  if (!standard_stream(out)) {
+    fs::path folder = fs::absolute(out, error).parent_path();
+    while (!folder.empty() && !fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
+    if (!fs::is_directory(folder, error))
+      throw InvalidInput(fmt::format("{} {}: {} is not a folder to write into", out_flag, out, folder.string()));
+    if (::access(folder.c_str(), W_OK) != 0 && !(fs::exists(out, error) && !fs::is_regular_file(out, error)))
+      throw InvalidInput(fmt::format("{} {}: cannot write in {}: {}", out_flag, out, folder.string(), std::strerror(errno)));
+  }
   for (const auto& [flag, path] : inputs)
     if (!path.empty() && fs::equivalent(out, path, error))
       throw InvalidInput(fmt::format("{} {} is the same file as {} {}: it would be written over", out_flag, out, flag, path));
