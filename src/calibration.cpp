@@ -130,15 +130,33 @@ MeasuredDevice read_device(const json& object) {
   device.max_ctas_per_sm = fields.integer("max_ctas_per_sm");
   device.driver = fields.text("driver");
   device.cuda_runtime = fields.integer("cuda_runtime");
-  detail::require_positive("microbench.device.sm_count", device.sm_count);
-  detail::require_positive("microbench.device.max_clock_mhz", device.max_clock_mhz);
-  detail::require_positive("microbench.device.dram_peak_gb_s", device.dram_peak_gb_s);
-  detail::require_positive("microbench.device.l2_bytes", device.l2_bytes);
-  detail::require_positive("microbench.device.memory_bytes", device.memory_bytes);
-  detail::require_positive("microbench.device.smem_bytes_per_sm", device.smem_bytes_per_sm);
-  detail::require_positive("microbench.device.registers_per_sm", device.registers_per_sm);
-  detail::require_positive("microbench.device.max_threads_per_sm", device.max_threads_per_sm);
-  detail::require_positive("microbench.device.max_ctas_per_sm", device.max_ctas_per_sm);
+  // Each figure within what any GPU could report (a clock of 1 MHz or 8 memory bits is a broken
+  // log, not a GPU); the figures the calibration does not use are checked all the same.
+  const auto within = [](const std::string& field, double value, double least, double most, std::string_view unit) {
+    if (!(value >= least && value <= most)) {
+      std::ostringstream requirement;
+      requirement << "must be within [" << least << ", " << most << "] " << unit << " (what a GPU could report)";
+      detail::fail_field("microbench.device." + field, value, requirement.str());
+    }
+  };
+  if (device.compute_capability_major < 3 || device.compute_capability_major > 15 || device.compute_capability_minor > 9)
+    detail::fail_field("microbench.device.compute_capability", detail::quoted(cc), "must be a GPU's, 3.0 to 15.9");
+  within("sm_count", device.sm_count, 1, 4096, "SMs");
+  within("max_clock_mhz", device.max_clock_mhz, 100, 10000, "MHz");
+  within("dram_peak_gb_s", device.dram_peak_gb_s, 1, 1e6, "GB/s");
+  within("l2_bytes", device.l2_bytes, 1024, 1e12, "bytes");
+  within("memory_bytes", device.memory_bytes, 1 << 20, 1e15, "bytes");
+  within("smem_bytes_per_sm", device.smem_bytes_per_sm, 1024, 1 << 24, "bytes");
+  within("registers_per_sm", device.registers_per_sm, 1024, 1 << 24, "registers");
+  within("max_threads_per_sm", device.max_threads_per_sm, 32, 65536, "threads");
+  within("max_ctas_per_sm", device.max_ctas_per_sm, 1, 1024, "CTAs");
+  within("cuda_runtime", device.cuda_runtime, 1000, 1000000, "(CUDA's version number, 13000 for 13.0)");
+  if (fields.has("memory_clock_mhz")) within("memory_clock_mhz", fields.number("memory_clock_mhz"), 100, 100000, "MHz");
+  if (fields.has("memory_bus_bits")) within("memory_bus_bits", fields.integer("memory_bus_bits"), 32, 65536, "bits");
+  if (fields.has("cuda_driver_api"))
+    within("cuda_driver_api", fields.integer("cuda_driver_api"), 1000, 1000000, "(CUDA's version number, 13000 for 13.0)");
+  for (const char* field : {"sm_requested", "sm_observed"})
+    if (fields.has(field)) within(field, fields.integer(field), 1, 4096, "SMs");
   if (fields.has("sm_limit")) {  // the kernels ran on sm_limit of the device's device_sm_count SMs
     device.sm_limit = fields.integer("sm_limit");
     device.device_sm_count = fields.integer("device_sm_count");
@@ -168,7 +186,11 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
   if (result.unit != rule.log_unit)
     detail::fail_field(prefix + "unit", detail::quoted(result.unit), "must be \"" + std::string(rule.log_unit) + "\" for " + result.name);
   result.work = fields.number("work");
-  detail::require_positive(prefix + "work", result.work);
+  // Work counts whole things (operations, bytes, launches); 1e-300 of it made a launch of 1e304 us.
+  if (!(result.work >= 1 && result.work <= 1e24))
+    detail::fail_field(prefix + "work", result.work, "must be within [1, 1e24] (operations, bytes or launches timed)");
+  if (fields.has("iterations") && !detail::integer_within(fields.get("iterations"), 1, std::int64_t{1} << 53))
+    detail::fail_field(prefix + "iterations", detail::excerpt(fields.get("iterations")), "must be a whole number from 1 to 2^53");
   const json& runs = fields.get("runs");
   if (!runs.is_array() || runs.empty()) detail::fail_field(prefix + "runs", detail::excerpt(runs), "must be a non-empty array");
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -176,7 +198,9 @@ MicrobenchResult read_benchmark(const json& object, const std::string& prefix) {
     const Fields run(runs[i], run_prefix);
     run.only({"seconds", "clock_mhz"});
     MicrobenchRun parsed{run.number("seconds"), run.number("clock_mhz")};
-    detail::require_positive(run_prefix + "seconds", parsed.seconds);
+    // (a run of 1e-300 s made a spread of inf; one of under a microsecond is no timing)
+    if (!(parsed.seconds >= 1e-6 && parsed.seconds <= 1e4))
+      detail::fail_field(run_prefix + "seconds", parsed.seconds, "must be within [1e-06, 10000] (a timed run's seconds)");
     detail::require_non_negative(run_prefix + "clock_mhz", parsed.clock_mhz);
     detail::require_at_most(run_prefix + "clock_mhz", parsed.clock_mhz, 10000, "MHz, past any GPU's clock");
     // 0 says the kernel does not read the clock: so in every run of it, or in none

@@ -327,11 +327,29 @@ TEST_CASE("microbenchmark log JSON: every malformed field is named") {
              Contains("microbench.benchmarks[1].name") && Contains("must not repeat"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["unit"] = "byte"; }),
              Contains("microbench.benchmarks[0].unit") && Contains("\"flop\""));
-  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["work"] = 0; }), Contains("microbench.benchmarks[0].work must be positive"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["work"] = 0; }),
+             Contains("microbench.benchmarks[0].work must be within [1, 1e24]"));
+  // Past what any log holds, once accepted: a launch of 1e304 us, a spread of inf, iterations ignored
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["work"] = 1e-300; }),
+             Contains("microbench.benchmarks[0].work must be within [1, 1e24]") && Contains("1e-300"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["runs"][0]["seconds"] = 1e-300; }),
+             Contains("microbench.benchmarks[0].runs[0].seconds must be within [1e-06, 10000]"));
+  CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["iterations"] = -1; }),
+             Contains("microbench.benchmarks[0].iterations must be a whole number from 1 to 2^53, got -1"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["memory_bus_bits"] = 8; }),
+             Contains("microbench.device.memory_bus_bits must be within [32, 65536] bits"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["memory_clock_mhz"] = "x"; }),
+             Contains("microbench.device.memory_clock_mhz must be a number"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["memory_clock_mhz"] = 1; }),
+             Contains("microbench.device.memory_clock_mhz must be within [100, 100000] MHz"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["sm_observed"] = 1000000; }), Contains("microbench.device.sm_observed"));
+  CHECK_THAT(error_with([](json& j) { j["device"]["compute_capability"] = "1.0"; }),
+             Contains("microbench.device.compute_capability must be a GPU's, 3.0 to 15.9, got \"1.0\""));
+  CHECK_THAT(error_with([](json& j) { j["device"]["max_clock_mhz"] = 1e300; }), Contains("microbench.device.max_clock_mhz must be within"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][0]["runs"] = json::array(); }),
              Contains("microbench.benchmarks[0].runs must be a non-empty array"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][3]["runs"][0]["seconds"] = -0.5; }),
-             Contains("microbench.benchmarks[3].runs[0].seconds must be positive") && Contains("-0.5"));
+             Contains("microbench.benchmarks[3].runs[0].seconds must be within [1e-06, 10000]") && Contains("-0.5"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][3]["runs"][0]["clock_mhz"] = -1; }),
              Contains("microbench.benchmarks[3].runs[0].clock_mhz"));
   // A log of no benchmark calibrates nothing; a clock past any GPU's; a kernel that reads the
