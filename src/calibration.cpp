@@ -349,6 +349,14 @@ LinkFit fit_link(std::span<const AllReduceMeasurement> measurements, const GpuSp
   fit.link_bandwidth_gb_s = std::pow(10.0, log_bw_best);
   fit.link_latency_us = std::pow(10.0, log_lat_best);
   fit.mape_pct = best;
+  // Timings that do not grow with the message (flat, or a larger one faster) fit at the search's
+  // edge, past any link: said so, not written into a spec as a figure (16,681 GB/s once was).
+  if (fit.link_bandwidth_gb_s > 5000 || fit.link_bandwidth_gb_s < 1.5 || fit.link_latency_us < 0.015 || fit.link_latency_us > 6000) {
+    std::ostringstream message;
+    message << "the all-reduce timings fit a link of " << fit.link_bandwidth_gb_s << " GB/s and " << fit.link_latency_us
+            << " us a step, past any GPU's (1.5-5000 GB/s, 0.015-6000 us): do their times grow with the message size?";
+    throw InvalidInput(message.str());
+  }
   return fit;
 }
 

@@ -546,6 +546,13 @@ TEST_CASE("fit_link predicts each size once a trial but scores every row, and bo
   CHECK(fit.mape_pct > 4.5);
   CHECK(fit.mape_pct < 4.8);
 
+  // Flat timings, or a larger message faster, fit at the search's edge: refused, not written.
+  std::vector<AllReduceMeasurement> flat{{2, 4096, "graph", 5.0}, {2, 1048576, "graph", 5.0}, {2, 16777216, "graph", 5.0}};
+  CHECK_THAT(error_of([&] { fit_link(flat, start); }),
+             Contains("the all-reduce timings fit a link of") && Contains("past any GPU's (1.5-5000 GB/s, 0.015-6000 us)"));
+  std::vector<AllReduceMeasurement> falling{{2, 4096, "graph", 50.0}, {2, 16777216, "graph", 5.0}};
+  CHECK_THAT(error_of([&] { fit_link(falling, start); }), Contains("do their times grow with the message size?"));
+
   std::vector<AllReduceMeasurement> many_rows;
   for (int i = 0; i < 16385; ++i) many_rows.push_back(rows[static_cast<std::size_t>(i) % rows.size()]);
   CHECK_THAT(error_of([&] { fit_link(many_rows, start); }),
