@@ -794,7 +794,7 @@ InvalidInput too_many_iterations(std::int64_t iterations) {
 std::vector<Live> trace_requests(std::span<const TraceRequest> trace, const SchedulerPolicy& policy) {
   std::vector<Live> requests;
   std::int64_t least_iterations = 0;
-  double all_prefill = 0, all_decode = 0;
+  double all_tokens = 0, all_slots = 0;
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const TraceRequest& r = trace[i];
     const std::string field = "trace[" + std::to_string(i) + "].";
@@ -805,12 +805,16 @@ std::vector<Live> trace_requests(std::span<const TraceRequest> trace, const Sche
     // Without chunked prefill, a prompt past the budget still runs whole in an empty batch.
     const std::int64_t prompt_iterations = policy.chunked_prefill ? 1 + (r.prefill_tokens - 1) / policy.max_batched_tokens : 1;
     least_iterations = std::max(least_iterations, prompt_iterations + r.decode_tokens);
-    all_prefill += static_cast<double>(r.prefill_tokens), all_decode += static_cast<double>(r.decode_tokens);
+    // The iterations this request is held in, each a sequence's place; the tokens it asks of the
+    // iterations' budgets (a whole prompt past the budget, unchunked, runs alone: one budget's worth).
+    all_slots += static_cast<double>(prompt_iterations + r.decode_tokens);
+    const std::int64_t prompt_tokens = policy.chunked_prefill ? r.prefill_tokens : std::min(r.prefill_tokens, policy.max_batched_tokens);
+    all_tokens += static_cast<double>(prompt_tokens + r.decode_tokens);
     requests.push_back({r.prefill_tokens, 0, r.decode_tokens, 0});
   }
-  const double per_iteration = static_cast<double>(std::min(policy.max_sequences, policy.max_batched_tokens));
-  const double floor_all = std::max(std::ceil(all_decode / per_iteration),
-                                    policy.chunked_prefill ? std::ceil(all_prefill / static_cast<double>(policy.max_batched_tokens)) : 0.0);
+  // (with --max-seqs 1, 1,000 requests of 1,000 decode steps scheduled 3 s before the cap stopped them)
+  const double floor_all = std::max(std::ceil(all_slots / static_cast<double>(policy.max_sequences)),
+                                    std::ceil(all_tokens / static_cast<double>(policy.max_batched_tokens)));
   least_iterations = std::max(least_iterations, static_cast<std::int64_t>(std::min(floor_all, 9e18)));
   if (least_iterations > kMaxWorkloadIterations) throw too_many_iterations(least_iterations);
   return requests;

@@ -159,7 +159,20 @@ TEST_CASE("workload: a trace that would make more iterations than a workload hol
   one_at_a_time.max_sequences = 1;
   const std::vector<TraceRequest> many(3, TraceRequest{16, 400'000, 1});
   CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, one_at_a_time); }),
-             Contains("the trace makes a workload of at least 1200000 iterations"));
+             Contains("the trace makes a workload of at least 1200003 iterations"));
+  // Each request's prompt holds a sequence's place too: 1,000 of one prompt token and 999 decode
+  // steps are 10^6 iterations one at a time, 1,001 more of 1,000 (scheduled for 3 s, then refused).
+  const std::vector<TraceRequest> at_cap(1000, TraceRequest{1, 999, 1000});
+  CHECK_NOTHROW(generate_workload("llama", llama_8b(), std::span(at_cap).first(10), Deployment{.tp = 1}, one_at_a_time));
+  const std::vector<TraceRequest> past_cap(1000, TraceRequest{1, 1000, 1001});
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), past_cap, Deployment{.tp = 1}, one_at_a_time); }),
+             Contains("the trace makes a workload of at least 1001000 iterations"));
+  // Tokens: 300 prompts of 16,384 tokens and a decode step each, 4,915,500 tokens at 4 an iteration.
+  SchedulerPolicy small_budget;
+  small_budget.max_batched_tokens = 4;
+  const std::vector<TraceRequest> long_prompts(300, TraceRequest{16384, 1, 2});
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), long_prompts, Deployment{.tp = 1}, small_budget); }),
+             Contains("the trace makes a workload of at least 1228875 iterations"));
 }
 
 TEST_CASE("workload: chunked prefill decodes first, then fills the token budget with prompt chunks", "[workload]") {
