@@ -695,6 +695,10 @@ pipeweave_cli_test(e2e_prefill_only "\n +median decode iteration +none\n.*\n +ti
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_prefill_only.csv")
 pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")
+# Nor over the workload it reads (it was rewritten in place, as adjusted: the file as given lost).
+pipeweave_cli_failure(e2e_write_workload_over_workload "--write-workload [^ ]*workload_llama8b_48\\.json is the same file as --workload"
+                      e2e --gpu H100-SXM --workload "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"
+                      --write-workload "${PROJECT_SOURCE_DIR}/data/e2e/./workload_llama8b_48.json")
 pipeweave_cli_failure(calibrate_out_over_log "--out [^ ]*microbench_synthetic\\.json is the same file as --from-log"
                       calibrate --from-log "${synthetic_log}" --out "${cli_data}/./microbench_synthetic.json")
 pipeweave_cli_failure(train_out_directory "--out [^ ]* is a directory, not a file to write"

@@ -100,12 +100,12 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
   a.options.threads = 0;  // the command predicts on every core unless told otherwise
   FlagParser flags = e2e_flags(a);
   flags.parse(argc, argv, first);
-  // (--workload is read whole first: a workload rewritten in place, as adjusted, is no input lost)
-  std::vector<std::pair<std::string, std::string>> inputs{
-      {"--gpu", a.gpu}, {"--model", a.model}, {"--trace", a.trace}, {"--measured", a.measured}};
+  // (--workload too: rewritten in place as adjusted, the workload as given would be lost)
+  std::vector<std::pair<std::string, std::string>> inputs{{"--gpu", a.gpu},         {"--model", a.model},
+                                                          {"--trace", a.trace},     {"--measured", a.measured},
+                                                          {"--workload", a.workload}};
   for (const std::string& path : a.kernel_models) inputs.emplace_back("--kernel-model", path);
   check_output("--write-workload", a.write_workload, inputs);
-  inputs.emplace_back("--workload", a.workload);
   check_output_folder("--report", a.report, {"iterations.csv", "requests.csv", "timeline.svg", "iterations.svg", "operators.svg"},
                       inputs);
   if (a.unchunked) a.policy.chunked_prefill = false;
