@@ -695,6 +695,12 @@ pipeweave_cli_test(e2e_prefill_only "\n +median decode iteration +none\n.*\n +ti
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_prefill_only.csv")
 pipeweave_cli_failure(e2e_write_workload_over_trace "--write-workload [^ ]*trace_small\\.csv is the same file as --trace [^ ]*trace_small\\.csv: it would be written over"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --write-workload "${cli_data}/./trace_small.csv")
+# A model no kernel asked is of (it went unused, exit 0): refused by name.
+pipeweave_cli_failure(predict_model_unused "--model must be a model of a kernel asked: it is a rmsnorm model, and no rmsnorm kernel is asked"
+                      predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json" ${gemm_text})
+pipeweave_cli_failure(e2e_kernel_model_unused "--kernel-model must be a model of the run's kernels: it is a fused_moe model, and the run has no mixture-of-experts layer"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
+                      --kernel-model "${PROJECT_SOURCE_DIR}/data/models/fused_moe.json")
 # Nor over the workload it reads (it was rewritten in place, as adjusted: the file as given lost).
 pipeweave_cli_failure(e2e_write_workload_over_workload "--write-workload [^ ]*workload_llama8b_48\\.json is the same file as --workload"
                       e2e --gpu H100-SXM --workload "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"

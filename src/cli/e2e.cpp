@@ -464,6 +464,15 @@ int e2e_command(int argc, const char* const* argv, int first) {
       throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
   std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
+  // A fused-MoE model for a run without experts would answer nothing (every other family's
+  // kernels run in every model's iterations): refused, as --moe-zipf is.
+  const bool has_moe = !a.workload.empty() ? std::any_of(workload.iterations.begin(), workload.iterations.end(),
+                                                         [](const WorkloadIteration& it) { return it.operators.moe.has_value(); })
+                                           : params.num_experts > 0;
+  for (std::size_t i = 0; i < models.size(); ++i)
+    if (models[i].family() == OpFamily::fused_moe && !has_moe)
+      FlagParser::fail("--kernel-model", a.kernel_models[i], "must be a model of the run's kernels: it is a fused_moe model, and "
+                                                             "the run has no mixture-of-experts layer");
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
   WorkloadPrediction p;
   if (!a.workload.empty()) {

@@ -1,6 +1,7 @@
 // `pipeweave gpus`, `predict` and `rank`: the library's questions asked from the command line.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -93,9 +94,17 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
   return lines;
 }
 
-// The bundled models, each --model in the place of its family's.
-Predictor predictor_for(const PredictOptions& arguments) {
+// The bundled models, each --model in the place of its family's. A model of a family none of the
+// kernels is would answer nothing: refused, as an option that cannot apply (it went unused).
+Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kernel>& kernels) {
   std::vector<Mlp> models = load_models("--model", arguments.models);
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const OpFamily family = models[i].family();
+    if (std::none_of(kernels.begin(), kernels.end(), [family](const Kernel& k) { return k.family() == family; }))
+      FlagParser::fail("--model", arguments.models[i],
+                       fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked",
+                                   to_string(family), to_string(family)));
+  }
   return models.empty() ? Predictor() : Predictor().with(std::move(models));
 }
 
@@ -123,7 +132,7 @@ int predict(const PredictOptions& arguments) {
   const std::vector<std::string>& texts = question.texts;
   const std::vector<Kernel>& kernels = question.kernels;
 
-  const Predictor predictor = predictor_for(arguments);
+  const Predictor predictor = predictor_for(arguments, kernels);
   const std::vector<Prediction> predictions = predictor.predict(kernels, gpu);
   if (arguments.json) {
     json rows = json::array();
@@ -183,7 +192,7 @@ int rank(const PredictOptions& arguments) {
     with_each_config(*gemm, gemm_candidates(*gemm, gpu));
     if (candidates.empty()) throw InvalidInput("no GEMM config fits " + gpu.name + "'s shared memory for " + texts.front());
   }
-  const Predictor predictor = predictor_for(arguments);
+  const Predictor predictor = predictor_for(arguments, candidates);
   const std::vector<RankedCandidate> ranked = predictor.rank(candidates, gpu);
   const std::size_t shown = arguments.top == 0 ? ranked.size() : std::min<std::size_t>(ranked.size(), arguments.top);
   if (arguments.json) {
