@@ -559,13 +559,17 @@ SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKern
   gpu.validate();
   detail::require_positive("gpu.max_clock_mhz", gpu.max_clock_mhz);
   std::map<std::string, const MeasuredKernel*> alone;  // shape -> cuBLAS's first choice, measured alone
+  // GEMMs alone: other rows (silu_mul, say) were counted as the probe's, and read as no slowdown
+  const auto probe_row = [&gpu](const MeasuredKernel& row) {
+    return row.is_default && row.gpu == gpu.name && row.kernel.family() == OpFamily::gemm;
+  };
   for (const MeasuredKernel& row : isolated)
-    if (row.is_default && row.gpu == gpu.name) alone.emplace(row.shape, &row);
+    if (probe_row(row)) alone.emplace(row.shape, &row);
   SustainedProbe probe;
   double alone_us = 0, busy_us = 0, tensor_us = 0;
   std::map<std::string, bool> seen;
   for (const MeasuredKernel& row : sustained) {
-    if (!row.is_default || row.gpu != gpu.name || seen[row.shape]) continue;
+    if (!probe_row(row) || seen[row.shape]) continue;
     const auto found = alone.find(row.shape);
     if (found == alone.end()) continue;
     seen[row.shape] = true;
@@ -576,8 +580,16 @@ SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKern
     tensor_us += at(demand.gpu_cycles, Pipe::tensor) / gpu.clock_hz() * 1e6;
   }
   if (probe.shapes == 0)
-    throw InvalidInput("the sustained-load probe shares no shape of " + gpu.name + " between its isolated and back-to-back rows");
-  probe.slowdown = std::max(1.0, busy_us / alone_us);
+    throw InvalidInput("the sustained-load probe shares no GEMM shape of " + gpu.name + " between its isolated and back-to-back rows");
+  // Back to back slower or as fast, never faster: faster, the two files are most likely swapped (it
+  // was read as no slowdown without a word).
+  if (busy_us < alone_us) {
+    std::ostringstream message;
+    message << "the sustained-load probe's GEMMs ran faster back to back than alone (" << busy_us << " us against " << alone_us
+            << " us over " << probe.shapes << " shapes): give the GEMMs timed alone first, then those back to back";
+    throw InvalidInput(message.str());
+  }
+  probe.slowdown = busy_us / alone_us;
   probe.tensor_utilization = std::min(1.0, tensor_us / alone_us);
   gpu.sustained_clock_mhz = gpu.max_clock_mhz / probe.slowdown;
   gpu.sustained_utilization = probe.tensor_utilization;

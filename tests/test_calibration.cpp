@@ -396,7 +396,15 @@ TEST_CASE("the committed calibration logs reproduce the committed specs") {
     CHECK(find_gpu(gpu) == committed);
     // The probe: GEMMs back to back at the power limit take 1.16x (H100) and 1.20x (H200) as long.
     CHECK(committed.sustained_slowdown() == Approx(gpu == "H100-SXM" ? 1.156 : 1.199).margin(0.001));
+    // The two files swapped read as GEMMs faster back to back: refused (they read as no slowdown).
+    GpuSpec swapped = calibration.spec;
+    CHECK_THAT(error_of([&] { measure_sustained_load(swapped, read_measurements(probe + "sustained.csv"), read_measurements(probe + "isolated.csv")); }),
+               Contains("the sustained-load probe's GEMMs ran faster back to back than alone") && Contains("over 4 shapes"));
   }
+  // Rows of another op are no probe (silu_mul rows were counted, as x1.000 at a utilisation of 0)
+  GpuSpec h100 = find_gpu("H100-SXM");
+  const std::vector<MeasuredKernel> silu = read_measurements(std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/eval_silu_mul.csv");
+  CHECK_THAT(error_of([&] { measure_sustained_load(h100, silu, silu); }), Contains("shares no GEMM shape of H100-SXM"));
 }
 
 TEST_CASE("logs confined to part of the SMs (--sms) calibrate a GPU of that many SMs, named for them") {
