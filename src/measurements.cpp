@@ -414,6 +414,21 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
         if (run.gpu.size() > 128)
           detail::fail_field(prefix + "name", detail::quoted(device), "must leave room for the SM limit's suffix: " + run.gpu + " is past 128 bytes");
       }
+      // How the kernels were timed, each within what a collector writes (reps -1 or rest "nan" was
+      // carried along, and compared between runs as if it meant something).
+      if (f.has("reps") && !detail::integer_within(document["reps"], 1, 1'000'000))
+        detail::fail_field(prefix + "reps", detail::excerpt(document["reps"]), "must be a whole number of repetitions from 1 to 10^6");
+      if (f.has("warmup") && !detail::integer_within(document["warmup"], 0, 1'000'000))
+        detail::fail_field(prefix + "warmup", detail::excerpt(document["warmup"]), "must be a whole number of warm-up runs from 0 to 10^6");
+      if (f.has("l2")) {
+        const json& l2 = document["l2"];
+        if (!l2.is_string() || (l2 != "cold" && l2 != "warm" && l2 != "served"))
+          detail::fail_field(prefix + "l2", detail::excerpt(l2), "must be \"cold\", \"warm\" or \"served\" (how the kernels were timed)");
+      }
+      if (f.has("rest") && !(document["rest"].is_number() && document["rest"].get<double>() >= 0 && document["rest"].get<double>() <= 1000))
+        detail::fail_field(prefix + "rest", detail::excerpt(document["rest"]), "must be a number from 0 to 1000 (the rest, in kernel times)");
+      if (f.has("sm_count") && !detail::integer_within(document["sm_count"], 1, 4096))
+        detail::fail_field(prefix + "sm_count", detail::excerpt(document["sm_count"]), "must be a whole number of SMs from 1 to 4096");
       for (const char* field : {"reps", "warmup", "l2", "rest"})
         run.protocol[field] = document.contains(field) ? document[field] : json();
       // Collections from before --rest existed did not rest.

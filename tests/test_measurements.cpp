@@ -365,6 +365,22 @@ TEST_CASE("raw records confined to part of the SMs (--sms) name the GPU as its c
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(wrong); }), Contains("line 1: sm_limit must be within [1, 4096]"));
 }
 
+TEST_CASE("raw measurements: the device line's protocol is one a collector writes", "[measurements]") {
+  const std::string record = gemm_record("nvjet_sm90_qqtst_128x8_128x16_1x2_h_bz_algo2_TNT");
+  CHECK_NOTHROW(measurements_csv_from_raw(kDevice + "\n" + record + "\n"));
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string device = kDevice;
+    device.replace(device.find(from), from.size(), to);
+    return error_of([&] { measurements_csv_from_raw(device + "\n" + record + "\n"); });
+  };
+  // Each was carried into the rows (and compared between runs) as if it meant something.
+  CHECK_THAT(with("\"reps\": 3", "\"reps\": -1"), Contains("line 1: reps must be a whole number of repetitions from 1 to 10^6, got -1"));
+  CHECK_THAT(with("\"warmup\": 1", "\"warmup\": 1.5"), Contains("line 1: warmup must be a whole number of warm-up runs"));
+  CHECK_THAT(with("\"l2\": \"cold\"", "\"l2\": \"hot\""), Contains("line 1: l2 must be \"cold\", \"warm\" or \"served\"") && Contains("\"hot\""));
+  CHECK_THAT(with("\"l2\": \"cold\"", "\"l2\": \"cold\", \"rest\": \"nan\""), Contains("line 1: rest must be a number from 0 to 1000"));
+  CHECK_THAT(with("\"sm_count\": 132", "\"sm_count\": -1"), Contains("line 1: sm_count must be a whole number of SMs from 1 to 4096"));
+}
+
 TEST_CASE("raw measurements: the device's name must be one a spec could carry", "[measurements]") {
   // It becomes every row's gpu cell and the name eval looks a spec up by: empty, a control
   // character or a line's worth of text more than a spec's name takes is refused by name.
