@@ -374,7 +374,7 @@ std::vector<MeasuredKernel> measurements_from_csv(std::string_view csv_text, std
   RowParser parse = nullptr;
   const auto where_at = [&](std::size_t line_number) { return std::string(source) + ":" + std::to_string(line_number); };
   const bool header_seen = detail::for_each_csv_line(
-      csv_text, detail::CsvLines::skip_spaces,
+      csv_text, source, detail::CsvLines::skip_spaces,
       [&](const std::vector<std::string>& header, std::size_t line_number) {
         columns = detail::csv_columns(header, where_at(line_number));
         header_cells = header.size();

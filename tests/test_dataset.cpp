@@ -11,6 +11,7 @@
 
 #include "pipeweave/dataset.hpp"
 #include "pipeweave/demand.hpp"
+#include "pipeweave/workload.hpp"
 #include "pipeweave/error.hpp"
 #include "test_support.hpp"
 
@@ -361,6 +362,23 @@ TEST_CASE("GEMM rows without the config that ran, and the published fp8 split's 
                measurements_from_csv("gpu,dtype,tokens,dim,duration_us,runs\nH100-SXM,bf16,8192,14336,233,0\n", "r.csv");
              }),
              Contains("r.csv:2: runs must be a whole number >= 1, got \"0\""));
+}
+
+TEST_CASE("CSV inputs: lines and line lengths are bounded, checked before any row is read", "[dataset]") {
+  const std::string header = "gpu,dtype,m,n,k,duration_us\n";
+  const std::string row = "H100-SXM,bf16,64,4096,4096,10\n";
+  // 2^21 lines in all (blank ones count: 900 MB of them once took seconds and a gigabyte)
+  std::string text = header + row + std::string((std::size_t{1} << 21) - 2, '\n');
+  CHECK(measurements_from_csv(text, "rows.csv").size() == 1);
+  text += '\n';
+  CHECK_THROWS_WITH(measurements_from_csv(text, "rows.csv"),
+                    "rows.csv holds 2097153 lines, more than the 2097152 a CSV input may: split it");
+  const std::string trace = "num_prefill_tokens,num_decode_tokens,output_tokens\n5,1,2" + std::string(std::size_t{1} << 21, '\n');
+  CHECK_THAT(error_of([&] { trace_from_csv(trace, "trace.csv"); }), Contains("trace.csv holds 2097153 lines"));
+  // One line past a mebibyte (a gigabyte of NUL bytes after a row made a 3 GB cell)
+  const std::string long_line = header + row + "H100-SXM,bf16,64,4096,4096," + std::string(1 << 20, '0') + "\n";
+  CHECK_THROWS_WITH(measurements_from_csv(long_line, "rows.csv"),
+                    "rows.csv line 3 is 1048603 bytes long, more than the 1048576 a CSV line may");
 }
 
 TEST_CASE("read_measurements: gzip-compressed files read as their text, a truncated one refused", "[dataset]") {
