@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,9 @@ std::string error_line(std::string_view message) { return pw::detail::printable(
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const std::bad_alloc&) {  // ("std::bad_alloc" alone said neither what ran out nor why)
+    fmt::print(stderr, "pipeweave: error: out of memory: the inputs ask for more than this process may hold (std::bad_alloc)\n");
+    return 2;
   } catch (const std::exception& error) {
     fmt::print(stderr, "pipeweave: error: {}\n", error_line(error.what()));
     return 2;
