@@ -492,6 +492,14 @@ Workload workload_from_json(std::string_view json_text) {
   w.tp_size = gpu_count(f, "tp_size", "tp_size");
   w.pp_size = gpu_count(f, "pp_size", "pp_size");
   check_stages("pp_size", w.pp_size, w.model_params);  // (as a trace's run refuses it)
+  // The heads split over the tensor-parallel ranks, as --tp is held to on a trace (3 over 32 heads
+  // was run as if it could be)
+  const ModelParams& heads = w.model_params;
+  if (heads.num_attention_heads % w.tp_size != 0)
+    detail::fail_field("tp_size", w.tp_size, "must divide model_params.num_attention_heads (" + std::to_string(heads.num_attention_heads) + ")");
+  if (heads.num_key_value_heads % w.tp_size != 0 && w.tp_size % heads.num_key_value_heads != 0)
+    detail::fail_field("tp_size", w.tp_size,
+                       "must divide model_params.num_key_value_heads (" + std::to_string(heads.num_key_value_heads) + ") or be a multiple of it");
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");

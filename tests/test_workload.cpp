@@ -370,6 +370,7 @@ TEST_CASE("workload: the JSON layout reads back what it writes, and names what i
              Contains("iterations[0].operators.attention.impl") && Contains("must be flash2 or flash3"));
   // The parts of a workload agree, as every published one's do
   CHECK_THAT(broken("\"pp_size\": 1", "\"pp_size\": 1000"), Contains("pp_size") && Contains("must be at most the number of layers"));
+  CHECK_THAT(broken("\"tp_size\": 2", "\"tp_size\": 3"), Contains("tp_size must divide model_params.num_attention_heads (32), got 3"));
   CHECK_THAT(broken("\"phase\": \"prefill\"", "\"phase\": \"decode\""),
              Contains("iterations[0].q_lengths[0]") && Contains("must be 1 in a decode iteration"));
   Workload other_lengths = w;
