@@ -758,6 +758,9 @@ std::map<std::int64_t, double> load_measured_iterations(const std::filesystem::p
 void SchedulerPolicy::validate() const {
   detail::require_positive("scheduler.max_batched_tokens", max_batched_tokens);
   detail::require_positive("scheduler.max_sequences", max_sequences);
+  // An iteration's tokens are its GEMMs' M, its sequences one attention kernel's batch
+  detail::require_at_most("scheduler.max_batched_tokens", max_batched_tokens, detail::kMostDimension, "an iteration's tokens are a GEMM's M");
+  detail::require_at_most("scheduler.max_sequences", max_sequences, Attention::kMostSequences, "a batch's sequences are one attention kernel's");
 }
 
 void Deployment::validate() const {

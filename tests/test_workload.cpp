@@ -160,6 +160,16 @@ TEST_CASE("workload: a trace that would make more iterations than a workload hol
   const std::vector<TraceRequest> many(3, TraceRequest{16, 400'000, 1});
   CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, one_at_a_time); }),
              Contains("the trace makes a workload of at least 1200003 iterations"));
+  // The policy's own bounds: an iteration's tokens are a GEMM's M (2^31 was refused as
+  // iterations[0].operators.gemm[0].M, a field the user never wrote)
+  SchedulerPolicy huge;
+  huge.max_batched_tokens = (std::int64_t{1} << 30) + 1;
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, huge); }),
+             Contains("scheduler.max_batched_tokens must be at most 1073741824"));
+  huge = SchedulerPolicy{};
+  huge.max_sequences = (1 << 20) + 1;
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, huge); }),
+             Contains("scheduler.max_sequences must be at most 1048576"));
   // Each request's prompt holds a sequence's place too: 1,000 of one prompt token and 999 decode
   // steps are 10^6 iterations one at a time, 1,001 more of 1,000 (scheduled for 3 s, then refused).
   const std::vector<TraceRequest> at_cap(1000, TraceRequest{1, 999, 1000});
