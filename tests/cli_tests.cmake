@@ -675,7 +675,7 @@ pipeweave_cli_failure(e2e_measured_out_of_range "e2e_measured_huge\\.csv line 2 
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_twice.csv" "iteration,measured_us\n0,100\n0,200\n")
 pipeweave_cli_failure(e2e_measured_iteration_twice "e2e_measured_twice\\.csv line 3 column iteration must name each iteration once, got 0"
                       ${e2e_args} --measured "${CMAKE_CURRENT_BINARY_DIR}/e2e_measured_twice.csv")
-pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload"
+pipeweave_cli_failure(e2e_measured_unknown_iteration "e2e_measured_small\\.csv names 6 iterations, 1 of them in the workload: iteration 1 is not in it"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${cli_data}/trace_one.csv" --measured "${cli_data}/e2e_measured_small.csv")
 
 # Outputs checked before any work: never one of the command's inputs, never a directory; a

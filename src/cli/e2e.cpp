@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "commands.hpp"
@@ -192,8 +193,18 @@ std::vector<Compared> compare_measured(const E2eArguments& a, const WorkloadPred
   for (const IterationTime& it : p.iterations)
     if (const auto found = measured.find(it.iteration); found != measured.end())
       compared.push_back({&it, found->second, 100 * (it.total_us() - found->second) / found->second});
-  if (compared.size() != measured.size())
-    throw InvalidInput(fmt::format("{} names {} iterations, {} of them in the workload", a.measured, measured.size(), compared.size()));
+  if (compared.size() != measured.size()) {
+    std::set<std::int64_t> predicted;
+    for (const IterationTime& it : p.iterations) predicted.insert(it.iteration);
+    std::int64_t missing = 0;  // the first one the run has not (one is, the counts differ)
+    for (const auto& [iteration, us] : measured)
+      if (!predicted.count(iteration)) {
+        missing = iteration;
+        break;
+      }
+    throw InvalidInput(fmt::format("{} names {} iterations, {} of them in the workload: iteration {} is not in it", a.measured,
+                                   measured.size(), compared.size(), missing));
+  }
   return compared;
 }
 
