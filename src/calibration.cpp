@@ -265,6 +265,8 @@ std::vector<AllReduceMeasurement> allreduce_measurements_from_csv(std::string_vi
     AllReduceMeasurement m;
     m.ranks = static_cast<int>(row.integer("ranks", 2, 4096));
     m.bytes = row.positive("bytes");
+    if (m.bytes < 1 || m.bytes > static_cast<double>(Collective::kMostBytes))  // (named here, not as collective.bytes later)
+      detail::fail_field(row.where("bytes"), m.bytes, "must be within [1, 2^50] bytes, an all-reduce's buffer");
     m.mode = row.text("mode");
     if (m.mode != "graph" && m.mode != "eager" && m.mode != "stream")
       detail::fail_field(row.where("mode"), detail::quoted(m.mode), "must be graph, eager or stream");

@@ -596,6 +596,8 @@ TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are 
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,-4096,graph,9\n"),
              Contains("ar.csv line 2 column bytes") && Contains("\"-4096\"") && Contains("positive number"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,nan\n"), Contains("ar.csv line 2 column measured_us"));
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,1e30,graph,9\n"),
+             Contains("ar.csv line 2 column bytes must be within [1, 2^50] bytes, an all-reduce's buffer, got 1e+30"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,replay,9\n"),
              Contains("ar.csv line 2 column mode") && Contains("graph, eager or stream"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096\n"), Contains("ar.csv line 2 column mode is missing"));
