@@ -1373,7 +1373,19 @@ struct RunSettings {
 // per thread.
 class IterationPredictor {
  public:
+  // An iteration whose kernels cannot be built or predicted (lengths past a kernel's bounds) is
+  // named: the kernel's own field (attention.q_lens, elementwise.bytes) is none the input wrote.
   void predict(const RunSettings& run, const WorkloadIteration& iteration, IterationOutcome& outcome) {
+    try {
+      predict_named(run, iteration, outcome);
+    } catch (const Error& error) {
+      detail::rethrow_as(error, "iteration " + std::to_string(iteration.iteration) + " (" + std::to_string(iteration.batch_size()) +
+                                    " sequences, " + std::to_string(iteration.num_tokens()) + " tokens): " + error.what());
+    }
+  }
+
+ private:
+  void predict_named(const RunSettings& run, const WorkloadIteration& iteration, IterationOutcome& outcome) {
     std::vector<WorkloadKernel> named = iteration_kernels(iteration, run.workload.dtype);
     choose_attention_impls(named, iteration, run.decode_impl, run.options.engine, run.fa3_runs_here);
     if (run.options.engine.engine_kernels)
@@ -1386,7 +1398,6 @@ class IterationPredictor {
     add_engine_overhead(outcome, iteration, run.options.engine, run.options.extra);
   }
 
- private:
   ReusedPredictions reused_;
 };
 
