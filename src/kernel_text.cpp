@@ -17,11 +17,12 @@ class KeyValues {
  public:
   // The op names every message's fields, as printable() shows it: it is the input's until checked.
   KeyValues(std::string_view op, std::string_view body) : op_(detail::printable(op, 40)) {
+    if (body.ends_with(',')) empty_item();
     while (!body.empty()) {
       const std::size_t comma = body.find(',');
       const std::string_view item = body.substr(0, comma);
       body = comma == std::string_view::npos ? std::string_view{} : body.substr(comma + 1);
-      if (item.empty()) continue;
+      if (item.empty()) empty_item();
       const std::size_t equals = item.find('=');
       if (equals == std::string_view::npos || equals == 0)
         throw InvalidInput(op_ + ": " + detail::quoted(item) + " is not key=value");
@@ -31,6 +32,9 @@ class KeyValues {
     }
   }
 
+  [[noreturn]] void empty_item() const {  // (a stray comma was once skipped: read as if the text were right)
+    throw InvalidInput(op_ + ": an empty item (a comma at the start or the end, or two in a row)");
+  }
   bool has(const std::string& key) const { return values_.count(key) != 0; }
 
   std::int64_t integer(const std::string& key) { return integer_from(take(key), key); }

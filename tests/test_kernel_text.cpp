@@ -331,8 +331,10 @@ TEST_CASE("parse_kernel: gemm with and without config", "[kernel_text]") {
     REQUIRE(gemm->config.has_value());
     CHECK(*gemm->config == make_gemm_config(64, 128, 64, 1, 0, 1, 1));
   }
-  SECTION("key order and empty items do not matter") {
-    CHECK(parse_kernel("gemm:k=3,,dtype=fp16,n=2,m=1,") == Kernel(make_gemm(1, 2, 3, DType::fp16)));
+  SECTION("key order does not matter; an empty item is refused (a stray comma was read as if the text were right)") {
+    CHECK(parse_kernel("gemm:k=3,dtype=fp16,n=2,m=1") == Kernel(make_gemm(1, 2, 3, DType::fp16)));
+    for (const char* text : {"gemm:k=3,,dtype=fp16,n=2,m=1", "gemm:,k=3,n=2,m=1", "gemm:k=3,n=2,m=1,", "rmsnorm:tokens=8,hidden=64,,"})
+      CHECK_THAT(error_of([&] { parse_kernel(text); }), Contains(": an empty item (a comma at the start or the end, or two in a row)"));
   }
   SECTION("Hopper's MMA shape, schedule and raster; defaults: no swap, ping-pong, along n") {
     const Kernel kernel =
