@@ -200,20 +200,30 @@ std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::str
   return models;
 }
 
+// `folder` (made if missing, as write_file and the reports make theirs) is one this process can
+// write in: the nearest part of it that exists is a folder, and writable.
+void check_writable_folder(const std::string& flag, const std::string& given, const fs::path& folder) {
+  std::error_code error;
+  fs::path existing = fs::absolute(folder, error);
+  while (!existing.empty() && !fs::exists(existing, error) && existing != existing.parent_path()) existing = existing.parent_path();
+  if (!fs::is_directory(existing, error))
+    throw InvalidInput(fmt::format("{} {}: {} is not a folder to write into", flag, given, existing.string()));
+  if (::access(existing.c_str(), W_OK) != 0) {
+    const int reason = errno;  // (before anything else can set it)
+    throw InvalidInput(fmt::format("{} {}: cannot write in {}: {}", flag, given, existing.string(), std::strerror(reason)));
+  }
+}
+
 void check_output(const std::string& out_flag, const std::string& out,
                   const std::vector<std::pair<std::string, std::string>>& inputs) {
   if (out.empty()) return;
   std::error_code error;
   if (fs::is_directory(out, error)) throw InvalidInput(fmt::format("{} {} is a directory, not a file to write", out_flag, out));
   // The folder it goes in (made if missing) must be one this process can write in: found only when
-  // written, the mistake cost a whole training run first.
+  // written, the mistake cost a whole training run first. A device or pipe is written as it is.
   if (!standard_stream(out)) {
-    fs::path folder = fs::absolute(out, error).parent_path();
-    while (!folder.empty() && !fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
-    if (!fs::is_directory(folder, error))
-      throw InvalidInput(fmt::format("{} {}: {} is not a folder to write into", out_flag, out, folder.string()));
-    if (::access(folder.c_str(), W_OK) != 0 && !(fs::exists(out, error) && !fs::is_regular_file(out, error)))
-      throw InvalidInput(fmt::format("{} {}: cannot write in {}: {}", out_flag, out, folder.string(), std::strerror(errno)));
+    const fs::path target = write_target(out);
+    if (!(fs::exists(target, error) && !fs::is_regular_file(target, error))) check_writable_folder(out_flag, out, target.parent_path());
   }
   for (const auto& [flag, path] : inputs)
     if (!path.empty() && fs::equivalent(out, path, error))
@@ -226,6 +236,7 @@ void check_output_folder(const std::string& flag, const std::string& folder, con
   if (folder.empty()) return;
   if (fs::exists(folder, error) && !fs::is_directory(folder, error))
     throw InvalidInput(fmt::format("{} {} is a file, not a folder to write into", flag, folder));
+  check_writable_folder(flag, folder, folder);
   for (const std::string& name : written)
     for (const auto& [input_flag, path] : inputs)
       if (!path.empty() && fs::equivalent(fs::path(folder) / name, path, error))
