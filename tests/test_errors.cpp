@@ -73,19 +73,23 @@ TEST_CASE("errors: text from the input is printable where every byte is part of 
     CHECK(printable(text, text.size()) != text);
   }
   // Controls that change how a message reads: C1 (U+0085, U+009F), the line and paragraph
-  // separators, right-to-left marks and overrides, isolates, the Arabic letter mark. Their
-  // neighbours (U+00A0, U+2027, U+2030, U+2065, U+061B) and a dash are text.
+  // separators, right-to-left marks and overrides, isolates, the Arabic letter mark, and what shows
+  // as nothing (zero widths, the word joiner, a byte-order mark, a soft hyphen). Their neighbours
+  // (U+00A0, U+2027, U+2030, U+205E, U+061B, U+00AE, U+FEFE, U+200A) and a dash are text.
   for (const std::string_view text : std::initializer_list<std::string_view>{"\xc2\x85", "\xc2\x9f", "a\xe2\x80\xa8" "b",
                                                                              "\xe2\x80\xa9", "\xe2\x80\x8e", "\xe2\x80\x8f",
                                                                              "H100\xe2\x80\xaeMXS", "\xe2\x80\xaa", "\xe2\x81\xa6",
-                                                                             "\xe2\x81\xa9", "\xd8\x9c"}) {
+                                                                             "\xe2\x81\xa9", "\xd8\x9c", "H100\xe2\x80\x8b-SXM",
+                                                                             "\xe2\x80\x8d", "\xe2\x81\xa0", "\xe2\x81\xaf",
+                                                                             "\xef\xbb\xbf", "\xc2\xad"}) {
     INFO(printable(text));
     CHECK_FALSE(is_printable(text));
     CHECK(printable(text, text.size()) != text);
   }
   CHECK(printable("H100\xe2\x80\xaeMXS") == "H100\\xe2\\x80\\xaeMXS");
   for (const std::string_view text : std::initializer_list<std::string_view>{"\xc2\xa0", "\xe2\x80\xa7", "\xe2\x80\xb0",
-                                                                             "\xe2\x81\xa5", "\xd8\x9b", "\xe2\x80\x94"}) {
+                                                                             "\xe2\x81\x9e", "\xd8\x9b", "\xe2\x80\x94",
+                                                                             "\xc2\xae", "\xef\xbb\xbe", "\xe2\x80\x8a"}) {
     INFO(printable(text));
     CHECK(is_printable(text));
   }

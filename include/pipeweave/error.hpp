@@ -39,14 +39,16 @@ namespace detail {
 
 // Whether a well-formed 2- or 3-byte sequence is a control that would change how a message reads:
 // a C1 control (U+0080-U+009F, which some terminals act on), the line and paragraph separators
-// (U+2028, U+2029: a second line), or a mark that reorders the text around it (U+061C, U+200E,
-// U+200F, U+202A-U+202E, U+2066-U+2069: a name that displays as another).
+// (U+2028, U+2029: a second line), a mark that reorders the text around it (U+061C, U+200E,
+// U+200F, U+202A-U+202E, U+2066-U+2069), or one that shows as nothing (U+00AD, U+200B-U+200D,
+// U+2060-U+206F, U+FEFF): a name that displays as another.
 inline bool is_format_control(unsigned lead, unsigned second, unsigned third) {
-  if (lead == 0xC2) return second <= 0x9F;
+  if (lead == 0xC2) return second <= 0x9F || second == 0xAD;
   if (lead == 0xD8) return second == 0x9C;
+  if (lead == 0xEF) return second == 0xBB && third == 0xBF;
   if (lead != 0xE2) return false;
-  if (second == 0x80) return third == 0x8E || third == 0x8F || (third >= 0xA8 && third <= 0xAE);
-  return second == 0x81 && third >= 0xA6 && third <= 0xA9;
+  if (second == 0x80) return (third >= 0x8B && third <= 0x8F) || (third >= 0xA8 && third <= 0xAE);
+  return second == 0x81 && third >= 0xA0 && third <= 0xAF;
 }
 
 // The length of the printable character that starts at text[at]: a well-formed UTF-8 sequence
