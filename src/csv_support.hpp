@@ -98,8 +98,9 @@ enum class CsvLines : std::uint8_t { trim_cr_skip_empty, skip_spaces };
 // every later one (line numbers count from 1, blank lines included), a leading UTF-8 byte-order
 // mark passed over. Returns whether there was a header. Inlined into each caller: measurement
 // files run to millions of lines.
-// The most lines a CSV input may hold, and bytes one line may: 2^21 lines is ten times the largest
-// measurement file (96,283 rows), and no row of any of these files is near a mebibyte. Past them
+// The most lines a CSV input may hold (line breaks counted, blank lines included), and bytes one
+// line may: 2^21 lines is twenty times the largest measurement file (96,283 rows), and no row of
+// any of these files is near a mebibyte. Past them
 // a file is refused before any row is read (a 1.2 MB compressed file of 400 MB of rows took 7 GB
 // and 52 s; one line of a gigabyte of NUL bytes 3 GB).
 inline constexpr std::size_t kMostCsvLines = std::size_t{1} << 21, kMostCsvLineBytes = std::size_t{1} << 20;

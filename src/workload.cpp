@@ -1373,14 +1373,15 @@ struct RunSettings {
 // per thread.
 class IterationPredictor {
  public:
-  // An iteration whose kernels cannot be built or predicted (lengths past a kernel's bounds) is
-  // named: the kernel's own field (attention.q_lens, elementwise.bytes) is none the input wrote.
+  // An iteration whose kernels cannot be built or predicted (lengths past a kernel's bounds, or a
+  // data type the GPU has no path for) is named: the kernel's own field (attention.q_lens,
+  // elementwise.bytes) is none the input wrote.
   void predict(const RunSettings& run, const WorkloadIteration& iteration, IterationOutcome& outcome) {
     try {
       predict_named(run, iteration, outcome);
     } catch (const Error& error) {
       detail::rethrow_as(error, "iteration " + std::to_string(iteration.iteration) + " (" + std::to_string(iteration.batch_size()) +
-                                    " sequences, " + std::to_string(iteration.num_tokens()) + " tokens): " + error.what());
+                                    " sequences, " + std::to_string(iteration.num_tokens()) + " tokens) cannot be predicted: " + error.what());
     }
   }
 

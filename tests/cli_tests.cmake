@@ -84,13 +84,18 @@ pipeweave_cli_failure(unknown_option "unknown option --fast" predict --gpu H100-
 pipeweave_cli_failure(unknown_command "unknown command .estimate." estimate --gpu H100-SXM ${gemm_text})
 # A report folder whose files would be written over an input: refused before any work (the
 # input was lost, exit 0).
-set(h200_calibration "${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibration")
+# (copies in the build tree: were the check to fail, no committed file is written over)
+set(h200_calibration "${CMAKE_CURRENT_BINARY_DIR}/report_over_input/calibration")
+file(COPY "${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibration/microbench-1.json"
+          "${PROJECT_SOURCE_DIR}/data/gpus/H200-SXM.calibration/link.csv" DESTINATION "${h200_calibration}")
 pipeweave_cli_failure(report_over_input_calibrate "--report [^ ]+ would write link.csv over --link [^ ]+link.csv: give another folder"
                       calibrate --from-log "${h200_calibration}/microbench-1.json" --link "${h200_calibration}/link.csv"
                       --report "${h200_calibration}")
-set(h100_report "${PROJECT_SOURCE_DIR}/data/e2e/H100-SXM/report")
+set(h100_report "${CMAKE_CURRENT_BINARY_DIR}/report_over_input/e2e")
+file(COPY "${PROJECT_SOURCE_DIR}/data/e2e/H100-SXM/report/iterations.csv" "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"
+     DESTINATION "${h100_report}")
 pipeweave_cli_failure(report_over_input_e2e "--report [^ ]+ would write iterations.csv over --measured"
-                      e2e --gpu H100-SXM --workload "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"
+                      e2e --gpu H100-SXM --workload "${h100_report}/workload_llama8b_48.json"
                       --measured "${h100_report}/iterations.csv" --report "${h100_report}")
 # No command: one error line like any other mistake (the overview went to stderr, 38 lines).
 pipeweave_cli_failure(no_command "no command given \\(pipeweave --help lists them\\)")
@@ -703,8 +708,8 @@ pipeweave_cli_failure(e2e_kernel_model_unused "--kernel-model must be a model of
                       --kernel-model "${PROJECT_SOURCE_DIR}/data/models/fused_moe.json")
 # Nor over the workload it reads (it was rewritten in place, as adjusted: the file as given lost).
 pipeweave_cli_failure(e2e_write_workload_over_workload "--write-workload [^ ]*workload_llama8b_48\\.json is the same file as --workload"
-                      e2e --gpu H100-SXM --workload "${PROJECT_SOURCE_DIR}/data/e2e/workload_llama8b_48.json"
-                      --write-workload "${PROJECT_SOURCE_DIR}/data/e2e/./workload_llama8b_48.json")
+                      e2e --gpu H100-SXM --workload "${h100_report}/workload_llama8b_48.json"
+                      --write-workload "${h100_report}/./workload_llama8b_48.json")
 pipeweave_cli_failure(calibrate_out_over_log "--out [^ ]*microbench_synthetic\\.json is the same file as --from-log"
                       calibrate --from-log "${synthetic_log}" --out "${cli_data}/./microbench_synthetic.json")
 pipeweave_cli_failure(train_out_directory "--out [^ ]* is a directory, not a file to write"

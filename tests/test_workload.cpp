@@ -171,10 +171,11 @@ TEST_CASE("workload: a trace that would make more iterations than a workload hol
   huge.max_sequences = (1 << 20) + 1;
   CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, huge); }),
              Contains("scheduler.max_sequences must be at most 1048576"));
-  // Each request's prompt holds a sequence's place too: 1,000 of one prompt token and 999 decode
-  // steps are 10^6 iterations one at a time, 1,001 more of 1,000 (scheduled for 3 s, then refused).
-  const std::vector<TraceRequest> at_cap(1000, TraceRequest{1, 999, 1000});
-  CHECK_NOTHROW(generate_workload("llama", llama_8b(), std::span(at_cap).first(10), Deployment{.tp = 1}, one_at_a_time));
+  // Each request's prompt holds a sequence's place too: 1,000 requests of one prompt token and
+  // 1,000 decode steps are 1,001,000 iterations one at a time (scheduled for 3 s, then refused);
+  // ten of them run, in 10,010 iterations.
+  const std::vector<TraceRequest> at_cap(10, TraceRequest{1, 1000, 1001});
+  CHECK(generate_workload("llama", llama_8b(), at_cap, Deployment{.tp = 1}, one_at_a_time).iterations.size() == 10010);
   const std::vector<TraceRequest> past_cap(1000, TraceRequest{1, 1000, 1001});
   CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), past_cap, Deployment{.tp = 1}, one_at_a_time); }),
              Contains("the trace makes a workload of at least 1001000 iterations"));

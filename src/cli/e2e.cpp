@@ -464,7 +464,6 @@ int e2e_command(int argc, const char* const* argv, int first) {
     if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
                                    [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
       throw InvalidInput(kNoMoe);
-    if (!a.write_workload.empty()) write_file(a.write_workload, [&](std::ostream& out) { write_json(out, workload); });  // as adjusted
     if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
   } else {
     params = load_hf_config(a.model);
@@ -475,8 +474,8 @@ int e2e_command(int argc, const char* const* argv, int first) {
       throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
   std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
-  // A fused-MoE model for a run without experts would answer nothing (every other family's
-  // kernels run in every model's iterations): refused, as --moe-zipf is.
+  // A fused-MoE model for a run without experts would answer nothing (a run's attention, norms and
+  // GEMMs are its every model's; a workload file's are as written): refused, as --moe-zipf is.
   const bool has_moe = !a.workload.empty() ? std::any_of(workload.iterations.begin(), workload.iterations.end(),
                                                          [](const WorkloadIteration& it) { return it.operators.moe.has_value(); })
                                            : params.num_experts > 0;
@@ -487,6 +486,8 @@ int e2e_command(int argc, const char* const* argv, int first) {
   const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
   WorkloadPrediction p;
   if (!a.workload.empty()) {
+    // (written once every input is read and checked: a refused run writes nothing)
+    if (!a.write_workload.empty()) write_file(a.write_workload, [&](std::ostream& out) { write_json(out, workload); });  // as adjusted
     p = predict_workload(predictor, workload, gpu, a.options);
   } else if (!a.write_workload.empty()) {  // the trace scheduled whole, to be written
     workload = generate_workload(model_name(a.model), params, trace, run_deployment(a), a.policy);
