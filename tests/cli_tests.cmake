@@ -403,6 +403,9 @@ pipeweave_cli_test(predict_served_model "\"protocol\": \"served\""
                    predict --gpu H100-SXM --model "${tiny_served}" --json
                    "gemm:m=4096,n=4096,k=4096,dtype=fp8_e4m3,tile_m=128,tile_n=256,tile_k=128,stages=4,cluster_m=2")
 set_tests_properties(cli.predict_served_model PROPERTIES FIXTURES_REQUIRED tiny_served)
+# A bare file name is written in the working folder (the test's: the build tree).
+pipeweave_cli_test(train_out_relative "wrote relative_silu_mul\\.json"
+                   train --op silu_mul --data "${cli_data}/train_sample_silu_mul.csv" --out relative_silu_mul.json --epochs 1)
 # An output whose folder is a file: refused before training (it was found after every epoch).
 pipeweave_cli_failure(train_out_not_writable "--out [^ ]+/m.json: [^ ]+train_sample_silu_mul.csv is not a folder to write into"
                       train --op silu_mul --data "${cli_data}/train_sample_silu_mul.csv" --out "${cli_data}/train_sample_silu_mul.csv/m.json")

@@ -204,7 +204,7 @@ std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::str
 // write in: the nearest part of it that exists is a folder, and writable.
 void check_writable_folder(const std::string& flag, const std::string& given, const fs::path& folder) {
   std::error_code error;
-  fs::path existing = fs::absolute(folder, error);
+  fs::path existing = fs::absolute(folder.empty() ? fs::path(".") : folder, error);  // ("m.json": the working folder)
   while (!existing.empty() && !fs::exists(existing, error) && existing != existing.parent_path()) existing = existing.parent_path();
   if (!fs::is_directory(existing, error))
     throw InvalidInput(fmt::format("{} {}: {} is not a folder to write into", flag, given, existing.string()));
