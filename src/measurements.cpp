@@ -372,6 +372,54 @@ struct ParsedRun {
   std::vector<std::pair<json, std::size_t>> records;  // document, line number
 };
 
+// How the kernels were timed, each within what a collector writes (reps -1 or rest "nan" was
+// carried along, and compared between runs as if it meant something).
+void check_protocol(const json& document, const Fields& f, const std::string& prefix) {
+  if (f.has("reps") && !detail::integer_within(document["reps"], 1, 1'000'000))
+    detail::fail_field(prefix + "reps", detail::excerpt(document["reps"]), "must be a whole number of repetitions from 1 to 10^6");
+  if (f.has("warmup") && !detail::integer_within(document["warmup"], 0, 1'000'000))
+    detail::fail_field(prefix + "warmup", detail::excerpt(document["warmup"]), "must be a whole number of warm-up runs from 0 to 10^6");
+  if (f.has("l2")) {
+    const json& l2 = document["l2"];
+    if (!l2.is_string() || (l2 != "cold" && l2 != "warm" && l2 != "served"))
+      detail::fail_field(prefix + "l2", detail::excerpt(l2), "must be \"cold\", \"warm\" or \"served\" (how the kernels were timed)");
+  }
+  if (f.has("rest") && !(document["rest"].is_number() && document["rest"].get<double>() >= 0 && document["rest"].get<double>() <= 1000))
+    detail::fail_field(prefix + "rest", detail::excerpt(document["rest"]), "must be a number from 0 to 1000 (the rest, in kernel times)");
+  if (f.has("sm_count") && !detail::integer_within(document["sm_count"], 1, 4096))
+    detail::fail_field(prefix + "sm_count", detail::excerpt(document["sm_count"]), "must be a whole number of SMs from 1 to 4096");
+}
+
+// The device line: the GPU every row names, and how the kernels were timed (runs pool only under one protocol).
+void read_device_line(const json& document, const Fields& f, const std::string& prefix, ParsedRun& run) {
+  const std::string device = f.text("name");
+  // It names every row's GPU, and the spec eval looks for (a spec's name rule).
+  if (device.empty() || device.size() > 128 || !detail::is_printable(device))
+    detail::fail_field(prefix + "name", detail::quoted(device), "must be the GPU's name, 1 to 128 bytes of text without control characters");
+  try {
+    run.gpu = find_gpu(device).name;
+  } catch (const Error&) {
+    run.gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
+  }
+  // pipeweave-collect --sms N: the kernels ran on sm_limit SMs, a GPU of its own, named as
+  // calibrate names the spec of microbenchmarks run the same way.
+  if (f.has("sm_limit")) {
+    const int sm_limit = f.integer("sm_limit");
+    if (sm_limit < 1 || sm_limit > 4096) detail::fail_field(prefix + "sm_limit", sm_limit, "must be within [1, 4096], a spec's SM count");
+    if (f.has("sm_count") && f.integer("sm_count") != sm_limit)
+      detail::fail_field(prefix + "sm_limit", std::to_string(sm_limit),
+                         "must be sm_count (" + std::to_string(f.integer("sm_count")) + "), the SMs the kernels ran on");
+    run.gpu = sm_limited_gpu_name(run.gpu, sm_limit);
+    if (run.gpu.size() > 128)
+      detail::fail_field(prefix + "name", detail::quoted(device), "must leave room for the SM limit's suffix: " + run.gpu + " is past 128 bytes");
+  }
+  check_protocol(document, f, prefix);
+  for (const char* field : {"reps", "warmup", "l2", "rest"})
+    run.protocol[field] = document.contains(field) ? document[field] : json();
+  // Collections from before --rest existed did not rest.
+  if (run.protocol["rest"].is_null() && !run.protocol["reps"].is_null()) run.protocol["rest"] = 0;
+}
+
 ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
   ParsedRun run;
   std::size_t line_number = 0, start = 0;
@@ -402,46 +450,7 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
     const std::string kind = f.text("op");
     if (!seen_device) {
       if (kind != "device") detail::fail_field(prefix + "op", detail::quoted(kind), "must be \"device\" on the first line");
-      const std::string device = f.text("name");
-      // It names every row's GPU, and the spec eval looks for (a spec's name rule).
-      if (device.empty() || device.size() > 128 || !detail::is_printable(device))
-        detail::fail_field(prefix + "name", detail::quoted(device), "must be the GPU's name, 1 to 128 bytes of text without control characters");
-      try {
-        run.gpu = find_gpu(device).name;
-      } catch (const Error&) {
-        run.gpu = device;  // not in the catalog: the CUDA name, as a spec file made by calibrate names it
-      }
-      // pipeweave-collect --sms N: the kernels ran on sm_limit SMs, a GPU of its own, named as
-      // calibrate names the spec of microbenchmarks run the same way.
-      if (f.has("sm_limit")) {
-        const int sm_limit = f.integer("sm_limit");
-        if (sm_limit < 1 || sm_limit > 4096) detail::fail_field(prefix + "sm_limit", sm_limit, "must be within [1, 4096], a spec's SM count");
-        if (f.has("sm_count") && f.integer("sm_count") != sm_limit)
-          detail::fail_field(prefix + "sm_limit", std::to_string(sm_limit),
-                             "must be sm_count (" + std::to_string(f.integer("sm_count")) + "), the SMs the kernels ran on");
-        run.gpu = sm_limited_gpu_name(run.gpu, sm_limit);
-        if (run.gpu.size() > 128)
-          detail::fail_field(prefix + "name", detail::quoted(device), "must leave room for the SM limit's suffix: " + run.gpu + " is past 128 bytes");
-      }
-      // How the kernels were timed, each within what a collector writes (reps -1 or rest "nan" was
-      // carried along, and compared between runs as if it meant something).
-      if (f.has("reps") && !detail::integer_within(document["reps"], 1, 1'000'000))
-        detail::fail_field(prefix + "reps", detail::excerpt(document["reps"]), "must be a whole number of repetitions from 1 to 10^6");
-      if (f.has("warmup") && !detail::integer_within(document["warmup"], 0, 1'000'000))
-        detail::fail_field(prefix + "warmup", detail::excerpt(document["warmup"]), "must be a whole number of warm-up runs from 0 to 10^6");
-      if (f.has("l2")) {
-        const json& l2 = document["l2"];
-        if (!l2.is_string() || (l2 != "cold" && l2 != "warm" && l2 != "served"))
-          detail::fail_field(prefix + "l2", detail::excerpt(l2), "must be \"cold\", \"warm\" or \"served\" (how the kernels were timed)");
-      }
-      if (f.has("rest") && !(document["rest"].is_number() && document["rest"].get<double>() >= 0 && document["rest"].get<double>() <= 1000))
-        detail::fail_field(prefix + "rest", detail::excerpt(document["rest"]), "must be a number from 0 to 1000 (the rest, in kernel times)");
-      if (f.has("sm_count") && !detail::integer_within(document["sm_count"], 1, 4096))
-        detail::fail_field(prefix + "sm_count", detail::excerpt(document["sm_count"]), "must be a whole number of SMs from 1 to 4096");
-      for (const char* field : {"reps", "warmup", "l2", "rest"})
-        run.protocol[field] = document.contains(field) ? document[field] : json();
-      // Collections from before --rest existed did not rest.
-      if (run.protocol["rest"].is_null() && !run.protocol["reps"].is_null()) run.protocol["rest"] = 0;
+      read_device_line(document, f, prefix, run);
       seen_device = true;
       continue;
     }
