@@ -98,20 +98,35 @@ enum class CsvLines : std::uint8_t { trim_cr_skip_empty, skip_spaces };
 // every later one (line numbers count from 1, blank lines included), a leading UTF-8 byte-order
 // mark passed over. Returns whether there was a header. Inlined into each caller: measurement
 // files run to millions of lines.
-// The most lines a CSV input may hold (line breaks counted, blank lines included), and bytes one
-// line may: 2^21 lines is twenty times the largest measurement file (96,283 rows), and no row of
-// any of these files is near a mebibyte. Past them
-// a file is refused before any row is read (a 1.2 MB compressed file of 400 MB of rows took 7 GB
-// and 52 s; one line of a gigabyte of NUL bytes 3 GB).
+// The most lines a CSV input (or a raw JSON-lines file) may hold, line breaks counted and blank
+// lines included, and the bytes one line may: 2^21 lines is twenty times the largest measurement
+// file (96,283 rows), and no row of any of these files is near a mebibyte. Past them a file is
+// refused before any row is read (a 1.2 MB compressed file of 400 MB of rows took 7 GB and 52 s;
+// one line of a gigabyte of NUL bytes 3 GB).
 inline constexpr std::size_t kMostCsvLines = std::size_t{1} << 21, kMostCsvLineBytes = std::size_t{1} << 20;
+
+// How a collector timed the kernels (a CSV row's l2, the raw device line's): after an L2 flush
+// (cold), without one (warm), or back to back each call on its own weights (served).
+inline bool is_l2_protocol(std::string_view l2) { return l2 == "cold" || l2 == "warm" || l2 == "served"; }
+
+// "<subject> holds N lines, more than the 2097152 <allowed>" past kMostCsvLines.
+inline void check_line_count(std::string_view text, const std::string& subject, std::string_view allowed) {
+  if (const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); lines > kMostCsvLines)
+    throw InvalidInput(subject + " holds " + std::to_string(lines) + " lines, more than the " + std::to_string(kMostCsvLines) + " " +
+                       std::string(allowed));
+}
+// "<at>line N is B bytes long, more than the 1048576 <allowed>" past kMostCsvLineBytes.
+inline void check_line_length(std::string_view line, std::size_t line_number, const std::string& at, std::string_view allowed) {
+  if (line.size() > kMostCsvLineBytes)
+    throw InvalidInput(at + "line " + std::to_string(line_number) + " is " + std::to_string(line.size()) + " bytes long, more than the " +
+                       std::to_string(kMostCsvLineBytes) + " " + std::string(allowed));
+}
 
 template <class OnHeader, class OnRecord>
 bool for_each_csv_line(std::string_view text, std::string_view source, CsvLines rule, OnHeader&& on_header, OnRecord&& on_record) {
   // A byte-order mark (spreadsheets write one before UTF-8) is no part of the first column's name.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  if (const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); lines > kMostCsvLines)
-    throw InvalidInput(std::string(source) + " holds " + std::to_string(lines) + " lines, more than the " + std::to_string(kMostCsvLines) +
-                       " a CSV input may: split it");
+  check_line_count(text, std::string(source), "a CSV input may: split it");
   bool header_seen = false;
   std::size_t line_number = 0, start = 0;
   while (start < text.size()) {
@@ -120,9 +135,7 @@ bool for_each_csv_line(std::string_view text, std::string_view source, CsvLines 
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_number;
-    if (line.size() > kMostCsvLineBytes)
-      throw InvalidInput(std::string(source) + " line " + std::to_string(line_number) + " is " + std::to_string(line.size()) + " bytes long, more than the " +
-                         std::to_string(kMostCsvLineBytes) + " a CSV line may");
+    if (line.size() > kMostCsvLineBytes) check_line_length(line, line_number, std::string(source) + " ", "a CSV line may");
     if (rule == CsvLines::trim_cr_skip_empty) {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) continue;

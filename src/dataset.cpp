@@ -336,7 +336,7 @@ RowParser row_parser_for(const std::map<std::string, std::size_t>& columns, cons
 void check_timing_cells(const Row& row) {
   if (row.states("l2")) {
     const std::string& l2 = row.text("l2");
-    if (l2 != "cold" && l2 != "warm" && l2 != "served")
+    if (!detail::is_l2_protocol(l2))
       detail::fail_field(row.where() + ": l2", detail::quoted(l2), "must be cold, warm or served (how the row was timed)");
   }
   for (const char* column : {"reps", "runs"})

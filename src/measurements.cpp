@@ -381,7 +381,7 @@ void check_protocol(const json& document, const Fields& f, const std::string& pr
     detail::fail_field(prefix + "warmup", detail::excerpt(document["warmup"]), "must be a whole number of warm-up runs from 0 to 10^6");
   if (f.has("l2")) {
     const json& l2 = document["l2"];
-    if (!l2.is_string() || (l2 != "cold" && l2 != "warm" && l2 != "served"))
+    if (!l2.is_string() || !detail::is_l2_protocol(l2.get_ref<const std::string&>()))
       detail::fail_field(prefix + "l2", detail::excerpt(l2), "must be \"cold\", \"warm\" or \"served\" (how the kernels were timed)");
   }
   if (f.has("rest") && !(document["rest"].is_number() && document["rest"].get<double>() >= 0 && document["rest"].get<double>() <= 1000))
@@ -426,18 +426,14 @@ ParsedRun parse_run(std::string_view raw_jsonl, const std::string& run_prefix) {
   bool seen_device = false;
   // Bounded as the CSV inputs are (300,000 records of a 780 KB file took 12 s and 1.2 GB; a
   // collection of 200,000 shapes is a tenth of the bound)
-  if (const auto lines = static_cast<std::size_t>(std::count(raw_jsonl.begin(), raw_jsonl.end(), '\n')); lines > detail::kMostCsvLines)
-    throw InvalidInput(run_prefix + "the raw measurements hold " + std::to_string(lines) + " lines, more than the " +
-                       std::to_string(detail::kMostCsvLines) + " a file may: split the collection");
+  detail::check_line_count(raw_jsonl, run_prefix + "the raw file", "a file may: split the collection");
   while (start < raw_jsonl.size()) {
     std::size_t end = raw_jsonl.find('\n', start);
     if (end == std::string_view::npos) end = raw_jsonl.size();
     const std::string_view line = raw_jsonl.substr(start, end - start);
     start = end + 1;
     ++line_number;
-    if (line.size() > detail::kMostCsvLineBytes)
-      throw InvalidInput(run_prefix + "line " + std::to_string(line_number) + " is " + std::to_string(line.size()) +
-                         " bytes long, more than the " + std::to_string(detail::kMostCsvLineBytes) + " a record may");
+    detail::check_line_length(line, line_number, run_prefix, "a record may");
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string prefix = run_prefix + "line " + std::to_string(line_number) + ": ";
     json document;

@@ -478,6 +478,16 @@ void check_stages(std::string_view field, std::int64_t stages, const ModelParams
     detail::fail_field(field, stages,
                        "must be at most the number of layers (" + std::to_string(params.num_hidden_layers) + "): a stage holds whole layers");
 }
+// The heads split evenly over the tensor-parallel ranks (`field`: the TP degree's name where it was
+// given; `params`: where the model's figures were, "" or "model_params.").
+void check_heads_split(std::string_view field, int tp, const ModelParams& params, std::string_view where) {
+  const std::string at(where);
+  if (params.num_attention_heads % tp != 0)
+    detail::fail_field(field, tp, "must divide " + at + "num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
+  if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
+    detail::fail_field(field, tp,
+                       "must divide " + at + "num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
+}
 }  // namespace
 
 Workload workload_from_json(std::string_view json_text) {
@@ -494,12 +504,7 @@ Workload workload_from_json(std::string_view json_text) {
   check_stages("pp_size", w.pp_size, w.model_params);  // (as a trace's run refuses it)
   // The heads split over the tensor-parallel ranks, as --tp is held to on a trace (3 over 32 heads
   // was run as if it could be)
-  const ModelParams& heads = w.model_params;
-  if (heads.num_attention_heads % w.tp_size != 0)
-    detail::fail_field("tp_size", w.tp_size, "must divide model_params.num_attention_heads (" + std::to_string(heads.num_attention_heads) + ")");
-  if (heads.num_key_value_heads % w.tp_size != 0 && w.tp_size % heads.num_key_value_heads != 0)
-    detail::fail_field("tp_size", w.tp_size,
-                       "must divide model_params.num_key_value_heads (" + std::to_string(heads.num_key_value_heads) + ") or be a multiple of it");
+  check_heads_split("tp_size", w.tp_size, w.model_params, "model_params.");
   if (f.has("dtype")) w.dtype = dtype_from(f.text("dtype"), "dtype");
   const json& iterations = f.get("iterations");
   if (!iterations.is_array()) detail::fail_field("iterations", detail::excerpt(iterations), "must be an array");
@@ -775,10 +780,7 @@ namespace {
 void check_parallel_split(const ModelParams& params, const Deployment& deployment) {
   const int tp = deployment.tp;
   check_stages("pp", deployment.pp, params);
-  if (params.num_attention_heads % tp != 0)
-    detail::fail_field("tp", tp, "must divide num_attention_heads (" + std::to_string(params.num_attention_heads) + ")");
-  if (params.num_key_value_heads % tp != 0 && tp % params.num_key_value_heads != 0)
-    detail::fail_field("tp", tp, "must divide num_key_value_heads (" + std::to_string(params.num_key_value_heads) + ") or be a multiple of it");
+  check_heads_split("tp", tp, params, "");
   // The shared expert is a tensor-parallel MLP in either mode.
   if (params.shared_expert_intermediate_size % tp != 0)
     detail::fail_field("tp", tp, "must divide the shared expert's width (" + std::to_string(params.shared_expert_intermediate_size) + ")");

@@ -368,7 +368,7 @@ TEST_CASE("raw records confined to part of the SMs (--sms) name the GPU as its c
 TEST_CASE("raw measurements: lines and line lengths are bounded as the CSV inputs' are", "[measurements]") {
   const std::string record = gemm_record("nvjet_sm90_qqtst_128x8_128x16_1x2_h_bz_algo2_TNT");
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + record + std::string(std::size_t{1} << 21, '\n')); }),
-             Contains("the raw measurements hold 2097153 lines, more than the 2097152 a file may"));
+             Contains("the raw file holds 2097153 lines, more than the 2097152 a file may"));
   CHECK_THAT(error_of([&] { measurements_csv_from_raw(kDevice + "\n" + std::string((1 << 20) + 1, ' ') + "\n"); }),
              Contains("line 2 is 1048577 bytes long, more than the 1048576 a record may"));
 }

@@ -457,28 +457,27 @@ int e2e_command(int argc, const char* const* argv, int first) {
   ModelParams params;
   std::vector<TraceRequest> trace;
   const auto adjust = iteration_adjustments(a);
+  bool has_moe = false;  // whether the run has a mixture-of-experts layer (to route, or to model)
   if (!a.workload.empty()) {
     workload = load_workload(a.workload);
     if (adjust)
       for (WorkloadIteration& iteration : workload.iterations) adjust(iteration);
-    if (a.moe_zipf && std::none_of(workload.iterations.begin(), workload.iterations.end(),
-                                   [](const WorkloadIteration& it) { return it.operators.moe.has_value(); }))
-      throw InvalidInput(kNoMoe);
+    has_moe = std::any_of(workload.iterations.begin(), workload.iterations.end(),
+                          [](const WorkloadIteration& it) { return it.operators.moe.has_value(); });
+    if (a.moe_zipf && !has_moe) throw InvalidInput(kNoMoe);
     if (workload.iterations.empty()) throw InvalidInput("the workload has no iteration");
   } else {
     params = load_hf_config(a.model);
     trace = load_trace(a.trace);
-    if (a.moe_zipf && params.num_experts == 0) throw InvalidInput(kNoMoe);  // (every iteration has its MoE layers, or none)
-    if (a.expert_parallel && params.num_experts == 0) throw InvalidInput(kNoExperts);
+    has_moe = params.num_experts > 0;  // (every iteration has its MoE layers, or none)
+    if (a.moe_zipf && !has_moe) throw InvalidInput(kNoMoe);
+    if (a.expert_parallel && !has_moe) throw InvalidInput(kNoExperts);
     if (a.expert_parallel && a.tp == 1)
       throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
   std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
   // A fused-MoE model for a run without experts would answer nothing (a run's attention, norms and
   // GEMMs are its every model's; a workload file's are as written): refused, as --moe-zipf is.
-  const bool has_moe = !a.workload.empty() ? std::any_of(workload.iterations.begin(), workload.iterations.end(),
-                                                         [](const WorkloadIteration& it) { return it.operators.moe.has_value(); })
-                                           : params.num_experts > 0;
   for (std::size_t i = 0; i < models.size(); ++i)
     if (models[i].family() == OpFamily::fused_moe && !has_moe)
       FlagParser::fail("--kernel-model", a.kernel_models[i], "must be a model of the run's kernels: it is a fused_moe model, and "
