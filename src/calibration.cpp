@@ -516,7 +516,8 @@ std::string calibration_source(std::span<const MicrobenchLog> logs, const Measur
 
 }  // namespace
 
-Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce) {
+Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce,
+                      std::string_view allreduce_source) {
   if (logs.empty()) throw InvalidInput("calibration needs at least one microbenchmark log");
   check_one_gpu(logs);
   Calibration out;
@@ -546,7 +547,12 @@ Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllRe
 
   spec.source = calibration_source(logs, device, kept);
   if (!allreduce.empty()) {
-    out.link = fit_link(allreduce, spec);
+    try {
+      out.link = fit_link(allreduce, spec);
+    } catch (const Error& error) {
+      if (allreduce_source.empty()) throw;
+      detail::rethrow_as(error, std::string(allreduce_source) + ": " + error.what());
+    }
     spec.link_bandwidth_gb_s = out.link->link_bandwidth_gb_s;
     spec.link_latency_us = out.link->link_latency_us;
     spec.source += "; link figures fitted to " + std::to_string(out.link->rows) + " all-reduces timed in CUDA graphs";

@@ -175,8 +175,10 @@ struct Calibration {
 // Throws pipeweave::Error when there is no log, the logs are of different GPUs (or SM limits), a benchmark is
 // unknown, or a GPU not in the catalog lacks a figure the spec needs.
 // With `allreduce` measurements (taken on several of this GPU), the link figures are fitted to
-// them (fit_link) instead of taken from the catalog, and `source` says so.
-Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce = {});
+// them (fit_link) instead of taken from the catalog, and `source` says so; `allreduce_source`
+// (where they came from: a file name), when given, begins the fit's errors.
+Calibration calibrate(std::span<const MicrobenchLog> logs, std::span<const AllReduceMeasurement> allreduce = {},
+                      std::string_view allreduce_source = {});
 
 struct MeasuredKernel;  // pipeweave/dataset.hpp
 SustainedProbe measure_sustained_load(GpuSpec& gpu, std::span<const MeasuredKernel> isolated,

@@ -211,7 +211,7 @@ int calibrate_command(int argc, const char* const* argv, int first) {
   }
   std::vector<AllReduceMeasurement> allreduce;
   if (!arguments.link.empty()) allreduce = load_allreduce_measurements(arguments.link);
-  Calibration calibration = calibrate(logs, allreduce);
+  Calibration calibration = calibrate(logs, allreduce, arguments.link.empty() ? "" : "--link " + arguments.link);
   if (arguments.link_bandwidth > 0) {
     calibration.spec.link_bandwidth_gb_s = arguments.link_bandwidth;
     calibration.spec.source += fmt::format("; link bandwidth {:g} GB/s given (--link-bandwidth: an all-reduce bus bandwidth "
