@@ -94,16 +94,38 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
   return lines;
 }
 
-// The bundled models, each --model in the place of its family's. A model of a family none of the
-// kernels is would answer nothing: refused, as an option that cannot apply (it went unused).
+// Whether `model` would answer for `kernel`: a model of its family, and a model for GEMMs without
+// a config only for such a GEMM of a data type it lists (a GEMM given its config is the GEMM
+// model's; without one, the GEMM model still picks its config).
+bool answers_kernel(const Mlp& model, const Kernel& kernel) {
+  if (kernel.family() != model.family()) return false;
+  if (!model.description().for_configless_gemm) return true;
+  const Gemm* gemm = kernel.get_if<Gemm>();
+  return gemm && !gemm->config && model.answers_for(gemm->dtype);
+}
+
+// The bundled models, each --model in the place of its family's. A model that would answer none
+// of the kernels is refused, as an option that cannot apply (it went unused); models for GEMMs
+// without a config of several data types are a set, refused only where none of them answers.
 Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kernel>& kernels) {
   std::vector<Mlp> models = load_models("--model", arguments.models);
+  const auto answers_any = [&](const Mlp& model) {
+    return std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return answers_kernel(model, k); });
+  };
+  const bool configless_set_used = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
+    return model.description().for_configless_gemm && answers_any(model);
+  });
   for (std::size_t i = 0; i < models.size(); ++i) {
-    const OpFamily family = models[i].family();
-    if (std::none_of(kernels.begin(), kernels.end(), [family](const Kernel& k) { return k.family() == family; }))
+    const Mlp& model = models[i];
+    if (answers_any(model) || (model.description().for_configless_gemm && configless_set_used)) continue;
+    const std::string family(to_string(model.family()));
+    if (!model.description().for_configless_gemm ||
+        std::none_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); }))
       FlagParser::fail("--model", arguments.models[i],
-                       fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked",
-                                   to_string(family), to_string(family)));
+                       fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked", family, family));
+    FlagParser::fail("--model", arguments.models[i],
+                     fmt::format("must be a model of a kernel asked: it is a model for {}, and every GEMM asked has its config{}",
+                                 configless_place(model), model.description().dtypes.empty() ? "" : " or another data type"));
   }
   return models.empty() ? Predictor() : Predictor().with(std::move(models));
 }
