@@ -113,12 +113,14 @@ double multiply_adds(const pw::Mlp& mlp) {
 
 // Beside the time, the floor this CPU puts under it: `passes` network passes of `mlp` per
 // iteration at two vector multiply-adds a cycle (two FMA pipes, or an add and a multiply pipe)
-// of the dense kernel's lanes (8 with AVX2, else 4), at the clock Linux reports. floor_ns is
+// of the dense kernel's lanes (16 with AVX-512, 8 with AVX2, else 4), at the clock Linux reports.
+// (Some AVX-512 parts have one 512-bit FMA pipe, not two: their floor is twice this.) floor_ns is
 // that floor per iteration; at_floor its share of the time measured (1: at the floor).
 void set_floor(benchmark::State& state, const pw::Mlp& mlp, double passes) {
   const double mhz = cpu_mhz();
   if (!(mhz > 0)) return;
-  const double lanes = pw::detail::dense_layer_isa() == "avx2_fma" ? 8 : 4;
+  const std::string_view isa = pw::detail::dense_layer_isa();
+  const double lanes = isa == "avx512" ? 16 : isa == "avx2_fma" ? 8 : 4;
   const double floor_ns = passes * multiply_adds(mlp) / (2 * lanes) / (mhz * 1e-3);
   state.counters["floor_ns"] = floor_ns;
   // A rate of (iterations x floor seconds) per elapsed second: floor / time per iteration.

@@ -63,6 +63,7 @@ const int kShapes[][3] = {{256, 30, 1}, {128, 256, 1}, {64, 128, 1}, {1, 64, 1},
 TEST_CASE("dense layer: every kernel this CPU runs matches a double-precision reference", "[dense]") {
   std::vector<std::pair<std::string, detail::DenseLayerFn>> kernels{{"baseline", detail::dense_layer_baseline()}};
   if (detail::DenseLayerFn avx2 = detail::dense_layer_avx2_fma()) kernels.emplace_back("avx2_fma", avx2);
+  if (detail::DenseLayerFn avx512 = detail::dense_layer_avx512()) kernels.emplace_back("avx512", avx512);
   unsigned seed = 1;
   for (const auto& [name, kernel] : kernels)
     for (const auto& shape : kShapes)
@@ -80,9 +81,14 @@ TEST_CASE("dense layer: every kernel this CPU runs matches a double-precision re
 
 TEST_CASE("dense layer: the run-time choice names itself and answers as the baseline does, to rounding", "[dense]") {
   const std::string isa(detail::dense_layer_isa());
-  CHECK((isa == "baseline" || isa == "avx2_fma"));
+  CHECK((isa == "baseline" || isa == "avx2_fma" || isa == "avx512"));
   CHECK((isa == "avx2_fma") == (detail::dense_layer() == detail::dense_layer_avx2_fma() && detail::dense_layer_avx2_fma() != nullptr));
-  if (std::getenv("PIPEWEAVE_SIMD") && std::string(std::getenv("PIPEWEAVE_SIMD")) == "baseline") CHECK(isa == "baseline");
+  CHECK((isa == "avx512") == (detail::dense_layer() == detail::dense_layer_avx512() && detail::dense_layer_avx512() != nullptr));
+  const std::string cap = std::getenv("PIPEWEAVE_SIMD") ? std::getenv("PIPEWEAVE_SIMD") : "";
+  if (cap == "baseline") CHECK(isa == "baseline");
+  if (cap == "avx2") CHECK(isa != "avx512");
+  // Uncapped, the widest kernel the CPU runs is chosen
+  if (cap.empty()) CHECK(isa == (detail::dense_layer_avx512() ? "avx512" : detail::dense_layer_avx2_fma() ? "avx2_fma" : "baseline"));
   const Layer layer = random_layer(256, 30, 9, 99);
   const std::vector<float> chosen = run(detail::dense_layer(), layer, true), baseline = run(detail::dense_layer_baseline(), layer, true);
   for (std::size_t i = 0; i < chosen.size(); ++i) REQUIRE(chosen[i] == Approx(baseline[i]).margin(1e-5).epsilon(1e-5));
@@ -102,6 +108,7 @@ TEST_CASE("dense layer: zero inputs are skipped, and every sum is the one over a
   // which inputs they skip: a column answers the same alone as beside others, and as the reference.
   std::vector<std::pair<std::string, detail::DenseLayerFn>> kernels{{"baseline", detail::dense_layer_baseline()}};
   if (detail::DenseLayerFn avx2 = detail::dense_layer_avx2_fma()) kernels.emplace_back("avx2_fma", avx2);
+  if (detail::DenseLayerFn avx512 = detail::dense_layer_avx512()) kernels.emplace_back("avx512", avx512);
   for (const auto& [name, kernel] : kernels)
     for (const auto& shape : kShapes) {
       Layer layer = random_layer(shape[0], shape[1], shape[2], 21);
@@ -168,31 +175,75 @@ TEST_CASE("dense layer: weights round to the nearest fp16 value, ties to even, a
 TEST_CASE("dense layer: the fp16 kernel answers bit for bit as the float kernel on the rounded weights",
           "[dense]") {
   const std::string isa(detail::dense_layer_isa());
-  // It goes with AVX2's float kernel alone; the baseline runs its float kernel on the rounded weights.
-  CHECK((detail::dense_layer_half() != nullptr) == (isa == "avx2_fma" && detail::dense_layer_half_avx2_fma() != nullptr));
-  const detail::DenseHalfLayerFn half = detail::dense_layer_half_avx2_fma();
-  const detail::DenseLayerFn wide = detail::dense_layer_avx2_fma();
-  if (!half || !wide) {
-    WARN("this CPU has no AVX2 with FMA and F16C: the fp16 kernel is not run here");
+  // It goes with AVX2's or AVX-512's float kernel; the baseline runs its float kernel on the rounded weights.
+  CHECK((detail::dense_layer_half() != nullptr) == (isa != "baseline"));
+  if (isa == "avx2_fma") CHECK(detail::dense_layer_half() == detail::dense_layer_half_avx2_fma());
+  if (isa == "avx512") CHECK(detail::dense_layer_half() == detail::dense_layer_half_avx512());
+  std::vector<std::tuple<std::string, detail::DenseLayerFn, detail::DenseHalfLayerFn>> kernels;
+  if (detail::dense_layer_half_avx2_fma()) kernels.emplace_back("avx2_fma", detail::dense_layer_avx2_fma(), detail::dense_layer_half_avx2_fma());
+  if (detail::dense_layer_half_avx512()) kernels.emplace_back("avx512", detail::dense_layer_avx512(), detail::dense_layer_half_avx512());
+  if (kernels.empty()) {
+    WARN("this CPU has no AVX2 with FMA and F16C: the fp16 kernels are not run here");
     return;
   }
   int compared = 0;
-  for (const auto& shape : kShapes) {
-    Layer layer = random_layer(shape[0], shape[1], shape[2], 11);
+  for (const auto& [name, wide, half] : kernels)
+    for (const auto& shape : kShapes) {
+      Layer layer = random_layer(shape[0], shape[1], shape[2], 11);
+      std::vector<float> packed = detail::pack_dense_weights(layer.weights.data(), layer.rows, layer.inputs);
+      REQUIRE(detail::fits_half_precision(packed));
+      detail::round_to_half_precision(packed);
+      const std::vector<std::uint16_t> bits = detail::half_precision_bits(packed);
+      for (bool relu : {false, true}) {
+        std::vector<float> from_floats(static_cast<std::size_t>(layer.rows * layer.columns), -7.0f), from_halves = from_floats;
+        wide(packed.data(), layer.bias.data(), layer.x.data(), from_floats.data(), layer.rows, layer.inputs, layer.columns, relu);
+        half(bits.data(), layer.bias.data(), layer.x.data(), from_halves.data(), layer.rows, layer.inputs, layer.columns, relu);
+        INFO(name << ": " << layer.rows << " x " << layer.inputs << ", " << layer.columns << " columns" << (relu ? ", ReLU" : ""));
+        CHECK(from_halves == from_floats);
+        ++compared;
+      }
+    }
+  CHECK(compared == 2 * static_cast<int>(std::size(kShapes) * kernels.size()));
+}
+
+TEST_CASE("dense layer: AVX-512 answers as AVX2 to the bit, floats and fp16, zero inputs among them", "[dense]") {
+  const detail::DenseLayerFn avx2 = detail::dense_layer_avx2_fma(), avx512 = detail::dense_layer_avx512();
+  const detail::DenseHalfLayerFn avx2_half = detail::dense_layer_half_avx2_fma(), avx512_half = detail::dense_layer_half_avx512();
+  if (!avx512) {
+    WARN("this CPU has no AVX-512F: its kernel is not run here");
+    return;
+  }
+  REQUIRE(avx2);  // (AVX-512's kernel is only chosen beside AVX2's)
+  REQUIRE(avx2_half);
+  REQUIRE(avx512_half);
+  // Rows past one and two panels (the pairs of 128 rows, and a pair's partial second panel), and
+  // the networks' own shapes
+  const int shapes[][3] = {{256, 30, 1}, {128, 256, 1}, {64, 128, 1}, {1, 64, 1}, {256, 30, 7}, {200, 96, 1},
+                           {129, 40, 2}, {192, 33, 4}, {65, 5, 1},  {7, 3, 4},  {320, 256, 3}, {128, 256, 37}};
+  for (const auto& shape : shapes) {
+    Layer layer = random_layer(shape[0], shape[1], shape[2], 31);
+    std::mt19937 random(7);
+    for (float& value : layer.x)
+      if (random() % 5 < 3) value = 0.0f;
     std::vector<float> packed = detail::pack_dense_weights(layer.weights.data(), layer.rows, layer.inputs);
-    REQUIRE(detail::fits_half_precision(packed));
     detail::round_to_half_precision(packed);
     const std::vector<std::uint16_t> bits = detail::half_precision_bits(packed);
     for (bool relu : {false, true}) {
-      std::vector<float> from_floats(static_cast<std::size_t>(layer.rows * layer.columns), -7.0f), from_halves = from_floats;
-      wide(packed.data(), layer.bias.data(), layer.x.data(), from_floats.data(), layer.rows, layer.inputs, layer.columns, relu);
-      half(bits.data(), layer.bias.data(), layer.x.data(), from_halves.data(), layer.rows, layer.inputs, layer.columns, relu);
+      const std::size_t size = static_cast<std::size_t>(layer.rows * layer.columns);
+      std::vector<float> a(size, -7.0f), b(size, -7.0f), a_half(size, -7.0f), b_half(size, -7.0f);
+      avx2(packed.data(), layer.bias.data(), layer.x.data(), a.data(), layer.rows, layer.inputs, layer.columns, relu);
+      avx512(packed.data(), layer.bias.data(), layer.x.data(), b.data(), layer.rows, layer.inputs, layer.columns, relu);
+      avx2_half(bits.data(), layer.bias.data(), layer.x.data(), a_half.data(), layer.rows, layer.inputs, layer.columns, relu);
+      avx512_half(bits.data(), layer.bias.data(), layer.x.data(), b_half.data(), layer.rows, layer.inputs, layer.columns, relu);
       INFO(layer.rows << " x " << layer.inputs << ", " << layer.columns << " columns" << (relu ? ", ReLU" : ""));
-      CHECK(from_halves == from_floats);
-      ++compared;
+      // (values compared: a sum of zero terms may be +0 on one and -0 on the other, which nothing reads)
+      for (std::size_t i = 0; i < size; ++i) {
+        REQUIRE(a[i] == b[i]);
+        REQUIRE(a_half[i] == b_half[i]);
+        REQUIRE(a_half[i] == a[i]);
+      }
     }
   }
-  CHECK(compared == 2 * static_cast<int>(std::size(kShapes)));
 }
 
 TEST_CASE("dense layer: the bundled GEMM model answers a batch bit for bit as one kernel at a time",

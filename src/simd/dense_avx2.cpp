@@ -12,6 +12,7 @@ namespace pipeweave::detail {
 namespace {
 #define PIPEWEAVE_DENSE_LANES 8
 #define PIPEWEAVE_DENSE_WIDE 1
+#define PIPEWEAVE_DENSE_PAIRS 0
 // Eight fp16 weights from any address, converted to eight floats (exact: every fp16 is a float).
 #define PIPEWEAVE_LOAD_HALF(pointer) \
   ((Vector)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pointer))))

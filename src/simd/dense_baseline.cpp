@@ -7,6 +7,7 @@ namespace pipeweave::detail {
 namespace {
 #define PIPEWEAVE_DENSE_LANES 4
 #define PIPEWEAVE_DENSE_WIDE 0
+#define PIPEWEAVE_DENSE_PAIRS 0
 #include "dense_kernel.inc"
 }  // namespace
 

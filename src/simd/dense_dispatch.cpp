@@ -89,9 +89,24 @@ DenseHalfLayerFn dense_layer_half_avx2_fma() {
   }();
   return supported ? dense_layer_half_avx2_fma_unchecked() : nullptr;
 }
+DenseLayerFn dense_layer_avx512_unchecked();           // dense_avx512.cpp
+DenseHalfLayerFn dense_layer_half_avx512_unchecked();  // dense_avx512.cpp
+
+DenseLayerFn dense_layer_avx512() {
+  // (libgcc's and compiler-rt's checks of avx512f include the system's: XGETBV says the OS saves
+  // the 512-bit registers)
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return dense_layer_half_avx2_fma() != nullptr && __builtin_cpu_supports("avx512f");
+  }();
+  return supported ? dense_layer_avx512_unchecked() : nullptr;
+}
+DenseHalfLayerFn dense_layer_half_avx512() { return dense_layer_avx512() ? dense_layer_half_avx512_unchecked() : nullptr; }
 #else
 DenseLayerFn dense_layer_avx2_fma() { return nullptr; }
 DenseHalfLayerFn dense_layer_half_avx2_fma() { return nullptr; }
+DenseLayerFn dense_layer_avx512() { return nullptr; }
+DenseHalfLayerFn dense_layer_half_avx512() { return nullptr; }
 #endif
 
 namespace {
@@ -103,9 +118,12 @@ struct Choice {
 
 const Choice& choice() {
   static const Choice chosen = [] {
+    // PIPEWEAVE_SIMD caps the choice: "baseline", or "avx2" (AVX2 with FMA at most)
     const char* wanted = std::getenv("PIPEWEAVE_SIMD");
-    const bool baseline_only = wanted && std::string_view(wanted) == "baseline";
-    if (DenseLayerFn avx2 = dense_layer_avx2_fma(); avx2 && !baseline_only)
+    const std::string_view cap = wanted ? wanted : "";
+    if (DenseLayerFn avx512 = dense_layer_avx512(); avx512 && cap != "baseline" && cap != "avx2")
+      return Choice{avx512, dense_layer_half_avx512(), "avx512"};
+    if (DenseLayerFn avx2 = dense_layer_avx2_fma(); avx2 && cap != "baseline")
       return Choice{avx2, dense_layer_half_avx2_fma(), "avx2_fma"};
     return Choice{dense_layer_baseline(), nullptr, "baseline"};
   }();

@@ -43,13 +43,14 @@ using DenseLayerFn = void (*)(const float* packed, const float* bias, const floa
 using DenseHalfLayerFn = void (*)(const std::uint16_t* packed, const float* bias, const float* x, float* y, int rows,
                                   int inputs, int columns, bool relu);
 
-// The widest kernel this CPU runs (AVX2 with FMA where it has both, else the baseline build's),
-// chosen on first use; PIPEWEAVE_SIMD=baseline in the environment keeps the baseline (any other
-// value, or none, lets the CPU decide).
+// The widest kernel this CPU runs (AVX-512 where it has AVX-512F beside AVX2, FMA and F16C; else
+// AVX2 with FMA where it has both; else the baseline build's), chosen on first use.
+// PIPEWEAVE_SIMD in the environment caps it: "baseline" keeps the baseline, "avx2" goes no
+// further than AVX2 (any other value, or none, lets the CPU decide).
 DenseLayerFn dense_layer();
-// Which kernel dense_layer() chose: "avx2_fma" or "baseline".
+// Which kernel dense_layer() chose: "avx512", "avx2_fma" or "baseline".
 std::string_view dense_layer_isa();
-// The kernel of fp16 weights that goes with dense_layer(): AVX2's where the CPU also
+// The kernel of fp16 weights that goes with dense_layer(): AVX-512's or AVX2's where the CPU also
 // has F16C; null with the baseline, which runs the float kernel on the rounded weights instead.
 DenseHalfLayerFn dense_layer_half();
 
@@ -59,5 +60,10 @@ DenseLayerFn dense_layer_baseline();
 DenseLayerFn dense_layer_avx2_fma();
 // Null where the CPU lacks AVX2, FMA or F16C, or the build is not for x86-64.
 DenseHalfLayerFn dense_layer_half_avx2_fma();
+// AVX-512's: null where the CPU lacks any of AVX-512F, AVX2, FMA and F16C (or the system does
+// not keep the 512-bit registers), or the build is not for x86-64. Each output is the same chain
+// of multiply-adds as AVX2's, so the two answer to the bit.
+DenseLayerFn dense_layer_avx512();
+DenseHalfLayerFn dense_layer_half_avx512();
 
 }  // namespace pipeweave::detail
