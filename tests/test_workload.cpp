@@ -145,11 +145,57 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
              Contains("num_prefill_tokens") && Contains("16777217"));
 }
 
+TEST_CASE("workload: a request past the model's context is refused by name; the context is config.json's, times a RoPE factor",
+          "[workload]") {
+  const ModelParams llama = llama_8b();
+  CHECK(llama.max_position_embeddings == 131072);
+  // A token past the context is refused before any iteration is built; at it, the request runs
+  const std::vector<TraceRequest> past{{16, 3, 4}, {1000, 130073, 130074}};
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama, past, Deployment{.tp = 1}, SchedulerPolicy{}); }),
+             Contains("trace[1].num_decode_tokens must be at most 130072: the model's context is 131072 tokens "
+                      "(max_position_embeddings) and the request's prompt 1000; no engine runs a longer request, got 130073"));
+  ModelParams short_context = llama;
+  short_context.max_position_embeddings = 200;
+  CHECK(generate_workload("llama", short_context, std::vector<TraceRequest>{{100, 100, 101}}, Deployment{.tp = 1}, SchedulerPolicy{})
+            .iterations.size() == 101);
+  CHECK_THROWS_AS(generate_workload("llama", short_context, std::vector<TraceRequest>{{100, 101, 102}}, Deployment{.tp = 1},
+                                    SchedulerPolicy{}),
+                  InvalidInput);
+  // config.json: a RoPE scaling factor multiplies it (vLLM's longest model length is never above);
+  // absent or null, no bound
+  const auto params = [](const std::string& extra) {
+    return model_params_from_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336,
+      "vocab_size": 128256, "num_hidden_layers": 32)" + extra + "}");
+  };
+  CHECK(params("").max_position_embeddings == 0);
+  CHECK(params(R"(, "max_position_embeddings": null)").max_position_embeddings == 0);
+  CHECK(params(R"(, "max_position_embeddings": 32768)").max_position_embeddings == 32768);
+  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"type": "yarn", "factor": 4.0})").max_position_embeddings ==
+        131072);
+  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"rope_type": "linear", "factor": 0.5})").max_position_embeddings ==
+        32768);
+  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": null)").max_position_embeddings == 32768);
+  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"factor": -2})"); }),
+             Contains("config.json: rope_scaling.factor must be within (0, 1024]"));
+  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 4611686018427387904, "rope_scaling": {"factor": 1000})"); }),
+             Contains("config.json: max_position_embeddings must be at most 2^40"));
+  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 0)"); }), Contains("max_position_embeddings"));
+  // Written into a workload and read back
+  Workload w = generate_workload("llama", llama, std::vector<TraceRequest>{{100, 2, 3}}, Deployment{.tp = 1}, SchedulerPolicy{});
+  std::ostringstream text;
+  write_json(text, w);
+  CHECK(text.str().find("\"max_position_embeddings\": 131072") != std::string::npos);
+  CHECK(workload_from_json(text.str()).model_params == llama);
+}
+
 TEST_CASE("workload: a trace that would make more iterations than a workload holds is refused before any is built",
           "[workload]") {
-  // Within the per-request bound, a request of 2^24 decode steps still makes 2^24 iterations.
+  // Within the per-request bound, a request of 2^24 decode steps still makes 2^24 iterations (of a
+  // model whose context is not stated: Llama-3.1-8B's 131,072 tokens would refuse the request itself).
+  ModelParams unbounded = llama_8b();
+  unbounded.max_position_embeddings = 0;
   const std::vector<TraceRequest> long_decode{{100, 5, 6}, {100, kMaxRequestTokens, 1}};
-  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), long_decode, Deployment{.tp = 1}, SchedulerPolicy{}); }),
+  CHECK_THAT(error_of([&] { generate_workload("llama", unbounded, long_decode, Deployment{.tp = 1}, SchedulerPolicy{}); }),
              Contains("the trace makes a workload of at least 16777217 iterations, more than the 1000000 one workload holds: run it in parts"));
   // Given directly (not read from a CSV), a request's counts are checked by name too.
   const std::vector<TraceRequest> negative{{100, 5, 6}, {100, -3, 1}};
@@ -159,7 +205,7 @@ TEST_CASE("workload: a trace that would make more iterations than a workload hol
   SchedulerPolicy one_at_a_time;
   one_at_a_time.max_sequences = 1;
   const std::vector<TraceRequest> many(3, TraceRequest{16, 400'000, 1});
-  CHECK_THAT(error_of([&] { generate_workload("llama", llama_8b(), many, Deployment{.tp = 1}, one_at_a_time); }),
+  CHECK_THAT(error_of([&] { generate_workload("llama", unbounded, many, Deployment{.tp = 1}, one_at_a_time); }),
              Contains("the trace makes a workload of at least 1200003 iterations"));
   // The policy's own bounds: an iteration's tokens are a GEMM's M (2^31 was refused as
   // iterations[0].operators.gemm[0].M, a field the user never wrote)

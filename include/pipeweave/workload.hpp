@@ -48,6 +48,11 @@ struct ModelParams {
   std::int64_t num_experts_per_tok = 0;
   std::int64_t moe_intermediate_size = 0;
   std::int64_t shared_expert_intermediate_size = 0;
+  // The longest sequence (prompt and output) the model serves: config.json's
+  // max_position_embeddings, times its rope_scaling's factor where it gives one (at least what
+  // vLLM derives as the longest model length). 0: not stated, no bound. A trace's requests must
+  // fit it: no engine runs a request past its model's context.
+  std::int64_t max_position_embeddings = 0;
   // Throws pipeweave::Error naming the field: sizes must be positive, heads divisible.
   void validate() const;
   bool operator==(const ModelParams&) const = default;
