@@ -115,11 +115,12 @@ inline void check_line_count(std::string_view text, const std::string& subject, 
     throw InvalidInput(subject + " holds " + std::to_string(lines) + " lines, more than the " + std::to_string(kMostCsvLines) + " " +
                        std::string(allowed));
 }
-// "<at>line N is B bytes long, more than the 1048576 <allowed>" past kMostCsvLineBytes.
-inline void check_line_length(std::string_view line, std::size_t line_number, const std::string& at, std::string_view allowed) {
+// "<at>line N is B bytes long, more than the 1048576 <allowed>" past kMostCsvLineBytes (`at` ends
+// with its own separator: "rows.csv ", or "run 2: ").
+inline void check_line_length(std::string_view line, std::size_t line_number, std::string_view at, std::string_view allowed) {
   if (line.size() > kMostCsvLineBytes)
-    throw InvalidInput(at + "line " + std::to_string(line_number) + " is " + std::to_string(line.size()) + " bytes long, more than the " +
-                       std::to_string(kMostCsvLineBytes) + " " + std::string(allowed));
+    throw InvalidInput(std::string(at) + "line " + std::to_string(line_number) + " is " + std::to_string(line.size()) +
+                       " bytes long, more than the " + std::to_string(kMostCsvLineBytes) + " " + std::string(allowed));
 }
 
 template <class OnHeader, class OnRecord>
@@ -135,7 +136,7 @@ bool for_each_csv_line(std::string_view text, std::string_view source, CsvLines 
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_number;
-    if (line.size() > kMostCsvLineBytes) check_line_length(line, line_number, std::string(source) + " ", "a CSV line may");
+    if (line.size() > kMostCsvLineBytes) check_line_length(line, line_number, std::string(source) + " ", "a CSV line may");  // (the name built only then)
     if (rule == CsvLines::trim_cr_skip_empty) {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) continue;

@@ -94,7 +94,7 @@ ModelParams read_params(const json& object) {
   const Fields f(object, "model_params.");
   f.only({"hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
           "num_hidden_layers", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
-          "shared_expert_intermediate_size", "max_position_embeddings"});
+          "shared_expert_intermediate_size", "max_model_len"});
   ModelParams p;
   p.hidden_size = f.whole("hidden_size");
   p.num_attention_heads = f.whole("num_attention_heads");
@@ -108,7 +108,7 @@ ModelParams read_params(const json& object) {
   if (f.has("moe_intermediate_size")) p.moe_intermediate_size = f.whole("moe_intermediate_size", 0);
   if (f.has("shared_expert_intermediate_size"))
     p.shared_expert_intermediate_size = f.whole("shared_expert_intermediate_size", 0);
-  if (f.has("max_position_embeddings")) p.max_position_embeddings = f.whole("max_position_embeddings", 0);
+  if (f.has("max_model_len")) p.max_model_len = f.whole("max_model_len", 0);
   p.validate();
   return p;
 }
@@ -373,8 +373,8 @@ void ModelParams::validate() const {
   detail::require_at_most("model_params.num_experts", num_experts, 65536, "past any model");
   detail::require_at_most("model_params.moe_intermediate_size", moe_intermediate_size, std::int64_t{1} << 24, "past any model");
   detail::require_at_most("model_params.shared_expert_intermediate_size", shared_expert_intermediate_size, std::int64_t{1} << 24, "past any model");
-  detail::require_non_negative("model_params.max_position_embeddings", max_position_embeddings);
-  detail::require_at_most("model_params.max_position_embeddings", max_position_embeddings, std::int64_t{1} << 40, "past any model");
+  detail::require_non_negative("model_params.max_model_len", max_model_len);
+  detail::require_at_most("model_params.max_model_len", max_model_len, std::int64_t{1} << 40, "past any model");
 }
 
 std::int64_t WorkloadIteration::num_tokens() const { return sum(q_lengths); }
@@ -588,7 +588,7 @@ void write_json(std::ostream& out, const Workload& w) {
     params["moe_intermediate_size"] = p.moe_intermediate_size;
     params["shared_expert_intermediate_size"] = p.shared_expert_intermediate_size;
   }
-  if (p.max_position_embeddings > 0) params["max_position_embeddings"] = p.max_position_embeddings;
+  if (p.max_model_len > 0) params["max_model_len"] = p.max_model_len;
   // The iterations (the last member) are written one at a time in the place of a placeholder: as
   // one tree, a 20,000-request trace's workload took 1.7 GB to write a 280 MB file.
   const std::string head = ordered_json{{"model", w.model},     {"model_params", params}, {"tp_size", w.tp_size},
@@ -682,26 +682,30 @@ std::vector<WorkloadKernel> iteration_kernels(const WorkloadIteration& iteration
 }
 
 namespace {
-// config.json's max_position_embeddings (absent or null: 0, no bound), times its rope_scaling's
-// factor where it states one above 1. vLLM multiplies by the factor for linear, dynamic and YaRN
-// scaling (YaRN's from original_max_position_embeddings) and not for Llama 3's or LongRoPE's,
-// whose max_position_embeddings already hold it: times the factor always, the bound is never
-// below vLLM's longest model length, so no request an engine serves is refused.
-std::int64_t context_length(const Fields& f) {
+// The longest sequence as vLLM derives it from config.json (ModelParams::max_model_len):
+// max_position_embeddings (absent or null: 0, no bound), times a rope_scaling factor above 1 but
+// for Llama 3's, LongRoPE's ("su" of old) and M-RoPE's, whose positions already hold it; YaRN's
+// over original_max_position_embeddings where the config gives it.
+std::int64_t max_model_len(const Fields& f) {
   if (!f.has("max_position_embeddings") || f.get("max_position_embeddings").is_null()) return 0;
-  const std::int64_t positions = f.whole("max_position_embeddings");
+  double positions = static_cast<double>(f.whole("max_position_embeddings"));
   double factor = 1;
   if (f.has("rope_scaling") && f.get("rope_scaling").is_object()) {
     const Fields scaling(f.get("rope_scaling"), "config.json: rope_scaling.");
-    if (scaling.has("factor") && !scaling.get("factor").is_null()) {
+    const std::string kind = scaling.has("rope_type") ? scaling.text("rope_type") : scaling.has("type") ? scaling.text("type") : "";
+    if (kind != "llama3" && kind != "longrope" && kind != "su" && kind != "mrope" && scaling.has("factor") &&
+        !scaling.get("factor").is_null()) {
       factor = scaling.number("factor");
       if (!(factor > 0 && factor <= 1024)) detail::fail_field("config.json: rope_scaling.factor", factor, "must be within (0, 1024]");
+      if (kind == "yarn" && scaling.has("original_max_position_embeddings"))
+        positions = static_cast<double>(scaling.whole("original_max_position_embeddings"));
     }
   }
-  const double context = std::ceil(static_cast<double>(positions) * std::max(1.0, factor));
+  const double context = std::ceil(positions * std::max(1.0, factor));
   if (context > std::ldexp(1.0, 40))  // (checked in doubles: 2^62 positions would overflow the conversion)
-    detail::fail_field("config.json: max_position_embeddings", positions,
-                       "must be at most 2^40 (" + std::to_string(std::int64_t{1} << 40) + ") with its rope_scaling factor: past any model");
+    detail::fail_field("config.json: max_position_embeddings", f.whole("max_position_embeddings"),
+                       "must make a context of at most 2^40 (" + std::to_string(std::int64_t{1} << 40) +
+                           ") tokens with its rope_scaling factor: past any model");
   return static_cast<std::int64_t>(context);
 }
 }  // namespace
@@ -748,7 +752,7 @@ ModelParams model_params_from_hf_config(std::string_view json_text) {
     detail::fail_field("config.json: n_routed_experts", detail::excerpt(f.get("n_routed_experts")),
                        "names a DeepSeek-style MoE, which the library does not model");
   }
-  p.max_position_embeddings = context_length(f);
+  p.max_model_len = max_model_len(f);
   p.validate();
   return p;
 }
@@ -845,13 +849,17 @@ std::vector<Live> trace_requests(std::span<const TraceRequest> trace, const Sche
       detail::fail_field(field + "num_prefill_tokens", r.prefill_tokens, "must be from 1 to " + std::to_string(kMaxRequestTokens));
     if (r.decode_tokens < 0 || r.decode_tokens > kMaxRequestTokens)
       detail::fail_field(field + "num_decode_tokens", r.decode_tokens, "must be from 0 to " + std::to_string(kMaxRequestTokens));
-    // Its KV cache at the last step holds the prompt and every decode step's token
-    if (context > 0 && r.prefill_tokens + r.decode_tokens > context)
+    // Its KV cache at the last step holds the prompt and every decode step's token (trace[i] counts
+    // from 0: request i + 1 of the trace)
+    if (context > 0 && r.prefill_tokens > context)
+      detail::fail_field(field + "num_prefill_tokens", r.prefill_tokens,
+                         "must be at most the model's context, " + std::to_string(context) + " tokens (max_model_len, from config.json; request " +
+                             std::to_string(i + 1) + " of the trace): no engine runs a longer prompt");
+    if (context > 0 && r.decode_tokens > context - r.prefill_tokens)
       detail::fail_field(field + "num_decode_tokens", r.decode_tokens,
-                         "must be at most " + std::to_string(std::max<std::int64_t>(0, context - r.prefill_tokens)) +
-                             ": the model's context is " + std::to_string(context) +
-                             " tokens (max_position_embeddings) and the request's prompt " + std::to_string(r.prefill_tokens) +
-                             "; no engine runs a longer request");
+                         "must be at most " + std::to_string(context - r.prefill_tokens) + ": the model's context is " +
+                             std::to_string(context) + " tokens (max_model_len, from config.json) and request " + std::to_string(i + 1) +
+                             "'s prompt " + std::to_string(r.prefill_tokens) + "; no engine runs a longer request");
     // Without chunked prefill, a prompt past the budget still runs whole in an empty batch.
     const std::int64_t prompt_iterations = policy.chunked_prefill ? 1 + (r.prefill_tokens - 1) / policy.max_batched_tokens : 1;
     least_iterations = std::max(least_iterations, prompt_iterations + r.decode_tokens);
@@ -985,7 +993,7 @@ BatchScheduler checked_scheduler(const ModelParams& params, std::span<const Trac
   deployment.validate();
   check_parallel_split(params, deployment);
   if (trace.empty()) throw InvalidInput("the trace has no request");
-  return BatchScheduler(trace_requests(trace, policy, params.max_position_embeddings), policy);
+  return BatchScheduler(trace_requests(trace, policy, params.max_model_len), policy);
 }
 
 // The scheduler's next batch as the run's iteration `index` (the scheduler not done).

@@ -715,7 +715,7 @@ pipeweave_cli_failure(e2e_kernel_model_unused "--kernel-model must be a model of
                       --kernel-model "${PROJECT_SOURCE_DIR}/data/models/fused_moe.json")
 # A model for GEMMs without a config where every GEMM has its config, or is of a type it does not
 # list (checked by what it answers, not by family alone)
-pipeweave_cli_failure(predict_configless_model_unused "--model must be a model of a kernel asked: it is a model for GEMMs without a config of fp8_e4m3, fp8_e5m2, and every GEMM asked has its config or another data type"
+pipeweave_cli_failure(predict_configless_model_unused "--model must be a model of a kernel asked: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and every GEMM predicted has its config or another data type"
                       predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json" gemm:m=64,n=4096,k=4096
                       gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3,tile_m=128,tile_n=128,tile_k=64,stages=4)
 pipeweave_cli_test(predict_configless_model_used "gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3 "
@@ -729,7 +729,7 @@ pipeweave_cli_test(e2e_configless_model_set "total "
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
                    --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json"
                    --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json")
-pipeweave_cli_failure(e2e_configless_model_unused "--kernel-model must be a model of the run's kernels: it is a model for GEMMs without a config of fp8_e4m3, fp8_e5m2, and the run's GEMMs are bf16"
+pipeweave_cli_failure(e2e_configless_model_unused "--kernel-model must be a model of the run's kernels: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and the run's GEMMs are bf16"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
                       --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
 # Nor over the workload it reads (it was rewritten in place, as adjusted: the file as given lost).

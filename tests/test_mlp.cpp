@@ -470,17 +470,17 @@ TEST_CASE("Mlp: a gzip-compressed model file reads as its text; a cut one is ref
   std::filesystem::remove(compressed);
 }
 
-TEST_CASE("a gzip file that expands past a hundred times its size, once past 64 MiB, is refused early", "[mlp]") {
+TEST_CASE("a gzip file that expands past 400 times its size, once past 256 MiB, is refused early", "[mlp]") {
   const auto compressed =
       std::filesystem::temp_directory_path() / ("pipeweave_test_bomb_" + std::to_string(std::random_device{}()) + ".json.gz");
-  // 80 MiB of zeros compress to about 80 KB (a thousand times): refused at 64 MiB, not at 1 GiB
-  gzFile out = gzopen(compressed.c_str(), "wb9");
+  // 300 MiB of zeros compress to about 300 KB (a thousand times): refused at 256 MiB, not at 1 GiB
+  gzFile out = gzopen(compressed.c_str(), "wb6");
   REQUIRE(out);
   const std::string zeros(std::size_t{1} << 20, '0');
-  for (int i = 0; i < 80; ++i) REQUIRE(gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size())) > 0);
+  for (int i = 0; i < 300; ++i) REQUIRE(gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size())) > 0);
   REQUIRE(gzclose(out) == Z_OK);
   CHECK_THAT(error_of([&] { (void)load_mlp(compressed); }),
-             Contains("(gzip): expands more than 100 times its ") && Contains(" bytes (past 64 MiB)"));
+             Contains("(gzip): expands more than 400 times its ") && Contains(" bytes (past 256 MiB): a compression bomb"));
   std::filesystem::remove(compressed);
 }
 

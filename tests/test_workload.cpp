@@ -145,46 +145,55 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
              Contains("num_prefill_tokens") && Contains("16777217"));
 }
 
-TEST_CASE("workload: a request past the model's context is refused by name; the context is config.json's, times a RoPE factor",
+TEST_CASE("workload: a request past the model's context is refused by name; the context is vLLM's max_model_len from config.json",
           "[workload]") {
   const ModelParams llama = llama_8b();
-  CHECK(llama.max_position_embeddings == 131072);
+  CHECK(llama.max_model_len == 131072);
   // A token past the context is refused before any iteration is built; at it, the request runs
   const std::vector<TraceRequest> past{{16, 3, 4}, {1000, 130073, 130074}};
   CHECK_THAT(error_of([&] { generate_workload("llama", llama, past, Deployment{.tp = 1}, SchedulerPolicy{}); }),
-             Contains("trace[1].num_decode_tokens must be at most 130072: the model's context is 131072 tokens "
-                      "(max_position_embeddings) and the request's prompt 1000; no engine runs a longer request, got 130073"));
+             Contains("trace[1].num_decode_tokens must be at most 130072: the model's context is 131072 tokens (max_model_len, "
+                      "from config.json) and request 2's prompt 1000; no engine runs a longer request, got 130073"));
+  // A prompt past it alone is the prompt's fault
+  CHECK_THAT(error_of([&] { generate_workload("llama", llama, std::vector<TraceRequest>{{200000, 0, 1}}, Deployment{.tp = 1}, SchedulerPolicy{}); }),
+             Contains("trace[0].num_prefill_tokens must be at most the model's context, 131072 tokens (max_model_len, from "
+                      "config.json; request 1 of the trace): no engine runs a longer prompt, got 200000"));
   ModelParams short_context = llama;
-  short_context.max_position_embeddings = 200;
+  short_context.max_model_len = 200;
   CHECK(generate_workload("llama", short_context, std::vector<TraceRequest>{{100, 100, 101}}, Deployment{.tp = 1}, SchedulerPolicy{})
             .iterations.size() == 101);
   CHECK_THROWS_AS(generate_workload("llama", short_context, std::vector<TraceRequest>{{100, 101, 102}}, Deployment{.tp = 1},
                                     SchedulerPolicy{}),
                   InvalidInput);
-  // config.json: a RoPE scaling factor multiplies it (vLLM's longest model length is never above);
-  // absent or null, no bound
-  const auto params = [](const std::string& extra) {
+  // config.json: a linear, dynamic or YaRN factor above 1 multiplies max_position_embeddings (YaRN's
+  // over its original_max_position_embeddings); Llama 3's and LongRoPE's do not (their positions
+  // hold it); absent or null, no bound
+  const auto context = [](const std::string& extra) {
     return model_params_from_hf_config(R"({"hidden_size": 4096, "num_attention_heads": 32, "intermediate_size": 14336,
-      "vocab_size": 128256, "num_hidden_layers": 32)" + extra + "}");
+      "vocab_size": 128256, "num_hidden_layers": 32)" + extra + "}").max_model_len;
   };
-  CHECK(params("").max_position_embeddings == 0);
-  CHECK(params(R"(, "max_position_embeddings": null)").max_position_embeddings == 0);
-  CHECK(params(R"(, "max_position_embeddings": 32768)").max_position_embeddings == 32768);
-  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"type": "yarn", "factor": 4.0})").max_position_embeddings ==
-        131072);
-  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"rope_type": "linear", "factor": 0.5})").max_position_embeddings ==
-        32768);
-  CHECK(params(R"(, "max_position_embeddings": 32768, "rope_scaling": null)").max_position_embeddings == 32768);
-  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 32768, "rope_scaling": {"factor": -2})"); }),
+  CHECK(context("") == 0);
+  CHECK(context(R"(, "max_position_embeddings": null)") == 0);
+  CHECK(context(R"(, "max_position_embeddings": 32768)") == 32768);
+  CHECK(context(R"(, "max_position_embeddings": 32768, "rope_scaling": {"type": "yarn", "factor": 4.0})") == 131072);
+  CHECK(context(R"(, "max_position_embeddings": 40960, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+      "original_max_position_embeddings": 32768})") == 131072);
+  CHECK(context(R"(, "max_position_embeddings": 4096, "rope_scaling": {"type": "dynamic", "factor": 2.0})") == 8192);
+  CHECK(context(R"(, "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+      "original_max_position_embeddings": 8192})") == 131072);
+  CHECK(context(R"(, "max_position_embeddings": 131072, "rope_scaling": {"type": "longrope", "factor": 32.0})") == 131072);
+  CHECK(context(R"(, "max_position_embeddings": 32768, "rope_scaling": {"rope_type": "linear", "factor": 0.5})") == 32768);
+  CHECK(context(R"(, "max_position_embeddings": 32768, "rope_scaling": null)") == 32768);
+  CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 32768, "rope_scaling": {"factor": -2})"); }),
              Contains("config.json: rope_scaling.factor must be within (0, 1024]"));
-  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 4611686018427387904, "rope_scaling": {"factor": 1000})"); }),
-             Contains("config.json: max_position_embeddings must be at most 2^40"));
-  CHECK_THAT(error_of([&] { params(R"(, "max_position_embeddings": 0)"); }), Contains("max_position_embeddings"));
+  CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 4611686018427387904, "rope_scaling": {"factor": 1000})"); }),
+             Contains("config.json: max_position_embeddings must make a context of at most 2^40"));
+  CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 0)"); }), Contains("max_position_embeddings"));
   // Written into a workload and read back
   Workload w = generate_workload("llama", llama, std::vector<TraceRequest>{{100, 2, 3}}, Deployment{.tp = 1}, SchedulerPolicy{});
   std::ostringstream text;
   write_json(text, w);
-  CHECK(text.str().find("\"max_position_embeddings\": 131072") != std::string::npos);
+  CHECK(text.str().find("\"max_model_len\": 131072") != std::string::npos);
   CHECK(workload_from_json(text.str()).model_params == llama);
 }
 
@@ -193,7 +202,7 @@ TEST_CASE("workload: a trace that would make more iterations than a workload hol
   // Within the per-request bound, a request of 2^24 decode steps still makes 2^24 iterations (of a
   // model whose context is not stated: Llama-3.1-8B's 131,072 tokens would refuse the request itself).
   ModelParams unbounded = llama_8b();
-  unbounded.max_position_embeddings = 0;
+  unbounded.max_model_len = 0;
   const std::vector<TraceRequest> long_decode{{100, 5, 6}, {100, kMaxRequestTokens, 1}};
   CHECK_THAT(error_of([&] { generate_workload("llama", unbounded, long_decode, Deployment{.tp = 1}, SchedulerPolicy{}); }),
              Contains("the trace makes a workload of at least 16777217 iterations, more than the 1000000 one workload holds: run it in parts"));

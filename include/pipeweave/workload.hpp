@@ -48,11 +48,12 @@ struct ModelParams {
   std::int64_t num_experts_per_tok = 0;
   std::int64_t moe_intermediate_size = 0;
   std::int64_t shared_expert_intermediate_size = 0;
-  // The longest sequence (prompt and output) the model serves: config.json's
-  // max_position_embeddings, times its rope_scaling's factor where it gives one (at least what
-  // vLLM derives as the longest model length). 0: not stated, no bound. A trace's requests must
-  // fit it: no engine runs a request past its model's context.
-  std::int64_t max_position_embeddings = 0;
+  // The longest sequence (prompt and output) the model serves, as vLLM derives its max_model_len
+  // from config.json: max_position_embeddings, times a linear, dynamic or YaRN rope_scaling factor
+  // above 1 (YaRN's over original_max_position_embeddings where given; Llama 3's and LongRoPE's
+  // max_position_embeddings already hold theirs). 0: not stated, no bound. A trace's requests
+  // must fit it: no engine runs a request past its model's context.
+  std::int64_t max_model_len = 0;
   // Throws pipeweave::Error naming the field: sizes must be positive, heads divisible.
   void validate() const;
   bool operator==(const ModelParams&) const = default;

@@ -446,6 +446,28 @@ void write_report(const E2eArguments& a, const GpuSpec& gpu, const Workload& wor
                compared.empty() ? "" : " and " + (dir / "iterations.svg").string());
 }
 
+// The bundled models, each --kernel-model in the place of its family's. A fused-MoE model for a
+// run without experts would answer nothing (a run's attention, norms and GEMMs are its every
+// model's; a workload file's are as written): refused, as --moe-zipf is. Likewise models for
+// GEMMs without a config none of which is for the run's data type (its GEMMs are all of it,
+// without a config; such models of several types are a set, as in predict).
+Predictor run_predictor(const E2eArguments& a, bool has_moe, DType run_dtype) {
+  std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
+  const bool configless_set_used = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
+    return model.description().for_configless_gemm && model.answers_for(run_dtype);
+  });
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    if (models[i].family() == OpFamily::fused_moe && !has_moe)
+      FlagParser::fail("--kernel-model", a.kernel_models[i], "must be a model of the run's kernels: it is a fused_moe model, and "
+                                                             "the run has no mixture-of-experts layer");
+    if (models[i].description().for_configless_gemm && !configless_set_used)
+      FlagParser::fail("--kernel-model", a.kernel_models[i],
+                       fmt::format("must be a model of the run's kernels: it is a model for {}, and the run's GEMMs are {}",
+                                   configless_place(models[i]), to_string(run_dtype)));
+  }
+  return models.empty() ? Predictor() : Predictor().with(std::move(models));
+}
+
 }  // namespace
 
 int e2e_command(int argc, const char* const* argv, int first) {
@@ -475,25 +497,7 @@ int e2e_command(int argc, const char* const* argv, int first) {
     if (a.expert_parallel && a.tp == 1)
       throw InvalidInput("--expert-parallel shares the experts over the --tp ranks: with --tp 1 there is one rank, nothing to share");
   }
-  std::vector<Mlp> models = load_models("--kernel-model", a.kernel_models);
-  // A fused-MoE model for a run without experts would answer nothing (a run's attention, norms and
-  // GEMMs are its every model's; a workload file's are as written): refused, as --moe-zipf is.
-  // Likewise models for GEMMs without a config none of which lists the run's data type (its GEMMs
-  // are all of it, without a config; such models of several types are a set, as in predict).
-  const DType run_dtype = a.workload.empty() ? a.dtype : workload.dtype;
-  const bool configless_set_used = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
-    return model.description().for_configless_gemm && model.answers_for(run_dtype);
-  });
-  for (std::size_t i = 0; i < models.size(); ++i) {
-    if (models[i].family() == OpFamily::fused_moe && !has_moe)
-      FlagParser::fail("--kernel-model", a.kernel_models[i], "must be a model of the run's kernels: it is a fused_moe model, and "
-                                                             "the run has no mixture-of-experts layer");
-    if (models[i].description().for_configless_gemm && !configless_set_used)
-      FlagParser::fail("--kernel-model", a.kernel_models[i],
-                       fmt::format("must be a model of the run's kernels: it is a model for {}, and the run's GEMMs are {}",
-                                   configless_place(models[i]), to_string(run_dtype)));
-  }
-  const Predictor predictor = models.empty() ? Predictor() : Predictor().with(std::move(models));
+  const Predictor predictor = run_predictor(a, has_moe, a.workload.empty() ? a.dtype : workload.dtype);
   WorkloadPrediction p;
   if (!a.workload.empty()) {
     // (written once every input is read and checked: a refused run writes nothing)

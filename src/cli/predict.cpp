@@ -123,8 +123,9 @@ Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kerne
         std::none_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); }))
       FlagParser::fail("--model", arguments.models[i],
                        fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked", family, family));
+    // (rank predicts each candidate with its config: the GEMM given without one has none left)
     FlagParser::fail("--model", arguments.models[i],
-                     fmt::format("must be a model of a kernel asked: it is a model for {}, and every GEMM asked has its config{}",
+                     fmt::format("must be a model of a kernel asked: it is a model for {}, and every GEMM predicted has its config{}",
                                  configless_place(model), model.description().dtypes.empty() ? "" : " or another data type"));
   }
   return models.empty() ? Predictor() : Predictor().with(std::move(models));

@@ -180,8 +180,8 @@ void write_file(const fs::path& path, const std::function<void(std::ostream&)>& 
 std::string configless_place(const Mlp& model) {
   std::string place = "GEMMs without a config";
   const std::vector<DType>& dtypes = model.description().dtypes;
-  for (std::size_t i = 0; i < dtypes.size(); ++i) place += (i == 0 ? " of " : ", ") + std::string(to_string(dtypes[i]));
-  return place;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) place += (i == 0 ? " (" : ", ") + std::string(to_string(dtypes[i]));
+  return dtypes.empty() ? place : place + ")";
 }
 
 std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::string>& paths) {

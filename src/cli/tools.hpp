@@ -53,7 +53,7 @@ void check_output(const std::string& out_flag, const std::string& out,
 // listing it) are refused, as the library would keep the later one without a word.
 std::vector<Mlp> load_models(const std::string& flag, const std::vector<std::string>& paths);
 // What a model for GEMMs without a config answers for, as an error names it: "GEMMs without a
-// config" and, where it lists data types, " of bf16, fp8".
+// config" and, where it lists data types, " (bf16, fp8_e4m3)".
 std::string configless_place(const Mlp& model);
 // Refuses, before any work, a folder to write into (--report DIR) that is a file, or whose files
 // the command writes (`written`, names in the folder) would be one of its inputs (as check_output).
