@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -412,6 +413,24 @@ void bounded_lengths(const std::vector<std::int64_t>& q_lengths, const std::vect
   }
 }
 
+// No sequence of a workload whose model states its context (max_model_len) runs past it: a KV
+// length counts every token in the cache.
+void check_context(const Workload& w) {
+  const std::int64_t context = w.model_params.max_model_len;
+  if (context == 0) return;
+  const auto check = [context](const std::vector<std::int64_t>& lengths, const auto& name) {
+    for (std::size_t r = 0; r < lengths.size(); ++r)
+      if (lengths[r] > context)
+        detail::fail_field(name(r), lengths[r], "must be at most model_params.max_model_len (" + std::to_string(context) + ")");
+  };
+  for (std::size_t i = 0; i < w.iterations.size(); ++i) {
+    const std::string at = "iterations[" + std::to_string(i) + "].";
+    check(w.iterations[i].kv_lengths, [&](std::size_t r) { return at + "kv_lengths[" + std::to_string(r) + "]"; });
+    if (const auto& attention = w.iterations[i].operators.attention)
+      check(attention->kv_lengths, [&](std::size_t r) { return at + "operators.attention.kv_lengths[" + std::to_string(r) + "]"; });
+  }
+}
+
 // `iterations` are the workload's from index `first` on (a block of a run scheduled as predicted).
 void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t first = 0) {
   for (std::size_t i = first; i < first + iterations.size(); ++i) {
@@ -571,6 +590,7 @@ Workload workload_from_json(std::string_view json_text) {
     w.iterations.push_back(std::move(iteration));
   }
   check_sizes(w.iterations);
+  check_context(w);
   return w;
 }
 
@@ -685,27 +705,33 @@ namespace {
 // The longest sequence as vLLM derives it from config.json (ModelParams::max_model_len):
 // max_position_embeddings (absent or null: 0, no bound), times a rope_scaling factor above 1 but
 // for Llama 3's, LongRoPE's ("su" of old) and M-RoPE's, whose positions already hold it; YaRN's
-// over original_max_position_embeddings where the config gives it.
+// over original_max_position_embeddings where the config gives it. A rope_scaling is an object
+// (or null), its factor a number within (0, 1024] whatever its type.
 std::int64_t max_model_len(const Fields& f) {
-  if (!f.has("max_position_embeddings") || f.get("max_position_embeddings").is_null()) return 0;
-  double positions = static_cast<double>(f.whole("max_position_embeddings"));
   double factor = 1;
-  if (f.has("rope_scaling") && f.get("rope_scaling").is_object()) {
+  std::string kind;
+  std::optional<std::int64_t> original;  // YaRN's original_max_position_embeddings
+  if (f.has("rope_scaling") && !f.get("rope_scaling").is_null()) {
+    if (!f.get("rope_scaling").is_object())
+      detail::fail_field("config.json: rope_scaling", detail::excerpt(f.get("rope_scaling")), "must be an object or null");
     const Fields scaling(f.get("rope_scaling"), "config.json: rope_scaling.");
-    const std::string kind = scaling.has("rope_type") ? scaling.text("rope_type") : scaling.has("type") ? scaling.text("type") : "";
-    if (kind != "llama3" && kind != "longrope" && kind != "su" && kind != "mrope" && scaling.has("factor") &&
-        !scaling.get("factor").is_null()) {
+    kind = scaling.has("rope_type") ? scaling.text("rope_type") : scaling.has("type") ? scaling.text("type") : "";
+    if (scaling.has("factor") && !scaling.get("factor").is_null()) {
       factor = scaling.number("factor");
       if (!(factor > 0 && factor <= 1024)) detail::fail_field("config.json: rope_scaling.factor", factor, "must be within (0, 1024]");
-      if (kind == "yarn" && scaling.has("original_max_position_embeddings"))
-        positions = static_cast<double>(scaling.whole("original_max_position_embeddings"));
     }
+    if (kind == "llama3" || kind == "longrope" || kind == "su" || kind == "mrope") factor = 1;
+    if (kind == "yarn" && scaling.has("original_max_position_embeddings"))
+      original = scaling.whole("original_max_position_embeddings");
   }
-  const double context = std::ceil(positions * std::max(1.0, factor));
+  const bool stated = f.has("max_position_embeddings") && !f.get("max_position_embeddings").is_null();
+  if (!stated && !original) return 0;
+  const std::int64_t positions = original ? *original : f.whole("max_position_embeddings");
+  const double context = std::ceil(static_cast<double>(positions) * std::max(1.0, factor));
   if (context > std::ldexp(1.0, 40))  // (checked in doubles: 2^62 positions would overflow the conversion)
-    detail::fail_field("config.json: max_position_embeddings", f.whole("max_position_embeddings"),
-                       "must make a context of at most 2^40 (" + std::to_string(std::int64_t{1} << 40) +
-                           ") tokens with its rope_scaling factor: past any model");
+    detail::fail_field(original ? "config.json: rope_scaling.original_max_position_embeddings" : "config.json: max_position_embeddings",
+                       positions, "must make a context of at most 2^40 (" + std::to_string(std::int64_t{1} << 40) +
+                                      ") tokens with its rope_scaling factor: past any model");
   return static_cast<std::int64_t>(context);
 }
 }  // namespace
@@ -1612,6 +1638,7 @@ WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& 
                                     const WorkloadOptions& options) {
   const SustainedLoad sustained = checked_options(gpu, options);
   check_sizes(workload.iterations);  // a workload built in code is held to the file's limits
+  check_context(workload);
   const std::optional<AttentionImpl> decode_impl =
       options.engine.decode_attention_follows_prompt ? prompt_attention_impl(workload.iterations) : std::nullopt;
   const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, gpu.compute_capability_major == 9};

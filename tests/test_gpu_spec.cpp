@@ -563,6 +563,25 @@ TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed te
     const std::string with_nul = text + std::string(1, '\0') + "garbage{";
     CHECK(error_of([&] { (void)gpu_spec_from_json(with_nul); }) ==
           "GPU spec is not valid JSON: a NUL byte at offset " + std::to_string(text.size()));
+    // A run of white space past a mebibyte is refused before parsing (the parser's error message
+    // held every byte of it, a line break as eight): found wherever it lies, not where a pass of
+    // every byte would look
+    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    for (const std::size_t at : {std::size_t{0}, std::size_t{1}, text.size() / 2}) {
+      const std::size_t length = (std::size_t{1} << 20) + 1;
+      const std::string padded = text.substr(0, at) + std::string(length, '\n') + text.substr(at);
+      std::size_t begin = at, end = at + length;  // (the run, with the spec's own white space either side)
+      while (begin > 0 && space(padded[begin - 1])) --begin;
+      while (end < padded.size() && space(padded[end])) ++end;
+      CHECK(error_of([&] { (void)gpu_spec_from_json(padded); }) ==
+            "GPU spec is not JSON this library reads: " + std::to_string(end - begin) + " bytes of white space in a row at offset " +
+                std::to_string(begin) + " (at most 1048576)");
+    }
+    // ... at the bound, the spec reads as itself
+    CHECK(gpu_spec_from_json(std::string(std::size_t{1} << 20, ' ') + text) == gpu_spec_from_json(text));
+    std::size_t trailing = 0;  // (the spec's own white space at its end, counted in the run)
+    while (trailing < text.size() && space(text[text.size() - 1 - trailing])) ++trailing;
+    CHECK(gpu_spec_from_json(text + std::string((std::size_t{1} << 20) - trailing, '\t')) == gpu_spec_from_json(text));
     // Found by tests/fuzz: the parser's message ends with the raw bytes it last read.
     CHECK(error_of([] { (void)gpu_spec_from_json("\xef"); }) ==
           "GPU spec is not valid JSON: [json.exception.parse_error.101] parse error at line 1, column 2: syntax error while "

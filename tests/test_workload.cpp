@@ -189,12 +189,37 @@ TEST_CASE("workload: a request past the model's context is refused by name; the 
   CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 4611686018427387904, "rope_scaling": {"factor": 1000})"); }),
              Contains("config.json: max_position_embeddings must make a context of at most 2^40"));
   CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 0)"); }), Contains("max_position_embeddings"));
+  // YaRN over its original positions where max_position_embeddings is null; a factor out of range
+  // is refused for every type (read, if not applied); the field at fault named; no other shape
+  CHECK(context(R"(, "max_position_embeddings": null, "rope_scaling": {"rope_type": "yarn", "factor": 4,
+      "original_max_position_embeddings": 8192})") == 32768);
+  CHECK_THAT(error_of([&] { context(R"(, "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 0})"); }),
+             Contains("config.json: rope_scaling.factor must be within (0, 1024]"));
+  CHECK_THAT(error_of([&] {
+               context(R"(, "max_position_embeddings": 32768, "rope_scaling": {"rope_type": "yarn", "factor": 4,
+                 "original_max_position_embeddings": 4611686018427387904})");
+             }),
+             Contains("config.json: rope_scaling.original_max_position_embeddings must make a context of at most 2^40"));
+  for (const char* shape : {R"("x")", "[]", "1.5"})
+    CHECK_THAT(error_of([&] { context(std::string(R"(, "max_position_embeddings": 32768, "rope_scaling": )") + shape); }),
+               Contains("config.json: rope_scaling must be an object or null, got " + std::string(shape)));
   // Written into a workload and read back
   Workload w = generate_workload("llama", llama, std::vector<TraceRequest>{{100, 2, 3}}, Deployment{.tp = 1}, SchedulerPolicy{});
   std::ostringstream text;
   write_json(text, w);
   CHECK(text.str().find("\"max_model_len\": 131072") != std::string::npos);
   CHECK(workload_from_json(text.str()).model_params == llama);
+  // A workload's sequences within it (its KV lengths, 100, 101 and 102 tokens here): past it, refused by name
+  std::string shorter = text.str();
+  const std::string stated = "\"max_model_len\": 131072";
+  shorter.replace(shorter.find(stated), stated.size(), "\"max_model_len\": 101");
+  CHECK_THAT(error_of([&] { (void)workload_from_json(shorter); }),
+             Contains("iterations[2].kv_lengths[0] must be at most model_params.max_model_len (101), got 102"));
+  w.model_params.max_model_len = 101;
+  CHECK_THAT(error_of([&] { (void)predict_workload(Predictor::analytical(), w, find_gpu("H100-SXM")); }),
+             Contains("iterations[2].kv_lengths[0] must be at most model_params.max_model_len (101), got 102"));
+  w.model_params.max_model_len = 102;
+  CHECK(predict_workload(Predictor::analytical(), w, find_gpu("H100-SXM")).iterations.size() == 3);
 }
 
 TEST_CASE("workload: a trace that would make more iterations than a workload holds is refused before any is built",
