@@ -554,12 +554,22 @@ TEST_CASE("fit_link predicts each size once a trial but scores every row, and bo
   CHECK(fit.mape_pct > 4.5);
   CHECK(fit.mape_pct < 4.8);
 
-  // Flat timings, or a larger message faster, fit at the search's edge: refused, not written.
+  // Flat timings, or a larger message faster, are no link's: refused before a fit (they fitted one
+  // at the search's edge, or 4,190 GB/s at 97.5% off), not written.
   std::vector<AllReduceMeasurement> flat{{2, 4096, "graph", 5.0}, {2, 1048576, "graph", 5.0}, {2, 16777216, "graph", 5.0}};
-  CHECK_THAT(error_of([&] { fit_link(flat, start); }),
+  CHECK(error_of([&] { fit_link(flat, start); }) ==
+        "the all-reduce timings over 2 ranks do not grow with the message size: 4096 bytes took 5 us, 16777216 bytes 5 us "
+        "(means of their rows): are they this GPU's all-reduces?");
+  std::vector<AllReduceMeasurement> falling{{2, 4096, "graph", 50.0}, {2, 65536, "graph", 49.0}, {2, 268435456, "graph", 46.0}};
+  CHECK_THAT(error_of([&] { fit_link(falling, start); }), Contains("4096 bytes took 50 us, 268435456 bytes 46 us"));
+  // Timings that barely grow fit a link past any GPU's
+  std::vector<AllReduceMeasurement> barely{{2, 4096, "graph", 5.0}, {2, 16777216, "graph", 5.001}};
+  CHECK_THAT(error_of([&] { fit_link(barely, start); }),
              Contains("the all-reduce timings fit a link of") && Contains("past any GPU's (1.5-5000 GB/s, 0.015-6000 us)"));
-  std::vector<AllReduceMeasurement> falling{{2, 4096, "graph", 50.0}, {2, 16777216, "graph", 5.0}};
-  CHECK_THAT(error_of([&] { fit_link(falling, start); }), Contains("do their times grow with the message size?"));
+  // Timings that grow but follow no bandwidth and latency: a fit more than 50% off is refused
+  std::vector<AllReduceMeasurement> scattered{{2, 4096, "graph", 10.0},   {2, 65536, "graph", 400.0}, {2, 1048576, "graph", 12.0},
+                                              {2, 16777216, "graph", 900.0}, {2, 268435456, "graph", 20.0}, {2, 536870912, "graph", 1000.0}};
+  CHECK_THAT(error_of([&] { fit_link(scattered, start); }), Contains("% on average (past 50%): they do not follow a link's bandwidth and latency"));
 
   std::vector<AllReduceMeasurement> many_rows;
   for (int i = 0; i < 16385; ++i) many_rows.push_back(rows[static_cast<std::size_t>(i) % rows.size()]);
@@ -598,6 +608,9 @@ TEST_CASE("all-reduce timings: the CSV is read by its header, and bad cells are 
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,graph,nan\n"), Contains("ar.csv line 2 column measured_us"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,1e30,graph,9\n"),
              Contains("ar.csv line 2 column bytes must be within [1, 2^50] bytes, an all-reduce's buffer, got 1e+30"));
+  // A buffer of half a byte is none (it was read and shown as 4096)
+  CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096.5,graph,9\n"),
+             Contains("ar.csv line 2 column bytes must be a whole number of bytes, got 4096.5"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096,replay,9\n"),
              Contains("ar.csv line 2 column mode") && Contains("graph, eager or stream"));
   CHECK_THAT(error_with("ranks,bytes,mode,measured_us\n2,4096\n"), Contains("ar.csv line 2 column mode is missing"));
