@@ -316,18 +316,19 @@ void check_timings_grow(const std::vector<const AllReduceMeasurement*>& rows) {
 // A fit within what any link could be, and one the timings follow: said so, not written into a
 // spec as a figure (16,681 GB/s once was, from flat timings).
 void check_link_fit(const LinkFit& fit) {
-  if (fit.link_bandwidth_gb_s > 5000 || fit.link_bandwidth_gb_s < 1.5 || fit.link_latency_us < 0.015 || fit.link_latency_us > 6000) {
+  const auto refuse = [&fit](const auto& why) {
     std::ostringstream message;
-    message << "the all-reduce timings fit a link of " << fit.link_bandwidth_gb_s << " GB/s and " << fit.link_latency_us
-            << " us a step, past any GPU's (1.5-5000 GB/s, 0.015-6000 us): do their times grow with the message size?";
+    message << "the all-reduce timings fit a link of " << fit.link_bandwidth_gb_s << " GB/s and " << fit.link_latency_us << " us a step"
+            << why;
     throw InvalidInput(message.str());
-  }
+  };
+  if (fit.link_bandwidth_gb_s > 5000 || fit.link_bandwidth_gb_s < 1.5 || fit.link_latency_us < 0.015 || fit.link_latency_us > 6000)
+    refuse(", past any GPU's (1.5-5000 GB/s, 0.015-6000 us): do their times grow with the message size?");
   // (the H200's measured all-reduces fit within 9.9%)
   if (fit.mape_pct > 50) {
-    std::ostringstream message;
-    message << "the all-reduce timings fit a link of " << fit.link_bandwidth_gb_s << " GB/s and " << fit.link_latency_us
-            << " us a step only within " << fit.mape_pct << "% on average (past 50%): they do not follow a link's bandwidth and latency";
-    throw InvalidInput(message.str());
+    std::ostringstream within;
+    within << " only within " << fit.mape_pct << "% on average (past 50%): they do not follow a link's bandwidth and latency";
+    refuse(within.str());
   }
 }
 

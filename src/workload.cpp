@@ -493,6 +493,12 @@ void check_sizes(std::span<const WorkloadIteration> iterations, std::size_t firs
   }
 }
 
+// A whole workload's limits: its sizes (check_sizes) and its context (check_context).
+void check_limits(const Workload& w) {
+  check_sizes(w.iterations);
+  check_context(w);
+}
+
 // Pipeline stages hold whole layers: at most one stage a layer (`field` names the stages' count
 // as the input does: a workload's pp_size, a deployment's pp).
 void check_stages(std::string_view field, std::int64_t stages, const ModelParams& params) {
@@ -589,8 +595,7 @@ Workload workload_from_json(std::string_view json_text) {
                          "must differ from every other iteration's (iterations[" + std::to_string(where->second) + "] has it)");
     w.iterations.push_back(std::move(iteration));
   }
-  check_sizes(w.iterations);
-  check_context(w);
+  check_limits(w);
   return w;
 }
 
@@ -1637,8 +1642,7 @@ std::vector<IterationPredictor> thread_predictors(const WorkloadOptions& options
 WorkloadPrediction predict_workload(const Predictor& predictor, const Workload& workload, const GpuSpec& gpu,
                                     const WorkloadOptions& options) {
   const SustainedLoad sustained = checked_options(gpu, options);
-  check_sizes(workload.iterations);  // a workload built in code is held to the file's limits
-  check_context(workload);
+  check_limits(workload);  // a workload built in code is held to the file's limits
   const std::optional<AttentionImpl> decode_impl =
       options.engine.decode_attention_follows_prompt ? prompt_attention_impl(workload.iterations) : std::nullopt;
   const RunSettings run{predictor, workload, gpu, options, sustained, decode_impl, gpu.compute_capability_major == 9};

@@ -109,15 +109,15 @@ bool answers_kernel(const Mlp& model, const Kernel& kernel) {
 // without a config of several data types are a set, refused only where none of them answers.
 Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kernel>& kernels) {
   std::vector<Mlp> models = load_models("--model", arguments.models);
-  const auto answers_any = [&](const Mlp& model) {
-    return std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return answers_kernel(model, k); });
-  };
-  const bool configless_set_used = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
-    return model.description().for_configless_gemm && answers_any(model);
-  });
+  std::vector<bool> answers(models.size());  // whether each model answers any kernel
+  bool configless_set_used = false;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    answers[i] = std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return answers_kernel(models[i], k); });
+    configless_set_used = configless_set_used || (answers[i] && models[i].description().for_configless_gemm);
+  }
   for (std::size_t i = 0; i < models.size(); ++i) {
     const Mlp& model = models[i];
-    if (answers_any(model) || (model.description().for_configless_gemm && configless_set_used)) continue;
+    if (answers[i] || (model.description().for_configless_gemm && configless_set_used)) continue;
     const std::string family(to_string(model.family()));
     if (!model.description().for_configless_gemm ||
         std::none_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); }))
