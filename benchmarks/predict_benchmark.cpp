@@ -313,6 +313,20 @@ void BM_BestGemmConfigNewLayerBundled(benchmark::State& state) {
 }
 BENCHMARK(BM_BestGemmConfigNewLayerBundled);
 
+// A GEMM shape never asked before, without its config, answered by a network for such GEMMs that
+// reads the analytical default config's demand (MlpDescription::config_pick): no search, one
+// network pass (a new n every time, as BestGemmConfigNewLayerBundled).
+void BM_PredictGemmNewShapeDefaultPick(benchmark::State& state) {
+  pw::MlpDescription configless = random_mlp(pw::OpFamily::gemm, {256, 128, 64}).description();
+  configless.for_configless_gemm = true;
+  configless.config_pick = pw::ConfigPick::analytical_default;
+  const pw::Predictor predictor = trained_predictor().with({pw::Mlp(std::move(configless))});
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  std::int64_t n = 6144;
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(pw::Gemm{.m = 1001, .n = n += 8, .k = 4096}, gpu));
+}
+BENCHMARK(BM_PredictGemmNewShapeDefaultPick);
+
 // At most `count` of a 4096 x 6144 x 4096 GEMM's candidates, as kernels.
 std::vector<pw::Kernel> gemm_candidate_kernels(std::size_t count, const pw::GpuSpec& gpu) {
   pw::Gemm gemm{.m = 4096, .n = 6144, .k = 4096};

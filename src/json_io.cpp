@@ -394,7 +394,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
-               "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
+               "config_pick", "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
   // Version 1 writes the layers' numbers as decimals, version 2 packed (packed_floats).
   const bool packed = check_format(fields, kMlpFormat, "mlp.", 2) == 2;
   MlpDescription description;
@@ -416,6 +416,12 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("for_configless_gemm"))
     description.for_configless_gemm = flag_from_json(fields.get("for_configless_gemm"), "mlp.for_configless_gemm");
   if (fields.has("dtypes")) description.dtypes = dtypes_from_json(fields.get("dtypes"));
+  if (fields.has("config_pick")) {
+    const std::string pick = fields.text("config_pick");
+    const auto parsed = parse_config_pick(pick);
+    if (!parsed) detail::fail_field("mlp.config_pick", pick, "must be \"search\" or \"analytical_default\" (whose config's demand the network reads)");
+    description.config_pick = *parsed;
+  }
   if (fields.has("protocol")) {
     const std::string protocol = fields.text("protocol");
     const auto parsed = parse_label_protocol(protocol);
@@ -478,6 +484,7 @@ std::string to_json(const Mlp& mlp) {
     document["further_networks"] = networks;
   }
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
+  if (d.config_pick != ConfigPick::search) document["config_pick"] = std::string(to_string(d.config_pick));
   if (d.protocol != LabelProtocol::rested) document["protocol"] = std::string(to_string(d.protocol));
   if (!d.dtypes.empty()) {
     json listed = json::array();

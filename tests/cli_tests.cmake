@@ -397,6 +397,26 @@ pipeweave_cli_test(train_without_configs "configs chosen for 3 \\(GPU, shape\\) 
                    train --op gemm --without-configs --data "${ranking_csv}" --out "${tiny_configless}" --hidden 8 --epochs 2
                    --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_configless)
+# A network reading the analytical default config's demand (--config-pick): no chooser, and it
+# answers a GEMM given without its config with no GEMM model beside it.
+set(tiny_default_pick "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick.json")
+pipeweave_cli_test(train_config_pick_default "the analytical default config for 3 \\(GPU, shape\\) pairs\n.*wrote [^\n]*tiny_gemm_default_pick\\.json"
+                   train --op gemm --without-configs --config-pick analytical_default --data "${ranking_csv}" --out "${tiny_default_pick}"
+                   --hidden 8 --epochs 2 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_config_pick_default PROPERTIES FIXTURES_SETUP tiny_default_pick)
+pipeweave_cli_test(eval_config_pick_default "\noverall +3 "
+                   eval --model "${tiny_default_pick}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_config_pick_default PROPERTIES FIXTURES_REQUIRED tiny_default_pick)
+pipeweave_cli_failure(eval_config_pick_mixed "reads the config \"analytical_default\" picks, [^ ]*tiny_gemm_configless\\.json \"search\""
+                      eval --model "${tiny_default_pick}" --model "${tiny_configless}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_config_pick_mixed PROPERTIES FIXTURES_REQUIRED "tiny_default_pick;tiny_configless")
+pipeweave_cli_failure(train_config_pick_alone "--config-pick says whose config --without-configs reads; give both"
+                      train --op gemm --config-pick search --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_config_pick_with_chooser "--chooser picks configs by a GEMM model; --config-pick analytical_default"
+                      train --op gemm --without-configs --config-pick analytical_default --chooser "${PROJECT_SOURCE_DIR}/data/models/gemm.json"
+                      --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+pipeweave_cli_failure(train_config_pick_unknown "--config-pick must be search or analytical_default, got \"fastest\""
+                      train --op gemm --without-configs --config-pick fastest --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 # How the rows were timed is read from their l2 column and recorded; --protocol must agree with it.
 set(tiny_served "${CMAKE_CURRENT_BINARY_DIR}/tiny_served.json")
 pipeweave_cli_test(train_served_rows "wrote [^\n]*tiny_served\\.json"

@@ -866,6 +866,58 @@ TEST_CASE("Mlp: for_configless_gemm is checked and survives a JSON round trip", 
   CHECK_THAT(error_of([&] { mlp_from_json(text); }), Contains("mlp.for_configless_gemm must be true or false, got \"yes\""));
 }
 
+TEST_CASE("Predictor: a config-less model that reads the analytical default config answers without a search or a GEMM model",
+          "[predictor][rank]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  MlpDescription d = constant_model(OpFamily::gemm, 0.4).description();
+  d.for_configless_gemm = true;
+  d.dtypes = {DType::bf16};
+  d.config_pick = ConfigPick::analytical_default;
+  const Mlp reads_default(d);
+  const Gemm decode = make_gemm(16, 8192, 8192);
+  Gemm with_default = decode;
+  with_default.config = default_config(decode, h100);
+  const Kernel defaulted = with_default;
+  for (const Predictor& predictor : {Predictor(std::vector<Mlp>{reads_default}),
+                                     Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), reads_default})}) {
+    CHECK(predictor.picks_default_config(decode));
+    CHECK(predictor.configured(decode, h100) == defaulted);  // the analytical stage's config, not the GEMM model's pick
+    const Prediction p = predictor.predict(decode, h100);
+    const Prediction bound = Predictor::analytical().predict(decode, h100);  // the same default config's bound
+    CHECK(p.lower_bound_us == bound.lower_bound_us);
+    CHECK(p.efficiency == Approx(0.4).epsilon(1e-6));
+    CHECK(p.source == PredictionSource::trained_model);
+    CHECK(p.config_defaulted);
+    const std::vector<Prediction> batch = predictor.predict(std::vector<Kernel>{decode, defaulted}, h100);
+    CHECK(same(batch[0], p));
+    CHECK(same(batch[1], predictor.predict(defaulted, h100)));
+  }
+  // Given its config, the GEMM is not the config-less model's: with no GEMM model, the bound.
+  CHECK(same(Predictor(std::vector<Mlp>{reads_default}).predict(defaulted, h100), Predictor::analytical().predict(defaulted, h100)));
+  // A type it does not list: the GEMM model's search, as before.
+  Gemm fp8 = decode;
+  fp8.dtype = DType::fp8_e4m3;
+  const Predictor beside(std::vector<Mlp>{varying_model(OpFamily::gemm), reads_default});
+  CHECK_FALSE(beside.picks_default_config(fp8));
+  CHECK(beside.configured(fp8, h100) == Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)}).configured(fp8, h100));
+
+  // In a file: absent reads as search (every file before the field), and the field is checked.
+  const std::string text = to_json(reads_default);
+  CHECK(mlp_from_json(text).description().config_pick == ConfigPick::analytical_default);
+  MlpDescription searching = d;
+  searching.config_pick = ConfigPick::search;
+  CHECK(to_json(Mlp(searching)).find("config_pick") == std::string::npos);
+  CHECK(mlp_from_json(to_json(Mlp(searching))).description().config_pick == ConfigPick::search);
+  const std::string field = "\"config_pick\":\"analytical_default\"";
+  REQUIRE(text.find(field) != std::string::npos);
+  std::string unknown = text;
+  unknown.replace(unknown.find(field), field.size(), "\"config_pick\":\"fastest\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(unknown); }), Contains("mlp.config_pick") && Contains("fastest"));
+  MlpDescription with_config = varying_model(OpFamily::gemm).description();
+  with_config.config_pick = ConfigPick::analytical_default;
+  CHECK_THAT(error_of([&] { Mlp{with_config}; }), Contains("mlp.config_pick") && Contains("without a config only"));
+}
+
 TEST_CASE("Predictor: outside what its network was trained on, the measured efficiency of the kernel's pipe answers",
           "[predictor][domain]") {
   // A constant 0.6 network trained (say) on Hopper only, with a pipe table: DRAM-bound kernels

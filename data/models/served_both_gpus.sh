@@ -10,12 +10,15 @@
 # NETWORKS=4 in the environment: each network an ensemble of four (served_train.sh), the reports in
 # data/models/report/served/both_gpus_ensemble4/. HIDDEN=W1,W2,W3: networks of those hidden widths
 # (served_train.sh), the reports in data/models/report/served/both_gpus_hidden_W1-W2-W3/.
+# CONFIG_PICK=analytical_default: networks reading the analytical default config's demand
+# (served_train.sh), the reports in data/models/report/served/both_gpus_pick_analytical_default/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 root=data/models/report/served/both_gpus
 [[ ${NETWORKS:-1} == 1 ]] || root+=_ensemble${NETWORKS}
 [[ -z ${HIDDEN:-} ]] || root+=_hidden_${HIDDEN//,/-}
+[[ -z ${CONFIG_PICK:-} ]] || root+=_pick_${CONFIG_PICK}
 splits=()
 gpu=H100-SXM out=$root/h100
 source data/models/served_split.sh

@@ -54,6 +54,19 @@ inline void check_further_networks(std::size_t further) {
 }
 }  // namespace detail
 
+// Which config a model for GEMMs without a config reads the demand of (MlpDescription::config_pick).
+enum class ConfigPick : std::uint8_t { search, analytical_default };
+
+constexpr std::string_view to_string(ConfigPick pick) {
+  return pick == ConfigPick::search ? "search" : "analytical_default";
+}
+
+inline std::optional<ConfigPick> parse_config_pick(std::string_view text) {
+  if (text == "search") return ConfigPick::search;
+  if (text == "analytical_default") return ConfigPick::analytical_default;
+  return std::nullopt;
+}
+
 struct MlpDescription {
   OpFamily family = OpFamily::gemm;
   int feature_version = kFeatureVersion;
@@ -80,6 +93,11 @@ struct MlpDescription {
   // Predictor that holds one beside a GEMM model uses it for such GEMMs (and no
   // configless_scale); it holds no configless_scale itself.
   bool for_configless_gemm = false;
+  // Models for GEMMs without a config only: whose config's demand the network reads. search: the
+  // config the predictor's GEMM model expects fastest (Predictor::best_gemm_config), so the network
+  // answers beside a GEMM model; analytical_default: the analytical stage's own choice
+  // (default_config in pipeweave/ops/gemm.hpp), which needs no GEMM model and no search.
+  ConfigPick config_pick = ConfigPick::search;
   // A factor on every latency this model answers, fitted after training: 1 / mean(predicted /
   // measured) over its training rows. A network trained with MAPE as its loss answers the median
   // ratio, and a long tail of kernels slower than predicted leaves its mean too fast (the served
@@ -392,6 +410,9 @@ class Mlp {
     if (d.for_configless_gemm && !d.configless_scale.empty())
       detail::fail_field("mlp.configless_scale", "(a model for GEMMs without a config)",
                          "must be empty: such a model answers for them itself");
+    if (d.config_pick != ConfigPick::search && !d.for_configless_gemm)
+      detail::fail_field("mlp.config_pick", "\"" + std::string(to_string(d.config_pick)) + "\"",
+                         "is for models for GEMMs without a config only");
     if (!d.dtypes.empty() && !d.for_configless_gemm)
       detail::fail_field("mlp.dtypes", "(a model for " + std::string(d.family == OpFamily::gemm ? "GEMMs with their config" : to_string(d.family)) + ")",
                          "is for models for GEMMs without a config only");

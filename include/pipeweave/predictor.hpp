@@ -256,10 +256,20 @@ class Predictor {
   // demand model, and describe_config() names it). For showing what was predicted.
   Kernel configured(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
-    if (!gemm || gemm->config || !model(OpFamily::gemm)) return kernel;
+    if (!gemm || gemm->config) return kernel;
     Gemm tuned = *gemm;
-    tuned.config = best_gemm_config(*gemm, gpu);
+    if (picks_default_config(*gemm)) tuned.config = default_config(*gemm, gpu);
+    else if (model(OpFamily::gemm)) tuned.config = best_gemm_config(*gemm, gpu);
+    else return kernel;
     return tuned;
+  }
+
+  // Whether a GEMM given without its config is answered at the analytical stage's own config: its
+  // config-less model reads that config's demand (ConfigPick::analytical_default), with or without
+  // a GEMM model beside it, and no config is searched.
+  bool picks_default_config(const Gemm& gemm) const {
+    const Mlp* configless = configless_gemm_model(gemm.dtype);
+    return configless && configless->description().config_pick == ConfigPick::analytical_default;
   }
 
  private:
@@ -327,7 +337,8 @@ class Predictor {
   // A GEMM without a config runs the best predicted one; every other kernel as given.
   Demand resolved_demand(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
-    if (!gemm || gemm->config || !model(OpFamily::gemm)) return compute_demand(kernel, gpu);
+    // (compute_demand of a GEMM without a config is the analytical default config's)
+    if (!gemm || gemm->config || !model(OpFamily::gemm) || picks_default_config(*gemm)) return compute_demand(kernel, gpu);
     Demand demand = compute_demand(configured(kernel, gpu), gpu);
     demand.config_defaulted = true;
     return demand;
@@ -340,7 +351,12 @@ class Predictor {
   std::pair<const Mlp*, double> network_for(const Kernel& kernel) const {
     const Mlp* mlp = model(kernel.family());
     const Gemm* gemm = kernel.get_if<Gemm>();
-    if (!gemm || gemm->config || !mlp) return {mlp, mlp ? mlp->latency_scale() : 1.0};
+    if (!gemm || gemm->config) return {mlp, mlp ? mlp->latency_scale() : 1.0};
+    if (picks_default_config(*gemm)) {
+      const Mlp* configless = configless_gemm_model(gemm->dtype);
+      return {configless, configless->latency_scale()};
+    }
+    if (!mlp) return {nullptr, 1.0};
     if (const Mlp* configless = configless_gemm_model(gemm->dtype)) return {configless, configless->latency_scale()};
     return {mlp, mlp->configless_scale(gemm->dtype) * mlp->latency_scale()};
   }

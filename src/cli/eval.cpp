@@ -207,6 +207,10 @@ void add_further_model(const EvalArguments& arguments, const std::string& path, 
                        (further.description().for_configless_gemm ? arguments.model : path) + " is not one");
   const std::map<std::string, std::string> first(model.description().provenance.begin(), model.description().provenance.end());
   const std::map<std::string, std::string> other(further.description().provenance.begin(), further.description().provenance.end());
+  if (model.description().config_pick != further.description().config_pick)
+    throw InvalidInput(fmt::format("{} reads the config \"{}\" picks, {} \"{}\": the models given together must share their pick",
+                                   arguments.model, to_string(model.description().config_pick), path,
+                                   to_string(further.description().config_pick)));
   for (const char* key : {"chooser", "split_seed", "test_fraction", "holdout_gpu"}) {
     const std::string a = first.count(key) ? first.at(key) : "", b = other.count(key) ? other.at(key) : "";
     if (a != b)
@@ -288,6 +292,10 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
 Predictor predictor_for(const EvaluatedModel& evaluated) {
   if (!evaluated.model) return Predictor();
   if (!evaluated.configless()) return Predictor(std::vector<Mlp>{*evaluated.model});
+  // (a model that reads the analytical default config needs no chooser; the bundled GEMM model
+  // beside it answers nothing it is asked here)
+  if (evaluated.model->description().config_pick == ConfigPick::analytical_default)
+    return Predictor().with(evaluated.configless_models);
   std::string chooser;
   for (const auto& [key, value] : evaluated.model->description().provenance)
     if (key == "chooser") chooser = value;

@@ -50,6 +50,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 struct TrainArguments {
   std::string op, out, specs_dir, holdout_gpu, init_path, chooser_path;
   bool configless = false;  // --without-configs: a GEMM given without its config
+  ConfigPick config_pick = ConfigPick::search;  // --config-pick: whose config's demand it reads
+  bool config_pick_given = false;
   std::string dtypes_text;
   std::optional<LabelProtocol> protocol;  // --protocol: how the rows were timed (checked against them; else read from them)
   std::vector<std::string> data;
@@ -91,6 +93,13 @@ FlagParser train_flags(TrainArguments& a) {
       .whole("--networks", a.options.networks, 1, kMaxNetworks)
       .flag("--without-configs", a.configless)
       .text("--chooser", a.chooser_path)
+      .custom("--config-pick",
+              [&a](const std::string& text) {
+                const auto pick = parse_config_pick(text);
+                if (!pick) FlagParser::fail("--config-pick", text, "must be search or analytical_default");
+                a.config_pick = *pick;
+                a.config_pick_given = true;
+              })
       .text("--dtypes", a.dtypes_text)
       .choice("--protocol", a.protocol, {{"rested", LabelProtocol::rested}, {"served", LabelProtocol::served}});
   return flags;
@@ -141,6 +150,9 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
     fmt::print(stderr, "pipeweave train: the GEMM rows come without the config that ran: trained as --without-configs\n");
   }
   if (!a.chooser_path.empty() && !a.configless) throw InvalidInput("--chooser picks the configs for --without-configs; give both");
+  if (a.config_pick_given && !a.configless) throw InvalidInput("--config-pick says whose config --without-configs reads; give both");
+  if (!a.chooser_path.empty() && a.config_pick == ConfigPick::analytical_default)
+    throw InvalidInput("--chooser picks configs by a GEMM model; --config-pick analytical_default takes the analytical default config: give one of them");
   if (a.configless && family != OpFamily::gemm)
     FlagParser::fail("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
   if (a.configless && a.options.rank_weight > 0)
@@ -245,6 +257,13 @@ using SpecFor = std::function<GpuSpec(const std::string&)>;
 // choice as measured, with the demand of the config the chooser (a GEMM model) picks.
 std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const std::vector<MeasuredKernel>& rows,
                                                const std::set<std::string>& gpus, const SpecFor& spec_for) {
+  if (a.config_pick == ConfigPick::analytical_default) {
+    std::vector<MeasuredKernel> chosen = configless_first_choices(rows);
+    if (chosen.empty()) throw InvalidInput("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
+    // (each kernel without its config: compute_demand takes the analytical default config)
+    fmt::print(stderr, "the analytical default config for {} (GPU, shape) pairs\n", chosen.size());
+    return chosen;
+  }
   const Predictor chooser = a.chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(a.chooser_path)});
   const std::string chooser_name = a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path;
   if (!chooser.model(OpFamily::gemm))
@@ -342,7 +361,8 @@ MlpDescription describe(const TrainArguments& a, OpFamily family, const Training
     description.provenance.emplace_back("networks", std::to_string(result.model.network_count()));
     description.provenance.emplace_back("best_epochs", join(best_epochs, " "));
   }
-  if (a.configless) description.provenance.emplace_back("chooser", a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path);
+  if (a.configless && a.config_pick == ConfigPick::analytical_default) description.config_pick = a.config_pick;
+  else if (a.configless) description.provenance.emplace_back("chooser", a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path);
   return description;
 }
 
