@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""cuBLAS's choice of kernel learnt by a decision tree, a study (docs/experiments/served-gemms.md):
+
+    PYTHON served_config_tree.py OUT_DIR TRAIN.csv [TRAIN.csv ...] --test TEST.csv [TEST.csv ...] --dtype bf16|fp8 [--leaf N ...]
+
+PYTHON: an interpreter with numpy and scikit-learn (PyPI). The rows are served_split.sh's (each
+GPU's train.csv and test.csv), those of --dtype. A decision tree learns, from the shape and the
+GPU's memory bandwidth, the config cuBLAS ran first (tile, split-K, stages, cluster, swap,
+schedule, raster; rows whose tile nothing says are not learnt from). Its leaf size is chosen on the
+training rows alone: each --leaf (default 1 2 5 10 20 50) scored by its out-of-fold accuracy, five
+folds of whole families (random shapes in five groups by shape). Writes:
+  OUT_DIR/train_{dtype}.csv  the training rows, each with the config the tree predicts for it when
+                             its fold was left out (a network trained on them meets configs as
+                             imperfect as it will at test time), and is_default 0 (so that `train`
+                             fits no factor for GEMMs without a config: a search per shape);
+  OUT_DIR/test_{dtype}_{gpu}.csv  the test rows of each GPU, each with the config the tree trained
+                             on every training row predicts;
+and prints how often the predicted config is cuBLAS's (whole, and its tile and split-K). A
+predicted split-K past the shape's K steps (a config of a longer K) is cut to them.
+"""
+import argparse
+import csv
+import math
+import os
+import zlib
+
+import numpy as np
+from sklearn.model_selection import GroupKFold
+from sklearn.tree import DecisionTreeClassifier
+
+CONFIG = ("tile_m", "tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster")
+DRAM_GB_S = {"H100-SXM": 3350.0, "H200-SXM": 4800.0}  # the catalog's data-sheet figures (src/catalog.cpp)
+
+
+def features(row):
+    m, n, k = (float(row[c]) for c in ("m", "n", "k"))
+    lm, ln, lk = math.log2(m), math.log2(n), math.log2(k)
+    return [lm, ln, lk, lm + ln, ln + lk, lm + ln + lk, math.log2(DRAM_GB_S[row["gpu"]]), n % 256 == 0, k % 256 == 0]
+
+
+def read(paths, dtype):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames
+            rows += [r for r in reader if r["is_default"] == "1" and r["dtype"].startswith(dtype)]
+    return header, rows
+
+
+def group_of(row):
+    if row["family"] != "random":
+        return row["family"]
+    return "random%d" % (zlib.crc32(",".join(row[c] for c in ("m", "n", "k")).encode()) % 5)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("train", nargs="+")
+    parser.add_argument("--test", nargs="+", required=True)
+    parser.add_argument("--dtype", choices=("bf16", "fp8"), required=True)
+    parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
+    args = parser.parse_args()
+    header, train = read(args.train, args.dtype)
+    _, test = read(args.test, args.dtype)
+    learnt = [r for r in train if r["config_source"] != "unknown"]
+    x = np.array([features(r) for r in learnt])
+    labels = ["|".join(r[c] for c in CONFIG) for r in learnt]
+    groups = [group_of(r) for r in learnt]
+    folds = list(GroupKFold(n_splits=5).split(x, labels, groups))
+    best = None
+    for leaf in args.leaf:
+        oof = np.empty(len(learnt), dtype=object)
+        for fit, held in folds:
+            tree = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=1).fit(x[fit], [labels[i] for i in fit])
+            oof[held] = tree.predict(x[held])
+        accuracy = float(np.mean([a == b for a, b in zip(oof, labels)]))
+        print(f"leaf {leaf}: out-of-fold accuracy {100 * accuracy:.1f}% (whole config)")
+        if best is None or accuracy > best[0]:
+            best = (accuracy, leaf, oof)
+    _, leaf, oof = best
+    print(f"chosen: leaf {leaf}")
+    tree = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=1).fit(x, labels)
+    print(f"tree: {tree.tree_.node_count} nodes, depth {tree.get_depth()}, {len(tree.classes_)} configs")
+    # Rows whose tile nothing says keep a prediction too (the tree's, trained on every learnt row).
+    predicted_train = dict(zip(map(id, learnt), oof))
+    unknown = [r for r in train if r["config_source"] == "unknown"]
+    if unknown:
+        predicted_train.update(zip(map(id, unknown), tree.predict(np.array([features(r) for r in unknown]))))
+    predicted_test = tree.predict(np.array([features(r) for r in test]))
+    os.makedirs(args.out, exist_ok=True)
+    for name, rows, predicted in (("train", train, [predicted_train[id(r)] for r in train]), ("test", test, predicted_test)):
+        known = [(r, p) for r, p in zip(rows, predicted) if r["config_source"] != "unknown"]
+        whole = np.mean([p == "|".join(r[c] for c in CONFIG) for r, p in known])
+        tile = np.mean([p.split("|")[:4] == [r[c] for c in CONFIG[:4]] for r, p in known])
+        print(f"{name}: {len(rows)} rows; the predicted config is cuBLAS's in {100 * whole:.1f}%, its tile and split-K in {100 * tile:.1f}%")
+        files = {}  # the training rows in one file, the test rows in one per GPU
+        for r, p in zip(rows, predicted):
+            path = os.path.join(args.out, f"train_{args.dtype}.csv" if name == "train" else f"test_{args.dtype}_{r['gpu']}.csv")
+            if path not in files:
+                files[path] = csv.DictWriter(open(path, "w", newline=""), fieldnames=header)
+                files[path].writeheader()
+            out = dict(r)
+            out.update(zip(CONFIG, p.split("|")))
+            k_steps = -(-int(out["k"]) // int(out["tile_k"]))
+            out["split_k"] = str(min(int(out["split_k"]), k_steps))
+            if name == "train":
+                out["is_default"] = "0"
+            files[path].writerow(out)
+
+if __name__ == "__main__":
+    main()
