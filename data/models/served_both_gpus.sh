@@ -19,13 +19,7 @@ root=data/models/report/served/both_gpus
 [[ ${NETWORKS:-1} == 1 ]] || root+=_ensemble${NETWORKS}
 [[ -z ${HIDDEN:-} ]] || root+=_hidden_${HIDDEN//,/-}
 [[ -z ${CONFIG_PICK:-} ]] || root+=_pick_${CONFIG_PICK}
-splits=()
-gpu=H100-SXM out=$root/h100
-source data/models/served_split.sh
-h100_split=$split
-gpu=H200-SXM out=$root/h200
-source data/models/served_split.sh
-h200_split=$split
+source data/models/served_split_both.sh
 source data/models/served_train.sh
 train_served "$h100_split/configless_{dtype}.json" "$root" bf16 fp8 --data "$h100_split/train.csv" --data "$h200_split/train.csv"
 models=(--model "$h100_split/configless_bf16.json" --model "$h100_split/configless_fp8.json")

@@ -18,13 +18,7 @@ cli=$(realpath "${1:-$(dirname "$0")/../../build}")/pipeweave  # (resolved befor
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-python3}
 root=data/models/report/served/config_tree
-splits=()
-gpu=H100-SXM out=$root/h100
-source data/models/served_split.sh
-h100_split=$split
-gpu=H200-SXM out=$root/h200
-source data/models/served_split.sh
-h200_split=$split
+source data/models/served_split_both.sh
 work=$(mktemp -d)
 splits+=("$work")
 pids=()
