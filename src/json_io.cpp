@@ -419,7 +419,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("config_pick")) {
     const std::string pick = fields.text("config_pick");
     const auto parsed = parse_config_pick(pick);
-    if (!parsed) detail::fail_field("mlp.config_pick", pick, "must be \"search\" or \"analytical_default\" (whose config's demand the network reads)");
+    if (!parsed) detail::fail_field("mlp.config_pick", detail::quoted(pick), "must be \"search\" or \"analytical_default\" (whose config's demand the network reads)");
     description.config_pick = *parsed;
   }
   if (fields.has("protocol")) {

@@ -641,6 +641,7 @@ MlpDescription trained_description(OpFamily family, std::span<const TrainingRow>
     description.configless_scale = init->description().configless_scale;
     description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
     description.dtypes = init->description().dtypes;
+    description.config_pick = init->description().config_pick;  // and whose config's demand it reads
     description.protocol = init->description().protocol;  // and how its rows were timed
   }
   return description;

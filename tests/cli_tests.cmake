@@ -410,6 +410,26 @@ set_tests_properties(cli.eval_config_pick_default PROPERTIES FIXTURES_REQUIRED t
 pipeweave_cli_failure(eval_config_pick_mixed "reads the config \"analytical_default\" picks, [^ ]*tiny_gemm_configless\\.json \"search\""
                       eval --model "${tiny_default_pick}" --model "${tiny_configless}" --data "${ranking_csv}")
 set_tests_properties(cli.eval_config_pick_mixed PROPERTIES FIXTURES_REQUIRED "tiny_default_pick;tiny_configless")
+# A fine-tuned network keeps its start's pick; --config-pick must name it.
+pipeweave_cli_test(train_config_pick_init "wrote [^\n]*tiny_gemm_default_pick_tuned\\.json"
+                   train --op gemm --without-configs --init "${tiny_default_pick}" --data "${ranking_csv}" --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick_tuned.json")
+pipeweave_cli_failure(train_config_pick_init_other "--config-pick must be the start model's pick: [^ ]*tiny_gemm_default_pick\\.json reads the analytical_default config's demand, got \"search\""
+                      train --op gemm --without-configs --init "${tiny_default_pick}" --config-pick search --data "${ranking_csv}"
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
+# Beside it a GEMM model for GEMMs with their config answers none of its type's GEMMs given without one.
+pipeweave_cli_failure(predict_config_pick_gemm_unused "--model must be a model of a kernel asked: it is a GEMM model for GEMMs with their config, and every GEMM asked comes without one and is answered at the analytical default config by another --model, got \"[^\"]*tiny_gemm\\.json\""
+                      predict --gpu H100-SXM --model "${tiny_default_pick}" --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json"
+                      gemm:m=16,n=4096,k=4096,dtype=bf16)
+pipeweave_cli_failure(e2e_config_pick_gemm_unused "--kernel-model must be a model of the run's kernels: it is a GEMM model for GEMMs with their config, and the run's bf16 GEMMs are answered at the analytical default config by another --kernel-model, got \"[^\"]*tiny_gemm\\.json\""
+                      e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-model "${tiny_default_pick}"
+                      --kernel-model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json")
+set_tests_properties(cli.train_config_pick_init PROPERTIES FIXTURES_SETUP tiny_default_pick_tuned)
+pipeweave_cli_failure(eval_config_pick_tuned_kept "tiny_gemm_default_pick_tuned\\.json reads the config \"analytical_default\" picks"
+                      eval --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick_tuned.json" --model "${tiny_configless}" --data "${ranking_csv}")
+set_tests_properties(cli.eval_config_pick_tuned_kept PROPERTIES FIXTURES_REQUIRED "tiny_default_pick_tuned;tiny_configless")
+set_tests_properties(cli.train_config_pick_init cli.train_config_pick_init_other cli.predict_config_pick_gemm_unused
+                     cli.e2e_config_pick_gemm_unused PROPERTIES FIXTURES_REQUIRED "tiny_default_pick;tiny_gemm")
 pipeweave_cli_failure(train_config_pick_alone "--config-pick says whose config --without-configs reads; give both"
                       train --op gemm --config-pick search --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_config_pick_with_chooser "--chooser picks configs by a GEMM model; --config-pick analytical_default"

@@ -8,7 +8,8 @@
 // no trained model answers with the bound itself and says so (source = analytical_bound).
 // A GEMM that comes without its config runs the best predicted of the configs a GEMM library
 // would consider (gemm_candidates; exactly at a grid of m, from shortlists between: see
-// best_gemm_config). Its latency: with a config-less GEMM model
+// best_gemm_config; or the analytical default config, where the config-less model for its data
+// type reads that one's demand: MlpDescription::config_pick). Its latency: with a config-less GEMM model
 // (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config; else the
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
@@ -103,7 +104,8 @@ class Predictor {
 
   const Mlp* model(OpFamily family) const { return models_[static_cast<std::size_t>(family)].get(); }
   // The model for GEMMs of this data type given without their config (Mlp::for_configless_gemm),
-  // if any. It is used only beside a GEMM model, which picks the config whose demand it reads.
+  // if any. It is used beside a GEMM model, which picks the config whose demand it reads; one that
+  // reads the analytical default config's (MlpDescription::config_pick) is used with or without one.
   const Mlp* configless_gemm_model(DType dtype) const { return configless_gemm_[dtype_index(dtype)].get(); }
 
   // Throws pipeweave::InvalidInput for an invalid GpuSpec, or a kernel this GPU cannot run
@@ -183,7 +185,9 @@ class Predictor {
 
   // The config this predictor expects to run fastest for a GEMM given only its shape, remembered
   // per GPU and shape (predict() answers with the config-less GEMM model on it, or its
-  // prediction times the model's configless_scale). With no GEMM model there is nothing to
+  // prediction times the model's configless_scale; where the config-less model reads the
+  // analytical default config, predict() and configured() take default_config instead, and this
+  // still answers the search). With no GEMM model there is nothing to
   // rank by (the bound favours configs that real kernels run slowly): the analytical
   // default_config. Throws pipeweave::InvalidInput when the GPU cannot run the GEMM.
   //
@@ -251,7 +255,8 @@ class Predictor {
   static constexpr std::int64_t kConfigGridM = 16;
   static constexpr std::size_t kConfigShortlist = 8;
 
-  // The kernel as predict() runs it: a GEMM without a config gets best_gemm_config(); any
+  // The kernel as predict() runs it: a GEMM without a config gets best_gemm_config() (or
+  // default_config where picks_default_config()); any
   // other kernel is returned as given (its family's default config applies inside the
   // demand model, and describe_config() names it). For showing what was predicted.
   Kernel configured(const Kernel& kernel, const GpuSpec& gpu) const {

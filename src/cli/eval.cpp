@@ -288,14 +288,12 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
 }
 
 // A model for GEMMs without a config answers beside the GEMM model that picked the configs it
-// was trained on: the chooser its provenance names (a model file, or the bundled GEMM model).
+// was trained on: the chooser its provenance names (a model file, or the bundled GEMM model). One
+// that reads the analytical default config records no chooser: beside the bundled models, as
+// they answer nothing it is asked.
 Predictor predictor_for(const EvaluatedModel& evaluated) {
   if (!evaluated.model) return Predictor();
   if (!evaluated.configless()) return Predictor(std::vector<Mlp>{*evaluated.model});
-  // (a model that reads the analytical default config needs no chooser; the bundled GEMM model
-  // beside it answers nothing it is asked here)
-  if (evaluated.model->description().config_pick == ConfigPick::analytical_default)
-    return Predictor().with(evaluated.configless_models);
   std::string chooser;
   for (const auto& [key, value] : evaluated.model->description().provenance)
     if (key == "chooser") chooser = value;

@@ -94,13 +94,17 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
   return lines;
 }
 
-// Whether `model` would answer for `kernel`: a model of its family, and a model for GEMMs without
-// a config only for such a GEMM of a data type it lists (a GEMM given its config is the GEMM
-// model's; without one, the GEMM model still picks its config).
-bool answers_kernel(const Mlp& model, const Kernel& kernel) {
+// Whether `model`, one of `given`, would answer for `kernel`: a model of its family, and a model
+// for GEMMs without a config only for such a GEMM of a data type it lists (a GEMM given its config
+// is the GEMM model's; without one, the GEMM model still picks its config, unless a given model
+// for that type reads the analytical default config's demand).
+bool answers_kernel(const Mlp& model, const Kernel& kernel, const std::vector<Mlp>& given) {
   if (kernel.family() != model.family()) return false;
-  if (!model.description().for_configless_gemm) return true;
   const Gemm* gemm = kernel.get_if<Gemm>();
+  if (!model.description().for_configless_gemm)
+    return !gemm || gemm->config || std::none_of(given.begin(), given.end(), [&](const Mlp& other) {
+             return other.description().config_pick == ConfigPick::analytical_default && other.answers_for(gemm->dtype);
+           });
   return gemm && !gemm->config && model.answers_for(gemm->dtype);
 }
 
@@ -112,15 +116,19 @@ Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kerne
   std::vector<bool> answers(models.size());  // whether each model answers any kernel
   bool configless_set_used = false;
   for (std::size_t i = 0; i < models.size(); ++i) {
-    answers[i] = std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return answers_kernel(models[i], k); });
+    answers[i] = std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return answers_kernel(models[i], k, models); });
     configless_set_used = configless_set_used || (answers[i] && models[i].description().for_configless_gemm);
   }
   for (std::size_t i = 0; i < models.size(); ++i) {
     const Mlp& model = models[i];
     if (answers[i] || (model.description().for_configless_gemm && configless_set_used)) continue;
     const std::string family(to_string(model.family()));
-    if (!model.description().for_configless_gemm ||
-        std::none_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); }))
+    const bool family_asked = std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); });
+    if (!model.description().for_configless_gemm && family_asked)  // (GEMMs without a config, of a type read at the default config)
+      FlagParser::fail("--model", arguments.models[i],
+                       "must be a model of a kernel asked: it is a GEMM model for GEMMs with their config, and every GEMM asked comes "
+                       "without one and is answered at the analytical default config by another --model");
+    if (!model.description().for_configless_gemm || !family_asked)
       FlagParser::fail("--model", arguments.models[i],
                        fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked", family, family));
     // (rank predicts each candidate with its config: the GEMM given without one has none left)

@@ -190,6 +190,19 @@ std::optional<Mlp> start_model(const TrainArguments& a, OpFamily family) {
   return init;
 }
 
+// A fine-tuned model for GEMMs without a config reads the demand it learnt from: its start's pick,
+// which --config-pick, where given, must name.
+void keep_start_pick(TrainArguments& a, const std::optional<Mlp>& init) {
+  if (!init || !a.configless) return;
+  const ConfigPick start = init->description().config_pick;
+  if (a.config_pick_given && a.config_pick != start)
+    FlagParser::fail("--config-pick", std::string(to_string(a.config_pick)),
+                     fmt::format("must be the start model's pick: {} reads the {} config's demand", a.init_path, to_string(start)));
+  a.config_pick = start;
+  if (!a.chooser_path.empty() && start == ConfigPick::analytical_default)
+    throw InvalidInput(a.init_path + " reads the analytical default config's demand: --chooser picks no config for it");
+}
+
 // How the rows were timed, from their l2 column (MeasuredKernel::served): every row served, or
 // none (rested; the published rows timed back to back are learnt as their time alone). --protocol,
 // where given, and the start model must agree: a model records one protocol for all it answers.
@@ -393,6 +406,7 @@ int train_command(int argc, const char* const* argv, int first) {
   std::vector<MeasuredKernel> rows = read_rows(a, *family);
   check_mode(a, *family, rows);
   const std::optional<Mlp> init = start_model(a, *family);
+  keep_start_pick(a, init);
   a.protocol = rows_protocol(a, rows, init);
   const std::vector<DType> dtypes = answered_dtypes(a, init);
   keep_dtypes(dtypes, rows);
