@@ -4,7 +4,7 @@
     PYTHON served_config_tree.py OUT_DIR TRAIN.csv [TRAIN.csv ...] --test TEST.csv [TEST.csv ...] --dtype bf16|fp8 [--leaf N ...]
 
 PYTHON: an interpreter with numpy and scikit-learn (PyPI). The rows are served_split.sh's (each
-GPU's train.csv and test.csv), those of --dtype. A decision tree learns, from the shape and the
+GPU's train.csv and test.csv), or measurement files (.csv.gz read as they are), those of --dtype. A decision tree learns, from the shape and the
 GPU's memory bandwidth, the config cuBLAS ran first (tile, split-K, stages, cluster, swap,
 schedule, raster; rows whose tile nothing says are not learnt from). Its leaf size is chosen on the
 training rows alone: each --leaf (default 1 2 5 10 20 50) scored by its out-of-fold accuracy, five
@@ -14,12 +14,14 @@ folds of whole families (random shapes in five groups by shape). Writes:
                              imperfect as it will at test time), and is_default 0 (so that `train`
                              fits no factor for GEMMs without a config: a search per shape);
   OUT_DIR/test_{dtype}_{gpu}.csv  the test rows of each GPU, each with the config the tree trained
-                             on every training row predicts;
+                             on every training row predicts (--by-seed: test_{dtype}_{gpu}_seed{S}.csv,
+                             a file per shape list, the rows' shape_seed);
 and prints how often the predicted config is cuBLAS's (whole, and its tile and split-K). A
 predicted split-K past the shape's K steps (a config of a longer K) is cut to them.
 """
 import argparse
 import csv
+import gzip
 import math
 import os
 import zlib
@@ -41,7 +43,7 @@ def features(row):
 def read(paths, dtype):
     rows = []
     for path in paths:
-        with open(path, newline="") as f:
+        with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames
             rows += [r for r in reader if r["is_default"] == "1" and r["dtype"].startswith(dtype)]
@@ -60,6 +62,7 @@ def main():
     parser.add_argument("train", nargs="+")
     parser.add_argument("--test", nargs="+", required=True)
     parser.add_argument("--dtype", choices=("bf16", "fp8"), required=True)
+    parser.add_argument("--by-seed", action="store_true", help="a test file per GPU and shape list (shape_seed column)")
     parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
     args = parser.parse_args()
     header, train = read(args.train, args.dtype)
@@ -97,7 +100,8 @@ def main():
         print(f"{name}: {len(rows)} rows; the predicted config is cuBLAS's in {100 * whole:.1f}%, its tile and split-K in {100 * tile:.1f}%")
         files = {}  # the training rows in one file, the test rows in one per GPU
         for r, p in zip(rows, predicted):
-            path = os.path.join(args.out, f"train_{args.dtype}.csv" if name == "train" else f"test_{args.dtype}_{r['gpu']}.csv")
+            suffix = f"_seed{r['shape_seed']}" if args.by_seed else ""
+            path = os.path.join(args.out, f"train_{args.dtype}.csv" if name == "train" else f"test_{args.dtype}_{r['gpu']}{suffix}.csv")
             if path not in files:
                 files[path] = csv.DictWriter(open(path, "w", newline=""), fieldnames=header)
                 files[path].writeheader()
