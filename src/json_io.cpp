@@ -314,6 +314,68 @@ bool flag_from_json(const json& flag, const std::string& field) {
   return flag.get<bool>();
 }
 
+// A tree's whole numbers, packed as float32 as the layers are (exact below 2^24).
+std::vector<std::int32_t> packed_whole_numbers(const json& value, std::size_t count, const std::string& field) {
+  const std::vector<float> packed = packed_floats(value, count, field);
+  std::vector<std::int32_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (packed[i] != std::trunc(packed[i]) || std::fabs(packed[i]) > static_cast<float>(GemmConfigTree::kMaxNodes))
+      detail::fail_field(field + "[" + std::to_string(i) + "]", packed[i], "must be a whole number within +-2^24");
+    out[i] = static_cast<std::int32_t>(packed[i]);
+  }
+  return out;
+}
+
+GemmConfig tree_config_from_json(const json& value, const std::string& prefix) {
+  const Fields fields(value, prefix);
+  fields.only({"tile_m", "tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster"});
+  GemmConfig config;
+  config.tile_m = fields.integer("tile_m");
+  config.tile_n = fields.integer("tile_n");
+  config.tile_k = fields.integer("tile_k");
+  config.split_k = fields.integer("split_k");
+  config.stages = fields.integer("stages");
+  config.cluster_m = fields.integer("cluster_m");
+  config.cluster_n = fields.integer("cluster_n");
+  config.swap_ab = flag_from_json(fields.get("swap_ab"), prefix + "swap_ab");
+  const std::string schedule = fields.text("schedule");
+  const auto parsed_schedule = parse_gemm_schedule(schedule);
+  if (!parsed_schedule) detail::fail_field(prefix + "schedule", detail::quoted(schedule), "must be ping_pong, cooperative or cooperative_split_n");
+  config.schedule = *parsed_schedule;
+  const std::string raster = fields.text("raster");
+  const auto parsed_raster = parse_gemm_raster(raster);
+  if (!parsed_raster) detail::fail_field(prefix + "raster", detail::quoted(raster), "must be m or n");
+  config.raster = *parsed_raster;
+  return config;
+}
+
+// The tree's arrays are checked for their lengths as read; its rules (GemmConfigTree::validate)
+// when the model is built.
+std::shared_ptr<const GemmConfigTree> config_tree_from_json(const json& value) {
+  const std::string prefix = "mlp.config_tree.";
+  const Fields fields(value, "mlp.config_tree");
+  fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "left_base64", "right_base64", "config_base64", "configs"});
+  const std::vector<std::string> inputs = fields.texts("inputs");
+  if (!std::equal(inputs.begin(), inputs.end(), GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.end()))
+    detail::fail_field(prefix + "inputs", detail::excerpt(fields.get("inputs")),
+                       "must list the inputs this build computes, in order (log2_m, log2_n, ..., k_multiple_of_256)");
+  const std::int64_t nodes = fields.whole("nodes");
+  if (static_cast<std::uint64_t>(nodes) > GemmConfigTree::kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
+  const auto count = static_cast<std::size_t>(nodes);
+  auto tree = std::make_shared<GemmConfigTree>();
+  tree->input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64");
+  tree->threshold = packed_floats(fields.get("threshold_base64"), count, prefix + "threshold_base64");
+  tree->left = packed_whole_numbers(fields.get("left_base64"), count, prefix + "left_base64");
+  tree->right = packed_whole_numbers(fields.get("right_base64"), count, prefix + "right_base64");
+  tree->config = packed_whole_numbers(fields.get("config_base64"), count, prefix + "config_base64");
+  const json& configs = fields.get("configs");
+  if (!configs.is_array()) detail::fail_field(prefix + "configs", detail::excerpt(configs), "must be an array of GEMM configs");
+  if (configs.size() > count) detail::fail_field(prefix + "configs entries", configs.size(), "must be at most one per node");
+  for (std::size_t c = 0; c < configs.size(); ++c)
+    tree->configs.push_back(tree_config_from_json(configs[c], prefix + "configs[" + std::to_string(c) + "]."));
+  return tree;
+}
+
 std::vector<DType> dtypes_from_json(const json& listed) {
   if (!listed.is_array()) detail::fail_field("mlp.dtypes", detail::excerpt(listed), "must be an array of data types");
   std::vector<DType> dtypes;
@@ -394,7 +456,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
-               "config_pick", "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
+               "config_pick", "config_tree", "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
   // Version 1 writes the layers' numbers as decimals, version 2 packed (packed_floats).
   const bool packed = check_format(fields, kMlpFormat, "mlp.", 2) == 2;
   MlpDescription description;
@@ -419,9 +481,12 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("config_pick")) {
     const std::string pick = fields.text("config_pick");
     const auto parsed = parse_config_pick(pick);
-    if (!parsed) detail::fail_field("mlp.config_pick", detail::quoted(pick), "must be \"search\" or \"analytical_default\" (whose config's demand the network reads)");
+    if (!parsed)
+      detail::fail_field("mlp.config_pick", detail::quoted(pick),
+                         "must be \"search\", \"analytical_default\" or \"cublas_tree\" (whose config's demand the network reads)");
     description.config_pick = *parsed;
   }
+  if (fields.has("config_tree")) description.config_tree = config_tree_from_json(fields.get("config_tree"));
   if (fields.has("protocol")) {
     const std::string protocol = fields.text("protocol");
     const auto parsed = parse_label_protocol(protocol);
@@ -462,6 +527,28 @@ static json layers_to_json(const std::vector<MlpLayer>& network) {
   return layers;
 }
 
+static json config_tree_to_json(const GemmConfigTree& tree) {
+  const auto packed_whole = [](const std::vector<std::int32_t>& values) {
+    const std::vector<float> floats(values.begin(), values.end());
+    return packed_text(floats.data(), floats.size());
+  };
+  json configs = json::array();
+  for (const GemmConfig& c : tree.configs)
+    configs.push_back({{"tile_m", c.tile_m}, {"tile_n", c.tile_n}, {"tile_k", c.tile_k}, {"split_k", c.split_k}, {"stages", c.stages},
+                       {"cluster_m", c.cluster_m}, {"cluster_n", c.cluster_n}, {"swap_ab", c.swap_ab},
+                       {"schedule", std::string(to_string(c.schedule))}, {"raster", std::string(to_string(c.raster))}});
+  json inputs = json::array();
+  for (std::string_view name : GemmConfigTree::kInputNames) inputs.push_back(std::string(name));
+  return {{"inputs", inputs},
+          {"nodes", tree.input.size()},
+          {"input_base64", packed_whole(tree.input)},
+          {"threshold_base64", packed_text(tree.threshold.data(), tree.threshold.size())},
+          {"left_base64", packed_whole(tree.left)},
+          {"right_base64", packed_whole(tree.right)},
+          {"config_base64", packed_whole(tree.config)},
+          {"configs", configs}};
+}
+
 std::string to_json(const Mlp& mlp) {
   const MlpDescription& d = mlp.description();
   json document = json::object();
@@ -485,6 +572,7 @@ std::string to_json(const Mlp& mlp) {
   }
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
   if (d.config_pick != ConfigPick::search) document["config_pick"] = std::string(to_string(d.config_pick));
+  if (d.config_tree) document["config_tree"] = config_tree_to_json(*d.config_tree);
   if (d.protocol != LabelProtocol::rested) document["protocol"] = std::string(to_string(d.protocol));
   if (!d.dtypes.empty()) {
     json listed = json::array();

@@ -642,6 +642,7 @@ MlpDescription trained_description(OpFamily family, std::span<const TrainingRow>
     description.for_configless_gemm = init->description().for_configless_gemm;  // what it answers for stays
     description.dtypes = init->description().dtypes;
     description.config_pick = init->description().config_pick;  // and whose config's demand it reads
+    description.config_tree = init->description().config_tree;
     description.protocol = init->description().protocol;  // and how its rows were timed
   }
   return description;

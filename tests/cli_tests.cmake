@@ -400,16 +400,13 @@ set_tests_properties(cli.train_without_configs PROPERTIES FIXTURES_SETUP tiny_co
 # A network reading the analytical default config's demand (--config-pick): no chooser, and it
 # answers a GEMM given without its config with no GEMM model beside it.
 set(tiny_default_pick "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick.json")
-pipeweave_cli_test(train_config_pick_default "the analytical default config for 3 \\(GPU, shape\\) pairs\n.*wrote [^\n]*tiny_gemm_default_pick\\.json"
+pipeweave_cli_test(train_config_pick_default "the analytical_default config for 3 \\(GPU, shape\\) pairs\n.*wrote [^\n]*tiny_gemm_default_pick\\.json"
                    train --op gemm --without-configs --config-pick analytical_default --data "${ranking_csv}" --out "${tiny_default_pick}"
                    --hidden 8 --epochs 2 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
 set_tests_properties(cli.train_config_pick_default PROPERTIES FIXTURES_SETUP tiny_default_pick)
 pipeweave_cli_test(eval_config_pick_default "\noverall +3 "
                    eval --model "${tiny_default_pick}" --data "${ranking_csv}")
 set_tests_properties(cli.eval_config_pick_default PROPERTIES FIXTURES_REQUIRED tiny_default_pick)
-pipeweave_cli_failure(eval_config_pick_mixed "reads the config \"analytical_default\" picks, [^ ]*tiny_gemm_configless\\.json \"search\""
-                      eval --model "${tiny_default_pick}" --model "${tiny_configless}" --data "${ranking_csv}")
-set_tests_properties(cli.eval_config_pick_mixed PROPERTIES FIXTURES_REQUIRED "tiny_default_pick;tiny_configless")
 # A fine-tuned network keeps its start's pick; --config-pick must name it.
 pipeweave_cli_test(train_config_pick_init "wrote [^\n]*tiny_gemm_default_pick_tuned\\.json"
                    train --op gemm --without-configs --init "${tiny_default_pick}" --data "${ranking_csv}" --epochs 2
@@ -425,17 +422,34 @@ pipeweave_cli_failure(e2e_config_pick_gemm_unused "--kernel-model must be a mode
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-model "${tiny_default_pick}"
                       --kernel-model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json")
 set_tests_properties(cli.train_config_pick_init PROPERTIES FIXTURES_SETUP tiny_default_pick_tuned)
-pipeweave_cli_failure(eval_config_pick_tuned_kept "tiny_gemm_default_pick_tuned\\.json reads the config \"analytical_default\" picks"
-                      eval --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick_tuned.json" --model "${tiny_configless}" --data "${ranking_csv}")
-set_tests_properties(cli.eval_config_pick_tuned_kept PROPERTIES FIXTURES_REQUIRED "tiny_default_pick_tuned;tiny_configless")
+pipeweave_cli_test(predict_config_pick_tuned_kept "gemm:m=512,n=1024,k=2048,dtype=bf16 \\[tile 128x128x64 split_k 4 stages 6 cluster 1x1 ping_pong raster n\\]"
+                   predict --gpu H100-SXM --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_default_pick_tuned.json" gemm:m=512,n=1024,k=2048,dtype=bf16)
+set_tests_properties(cli.predict_config_pick_tuned_kept PROPERTIES FIXTURES_REQUIRED tiny_default_pick_tuned)
 set_tests_properties(cli.train_config_pick_init cli.train_config_pick_init_other cli.predict_config_pick_gemm_unused
                      cli.e2e_config_pick_gemm_unused PROPERTIES FIXTURES_REQUIRED "tiny_default_pick;tiny_gemm")
+# A network reading the config a tree expects cuBLAS to run (tiny_tree_fp8.json: a depth-3 tree of
+# data/models/served_config_tree.py --max-depth 3 over the H100's fp8 served rows, joined by
+# served_config_tree_model.py with an 8-wide network trained on served_fp8_sample.csv).
+set(tiny_tree "${cli_data}/tiny_tree_fp8.json")
+pipeweave_cli_test(predict_config_tree "trained_model +gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3 \\[tile 144x128x128 split_k 1 stages 6 cluster 1x2 swap_ab cooperative raster n\\]"
+                   predict --gpu H100-SXM --model "${tiny_tree}" gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3)
+pipeweave_cli_test(eval_config_tree "\noverall +8 " eval --model "${tiny_tree}" --data "${cli_data}/served_fp8_sample.csv")
+pipeweave_cli_test(train_config_tree_init "the cublas_tree config for 8 \\(GPU, shape\\) pairs\n.*wrote [^\n]*tiny_tree_tuned\\.json"
+                   train --op gemm --without-configs --init "${tiny_tree}" --data "${cli_data}/served_fp8_sample.csv" --epochs 2
+                   --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus" --out "${CMAKE_CURRENT_BINARY_DIR}/tiny_tree_tuned.json")
+# Beside one that searches for another type (as the bundled bf16 network does), each answers its own.
+pipeweave_cli_test(eval_config_pick_mixed "\noverall +3 "
+                   eval --model "${tiny_tree}" --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_bf16.json" --data "${ranking_csv}")
+set_tests_properties(cli.eval_config_pick_mixed PROPERTIES FIXTURES_REQUIRED tiny_configless_dtypes)
+pipeweave_cli_failure(train_config_tree_needs_init "--config-pick cublas_tree needs the tree of a start model \\(--init\\): train cannot learn one"
+                      train --op gemm --without-configs --config-pick cublas_tree --data "${cli_data}/served_fp8_sample.csv"
+                      --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_config_pick_alone "--config-pick says whose config --without-configs reads; give both"
                       train --op gemm --config-pick search --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_config_pick_with_chooser "--chooser picks configs by a GEMM model; --config-pick analytical_default"
                       train --op gemm --without-configs --config-pick analytical_default --chooser "${PROJECT_SOURCE_DIR}/data/models/gemm.json"
                       --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
-pipeweave_cli_failure(train_config_pick_unknown "--config-pick must be search or analytical_default, got \"fastest\""
+pipeweave_cli_failure(train_config_pick_unknown "--config-pick must be search, analytical_default or cublas_tree, got \"fastest\""
                       train --op gemm --without-configs --config-pick fastest --data "${ranking_csv}" --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 # How the rows were timed is read from their l2 column and recorded; --protocol must agree with it.
 set(tiny_served "${CMAKE_CURRENT_BINARY_DIR}/tiny_served.json")

@@ -880,7 +880,7 @@ TEST_CASE("Predictor: a config-less model that reads the analytical default conf
   const Kernel defaulted = with_default;
   for (const Predictor& predictor : {Predictor(std::vector<Mlp>{reads_default}),
                                      Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), reads_default})}) {
-    CHECK(predictor.picks_default_config(decode));
+    CHECK(predictor.picks_without_search(decode));
     CHECK(predictor.configured(decode, h100) == defaulted);  // the analytical stage's config, not the GEMM model's pick
     const Prediction p = predictor.predict(decode, h100);
     const Prediction bound = Predictor::analytical().predict(decode, h100);  // the same default config's bound
@@ -898,7 +898,7 @@ TEST_CASE("Predictor: a config-less model that reads the analytical default conf
   Gemm fp8 = decode;
   fp8.dtype = DType::fp8_e4m3;
   const Predictor beside(std::vector<Mlp>{varying_model(OpFamily::gemm), reads_default});
-  CHECK_FALSE(beside.picks_default_config(fp8));
+  CHECK_FALSE(beside.picks_without_search(fp8));
   CHECK(beside.configured(fp8, h100) == Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm)}).configured(fp8, h100));
 
   // In a file: absent reads as search (every file before the field), and the field is checked.
@@ -916,6 +916,122 @@ TEST_CASE("Predictor: a config-less model that reads the analytical default conf
   MlpDescription with_config = varying_model(OpFamily::gemm).description();
   with_config.config_pick = ConfigPick::analytical_default;
   CHECK_THAT(error_of([&] { Mlp{with_config}; }), Contains("mlp.config_pick") && Contains("without a config only"));
+}
+
+namespace {
+// A small tree: m at most 64 -> config 0; else by the GPU's bandwidth: to 4,096 GB/s config 1,
+// past it config 2 (split-K 8).
+GemmConfigTree small_config_tree() {
+  GemmConfigTree tree;
+  tree.input = {0, -1, 6, -1, -1};
+  tree.threshold = {6.0f, 0, 12.0f, 0, 0};
+  tree.left = {1, 0, 3, 0, 0};
+  tree.right = {2, 0, 4, 0, 0};
+  tree.config = {0, 0, 0, 1, 2};
+  GemmConfig small{.tile_m = 64, .tile_n = 128, .tile_k = 128, .stages = 4};
+  small.swap_ab = true;
+  GemmConfig large{.tile_m = 160, .tile_n = 256, .tile_k = 128, .stages = 4, .cluster_m = 2};
+  large.schedule = GemmSchedule::cooperative;
+  large.swap_ab = true;  // (the MMA's M side, tile_n, a multiple of 128 as cooperative asks)
+  GemmConfig split{.tile_m = 128, .tile_n = 128, .tile_k = 128, .split_k = 8, .stages = 4};
+  tree.configs = {small, large, split};
+  return tree;
+}
+}  // namespace
+
+TEST_CASE("GemmConfigTree: a walk reaches its leaf's config; its rules name the field", "[predictor][config_tree]") {
+  const GemmConfigTree tree = small_config_tree();
+  REQUIRE_NOTHROW(tree.validate());
+  GpuSpec fast = find_gpu("H200-SXM");
+  fast.dram_bandwidth_gb_s = 4800;
+  const GpuSpec& h100 = find_gpu("H100-SXM");  // 3,350 GB/s
+  CHECK(tree.pick(make_gemm(64, 4096, 4096), h100) == tree.configs[0]);  // log2 64 = 6: at most the threshold
+  CHECK(tree.pick(make_gemm(65, 4096, 4096), h100) == tree.configs[1]);
+  CHECK(tree.pick(make_gemm(65, 4096, 4096), fast) == tree.configs[2]);
+  // A split past the GEMM's K steps is cut to them (K 256 in steps of 128: two).
+  CHECK(tree.pick(make_gemm(1000, 4096, 256), fast).split_k == 2);
+  CHECK(tree.pick(make_gemm(1000, 4096, 8192), fast).split_k == 8);
+
+  auto broken = [&](const std::function<void(GemmConfigTree&)>& change) {
+    GemmConfigTree copy = tree;
+    change(copy);
+    return error_of([&] { copy.validate(); });
+  };
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.left[0] = 0; }), Contains("config_tree.left[0] must be a node after this one (1-4), got 0"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.right[2] = 5; }), Contains("config_tree.right[2] must be a node after this one (3-4), got 5"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.config[4] = 3; }), Contains("config_tree.config[4] must index configs (0-2) at a leaf, got 3"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input[2] = 9; }), Contains("config_tree.input[2] must be -1 (a leaf) or an input's index"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.threshold[0] = std::nanf(""); }), Contains("config_tree.threshold[0] must be finite"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.left.pop_back(); }), Contains("config_tree.left entries must be one per node (5), got 4"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.configs[1].tile_m = 4; }), Contains("config_tree.configs[1]: gemm.tile_m must be at least 8"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.configs.clear(); }), Contains("config_tree.configs must hold at least one config"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t = GemmConfigTree{}; }), Contains("config_tree.nodes must be at least 1"));
+}
+
+TEST_CASE("Predictor: a config-less model with a tree answers at the tree's config on Hopper, survives JSON", "[predictor][config_tree]") {
+  MlpDescription d = constant_model(OpFamily::gemm, 0.4).description();
+  d.for_configless_gemm = true;
+  d.dtypes = {DType::fp8_e4m3};
+  d.config_pick = ConfigPick::cublas_tree;
+  d.config_tree = std::make_shared<const GemmConfigTree>(small_config_tree());
+  const Mlp with_tree(d);
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  const GpuSpec& a100 = find_gpu("A100-SXM");
+  Gemm fp8 = make_gemm(1000, 4096, 4096);
+  fp8.dtype = DType::fp8_e4m3;
+  for (const Predictor& predictor : {Predictor(std::vector<Mlp>{with_tree}), Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), with_tree}),
+                                     Predictor(std::vector<Mlp>{mlp_from_json(to_json(with_tree))})}) {
+    CHECK(predictor.picks_without_search(fp8));
+    Gemm expected = fp8;
+    expected.config = small_config_tree().configs[1];
+    CHECK(predictor.configured(fp8, h100) == Kernel(expected));
+    const Prediction p = predictor.predict(fp8, h100);
+    CHECK(p.lower_bound_us == Predictor::analytical().predict(expected, h100).lower_bound_us);
+    CHECK(p.efficiency == Approx(0.4).epsilon(1e-6));
+    CHECK(p.config_defaulted);
+    CHECK(same(predictor.predict(std::vector<Kernel>{fp8}, h100)[0], p));
+    // Off Hopper the tree's kernels are none the GPU runs: the analytical default config.
+    Gemm ampere = fp8;
+    ampere.dtype = DType::bf16;  // (the A100 has no fp8 path)
+    CHECK_FALSE(predictor.picks_without_search(ampere));
+  }
+  const Predictor bf16_tree(std::vector<Mlp>{[&] {
+    MlpDescription b = d;
+    b.dtypes = {DType::bf16};
+    return Mlp(b);
+  }()});
+  Gemm bf16 = make_gemm(1000, 4096, 4096);
+  Gemm defaulted = bf16;
+  defaulted.config = default_config(bf16, a100);
+  CHECK(bf16_tree.configured(bf16, a100) == Kernel(defaulted));
+
+  // The file keeps every array and config; a pick without its tree, or a tree without the pick, is refused.
+  const Mlp read = mlp_from_json(to_json(with_tree));
+  REQUIRE(read.description().config_tree != nullptr);
+  CHECK(read.description().config_tree->threshold == small_config_tree().threshold);
+  CHECK(read.description().config_tree->configs == small_config_tree().configs);
+  MlpDescription no_tree = d;
+  no_tree.config_tree = nullptr;
+  CHECK_THAT(error_of([&] { Mlp{no_tree}; }), Contains("mlp.config_tree") && Contains("must be given with config_pick \"cublas_tree\""));
+  MlpDescription no_pick = d;
+  no_pick.config_pick = ConfigPick::search;
+  CHECK_THAT(error_of([&] { Mlp{no_pick}; }), Contains("mlp.config_tree") && Contains("and only with it"));
+  MlpDescription bad_tree = d;
+  GemmConfigTree cyclic = small_config_tree();
+  cyclic.right[0] = 0;
+  bad_tree.config_tree = std::make_shared<const GemmConfigTree>(cyclic);
+  CHECK_THAT(error_of([&] { Mlp{bad_tree}; }), Contains("mlp.config_tree.right[0] must be a node after this one"));
+  std::string text = to_json(with_tree);
+  const std::string inputs = "\"log2_m\"";
+  REQUIRE(text.find(inputs) != std::string::npos);
+  std::string renamed = text;
+  renamed.replace(renamed.find(inputs), inputs.size(), "\"m\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(renamed); }), Contains("mlp.config_tree.inputs must list the inputs this build computes"));
+  std::string schedule = text;
+  const std::string cooperative = "\"schedule\":\"cooperative\"";
+  REQUIRE(schedule.find(cooperative) != std::string::npos);
+  schedule.replace(schedule.find(cooperative), cooperative.size(), "\"schedule\":\"eager\"");
+  CHECK_THAT(error_of([&] { mlp_from_json(schedule); }), Contains("mlp.config_tree.configs[1].schedule must be ping_pong") && Contains("eager"));
 }
 
 TEST_CASE("Predictor: outside what its network was trained on, the measured efficiency of the kernel's pipe answers",

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeweave/config_tree.hpp"
 #include "pipeweave/detail/dense.hpp"
 #include "pipeweave/error.hpp"
 #include "pipeweave/pipes.hpp"
@@ -55,15 +56,20 @@ inline void check_further_networks(std::size_t further) {
 }  // namespace detail
 
 // Which config a model for GEMMs without a config reads the demand of (MlpDescription::config_pick).
-enum class ConfigPick : std::uint8_t { search, analytical_default };
+enum class ConfigPick : std::uint8_t { search, analytical_default, cublas_tree };
 
 constexpr std::string_view to_string(ConfigPick pick) {
-  return pick == ConfigPick::search ? "search" : "analytical_default";
+  switch (pick) {
+    case ConfigPick::search: return "search";
+    case ConfigPick::analytical_default: return "analytical_default";
+    case ConfigPick::cublas_tree: return "cublas_tree";
+  }
+  return "?";
 }
 
 inline std::optional<ConfigPick> parse_config_pick(std::string_view text) {
-  if (text == "search") return ConfigPick::search;
-  if (text == "analytical_default") return ConfigPick::analytical_default;
+  for (ConfigPick pick : {ConfigPick::search, ConfigPick::analytical_default, ConfigPick::cublas_tree})
+    if (text == to_string(pick)) return pick;
   return std::nullopt;
 }
 
@@ -97,8 +103,12 @@ struct MlpDescription {
   // Models for GEMMs without a config only: whose config's demand the network reads. search: the
   // config the predictor's GEMM model expects fastest (Predictor::best_gemm_config), so the network
   // answers beside a GEMM model; analytical_default: the analytical stage's own choice
-  // (default_config in pipeweave/ops/gemm.hpp), which needs no GEMM model and no search.
+  // (default_config in pipeweave/ops/gemm.hpp), which needs no GEMM model and no search;
+  // cublas_tree: the config config_tree expects cuBLAS to run (on Hopper and later; elsewhere the
+  // analytical default), no GEMM model or search needed either.
   ConfigPick config_pick = ConfigPick::search;
+  // With config_pick cublas_tree only: the tree (shared by copies: it is large and never changes).
+  std::shared_ptr<const GemmConfigTree> config_tree;
   // A factor on every latency this model answers, fitted after training: 1 / mean(predicted /
   // measured) over its training rows. A network trained with MAPE as its loss answers the median
   // ratio, and a long tail of kernels slower than predicted leaves its mean too fast (the served
@@ -414,6 +424,10 @@ class Mlp {
     if (d.config_pick != ConfigPick::search && !d.for_configless_gemm)
       detail::fail_field("mlp.config_pick", "\"" + std::string(to_string(d.config_pick)) + "\"",
                          "is for models for GEMMs without a config only");
+    if ((d.config_pick == ConfigPick::cublas_tree) != (d.config_tree != nullptr))
+      detail::fail_field("mlp.config_tree", d.config_tree ? "(a tree)" : "(none)",
+                         "must be given with config_pick \"cublas_tree\" and only with it");
+    if (d.config_tree) d.config_tree->validate("mlp.config_tree.");
     if (!d.dtypes.empty() && !d.for_configless_gemm)
       detail::fail_field("mlp.dtypes", "(a model for " + std::string(d.family == OpFamily::gemm ? "GEMMs with their config" : to_string(d.family)) + ")",
                          "is for models for GEMMs without a config only");

@@ -256,25 +256,33 @@ class Predictor {
   static constexpr std::size_t kConfigShortlist = 8;
 
   // The kernel as predict() runs it: a GEMM without a config gets best_gemm_config() (or
-  // default_config where picks_default_config()); any
+  // config_without_search() where picks_without_search()); any
   // other kernel is returned as given (its family's default config applies inside the
   // demand model, and describe_config() names it). For showing what was predicted.
   Kernel configured(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
     if (!gemm || gemm->config) return kernel;
     Gemm tuned = *gemm;
-    if (picks_default_config(*gemm)) tuned.config = default_config(*gemm, gpu);
+    if (picks_without_search(*gemm)) tuned.config = config_without_search(*gemm, gpu);
     else if (model(OpFamily::gemm)) tuned.config = best_gemm_config(*gemm, gpu);
     else return kernel;
     return tuned;
   }
 
-  // Whether a GEMM given without its config is answered at the analytical stage's own config: its
-  // config-less model reads that config's demand (ConfigPick::analytical_default), with or without
-  // a GEMM model beside it, and no config is searched.
-  bool picks_default_config(const Gemm& gemm) const {
+  // Whether a GEMM given without its config is answered at a config no search picks: its
+  // config-less model reads the analytical default config's demand or its tree's
+  // (MlpDescription::config_pick), with or without a GEMM model beside it.
+  bool picks_without_search(const Gemm& gemm) const {
     const Mlp* configless = configless_gemm_model(gemm.dtype);
-    return configless && configless->description().config_pick == ConfigPick::analytical_default;
+    return configless && configless->description().config_pick != ConfigPick::search;
+  }
+
+  // That config (where picks_without_search): the tree's on Hopper and later, whose kernels it
+  // learnt; the analytical default config otherwise.
+  GemmConfig config_without_search(const Gemm& gemm, const GpuSpec& gpu) const {
+    const MlpDescription& d = configless_gemm_model(gemm.dtype)->description();
+    if (d.config_pick == ConfigPick::cublas_tree && detail::hopper_or_later(gpu)) return d.config_tree->pick(gemm, gpu);
+    return default_config(gemm, gpu);
   }
 
  private:
@@ -342,8 +350,7 @@ class Predictor {
   // A GEMM without a config runs the best predicted one; every other kernel as given.
   Demand resolved_demand(const Kernel& kernel, const GpuSpec& gpu) const {
     const Gemm* gemm = kernel.get_if<Gemm>();
-    // (compute_demand of a GEMM without a config is the analytical default config's)
-    if (!gemm || gemm->config || !model(OpFamily::gemm) || picks_default_config(*gemm)) return compute_demand(kernel, gpu);
+    if (!gemm || gemm->config || (!model(OpFamily::gemm) && !picks_without_search(*gemm))) return compute_demand(kernel, gpu);
     Demand demand = compute_demand(configured(kernel, gpu), gpu);
     demand.config_defaulted = true;
     return demand;
@@ -357,7 +364,7 @@ class Predictor {
     const Mlp* mlp = model(kernel.family());
     const Gemm* gemm = kernel.get_if<Gemm>();
     if (!gemm || gemm->config) return {mlp, mlp ? mlp->latency_scale() : 1.0};
-    if (picks_default_config(*gemm)) {
+    if (picks_without_search(*gemm)) {
       const Mlp* configless = configless_gemm_model(gemm->dtype);
       return {configless, configless->latency_scale()};
     }

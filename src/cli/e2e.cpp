@@ -458,7 +458,7 @@ Predictor run_predictor(const E2eArguments& a, bool has_moe, DType run_dtype) {
   });
   // (a model for them that reads the analytical default config's demand leaves the GEMM model none to pick for)
   const bool picks_default = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
-    return model.description().config_pick == ConfigPick::analytical_default && model.answers_for(run_dtype);
+    return model.description().config_pick != ConfigPick::search && model.answers_for(run_dtype);
   });
   for (std::size_t i = 0; i < models.size(); ++i) {
     if (models[i].family() == OpFamily::gemm && !models[i].description().for_configless_gemm && picks_default)

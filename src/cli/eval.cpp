@@ -207,11 +207,10 @@ void add_further_model(const EvalArguments& arguments, const std::string& path, 
                        (further.description().for_configless_gemm ? arguments.model : path) + " is not one");
   const std::map<std::string, std::string> first(model.description().provenance.begin(), model.description().provenance.end());
   const std::map<std::string, std::string> other(further.description().provenance.begin(), further.description().provenance.end());
-  if (model.description().config_pick != further.description().config_pick)
-    throw InvalidInput(fmt::format("{} reads the config \"{}\" picks, {} \"{}\": the models given together must share their pick",
-                                   arguments.model, to_string(model.description().config_pick), path,
-                                   to_string(further.description().config_pick)));
+  // (each answers its own types at its own pick; a chooser is shared where both search)
+  const bool both_search = model.description().config_pick == ConfigPick::search && further.description().config_pick == ConfigPick::search;
   for (const char* key : {"chooser", "split_seed", "test_fraction", "holdout_gpu"}) {
+    if (std::string_view(key) == "chooser" && !both_search) continue;
     const std::string a = first.count(key) ? first.at(key) : "", b = other.count(key) ? other.at(key) : "";
     if (a != b)
       throw InvalidInput(fmt::format("{} was trained with {} \"{}\", {} with \"{}\": the models given together must share their chooser and split",
@@ -294,9 +293,10 @@ std::vector<MeasuredKernel> scored_rows(const EvalArguments& arguments, const Ev
 Predictor predictor_for(const EvaluatedModel& evaluated) {
   if (!evaluated.model) return Predictor();
   if (!evaluated.configless()) return Predictor(std::vector<Mlp>{*evaluated.model});
-  std::string chooser;
-  for (const auto& [key, value] : evaluated.model->description().provenance)
-    if (key == "chooser") chooser = value;
+  std::string chooser;  // (of a model that searches: one reading another pick records none)
+  for (const Mlp& configless : evaluated.configless_models)
+    for (const auto& [key, value] : configless.description().provenance)
+      if (key == "chooser") chooser = value;
   // data/models/gemm.json, named from the repository's root where the bundled networks were trained,
   // is the bundled GEMM model: where that path is not there to read (eval run from another folder),
   // the model compiled in from it answers.

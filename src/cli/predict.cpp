@@ -103,7 +103,7 @@ bool answers_kernel(const Mlp& model, const Kernel& kernel, const std::vector<Ml
   const Gemm* gemm = kernel.get_if<Gemm>();
   if (!model.description().for_configless_gemm)
     return !gemm || gemm->config || std::none_of(given.begin(), given.end(), [&](const Mlp& other) {
-             return other.description().config_pick == ConfigPick::analytical_default && other.answers_for(gemm->dtype);
+             return other.description().config_pick != ConfigPick::search && other.answers_for(gemm->dtype);
            });
   return gemm && !gemm->config && model.answers_for(gemm->dtype);
 }

@@ -96,7 +96,7 @@ FlagParser train_flags(TrainArguments& a) {
       .custom("--config-pick",
               [&a](const std::string& text) {
                 const auto pick = parse_config_pick(text);
-                if (!pick) FlagParser::fail("--config-pick", text, "must be search or analytical_default");
+                if (!pick) FlagParser::fail("--config-pick", text, "must be search, analytical_default or cublas_tree");
                 a.config_pick = *pick;
                 a.config_pick_given = true;
               })
@@ -151,8 +151,12 @@ void check_mode(TrainArguments& a, OpFamily family, const std::vector<MeasuredKe
   }
   if (!a.chooser_path.empty() && !a.configless) throw InvalidInput("--chooser picks the configs for --without-configs; give both");
   if (a.config_pick_given && !a.configless) throw InvalidInput("--config-pick says whose config --without-configs reads; give both");
-  if (!a.chooser_path.empty() && a.config_pick == ConfigPick::analytical_default)
-    throw InvalidInput("--chooser picks configs by a GEMM model; --config-pick analytical_default takes the analytical default config: give one of them");
+  if (!a.chooser_path.empty() && a.config_pick != ConfigPick::search)
+    throw InvalidInput("--chooser picks configs by a GEMM model; --config-pick " + std::string(to_string(a.config_pick)) +
+                       " takes another config: give one of them");
+  // (a tree is learnt elsewhere, data/models/served_config_tree_model.py; fine-tuning keeps the start's)
+  if (a.config_pick == ConfigPick::cublas_tree && a.init_path.empty())
+    throw InvalidInput("--config-pick cublas_tree needs the tree of a start model (--init): train cannot learn one");
   if (a.configless && family != OpFamily::gemm)
     FlagParser::fail("--without-configs with --op", a.op, "must be gemm (the config it leaves out is a GEMM's)");
   if (a.configless && a.options.rank_weight > 0)
@@ -199,8 +203,8 @@ void keep_start_pick(TrainArguments& a, const std::optional<Mlp>& init) {
     FlagParser::fail("--config-pick", std::string(to_string(a.config_pick)),
                      fmt::format("must be the start model's pick: {} reads the {} config's demand", a.init_path, to_string(start)));
   a.config_pick = start;
-  if (!a.chooser_path.empty() && start == ConfigPick::analytical_default)
-    throw InvalidInput(a.init_path + " reads the analytical default config's demand: --chooser picks no config for it");
+  if (!a.chooser_path.empty() && start != ConfigPick::search)
+    throw InvalidInput(a.init_path + " reads the " + std::string(to_string(start)) + " config's demand: --chooser picks no config for it");
 }
 
 // How the rows were timed, from their l2 column (MeasuredKernel::served): every row served, or
@@ -269,12 +273,20 @@ using SpecFor = std::function<GpuSpec(const std::string&)>;
 // The rows of a model for GEMMs given without their config: per GPU and shape, cuBLAS's first
 // choice as measured, with the demand of the config the chooser (a GEMM model) picks.
 std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const std::vector<MeasuredKernel>& rows,
-                                               const std::set<std::string>& gpus, const SpecFor& spec_for) {
-  if (a.config_pick == ConfigPick::analytical_default) {
+                                               const std::set<std::string>& gpus, const SpecFor& spec_for,
+                                               const std::optional<Mlp>& init) {
+  if (a.config_pick != ConfigPick::search) {
     std::vector<MeasuredKernel> chosen = configless_first_choices(rows);
     if (chosen.empty()) throw InvalidInput("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
-    // (each kernel without its config: compute_demand takes the analytical default config)
-    fmt::print(stderr, "the analytical default config for {} (GPU, shape) pairs\n", chosen.size());
+    // Each row at the config the start model's predictor answers it with (its tree's or the
+    // analytical default); without a start, the analytical default (compute_demand's, as bare).
+    if (init) {
+      const Predictor picking(std::vector<Mlp>{*init});
+      std::map<std::string, GpuSpec> gpu_specs;
+      for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
+      for (MeasuredKernel& row : chosen) row.kernel = picking.configured(row.kernel, gpu_specs.at(row.gpu));
+    }
+    fmt::print(stderr, "the {} config for {} (GPU, shape) pairs\n", to_string(a.config_pick), chosen.size());
     return chosen;
   }
   const Predictor chooser = a.chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(a.chooser_path)});
@@ -374,7 +386,7 @@ MlpDescription describe(const TrainArguments& a, OpFamily family, const Training
     description.provenance.emplace_back("networks", std::to_string(result.model.network_count()));
     description.provenance.emplace_back("best_epochs", join(best_epochs, " "));
   }
-  if (a.configless && a.config_pick == ConfigPick::analytical_default) description.config_pick = a.config_pick;
+  if (a.configless && a.config_pick != ConfigPick::search) description.config_pick = a.config_pick;
   else if (a.configless) description.provenance.emplace_back("chooser", a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path);
   return description;
 }
@@ -418,7 +430,7 @@ int train_command(int argc, const char* const* argv, int first) {
   check_named_specs_used(a.specs, gpus);
   std::map<std::string, std::string> spec_sources;
   const SpecFor spec_for = [&](const std::string& gpu) { return spec_for_gpu(gpu, a.specs, a.specs_dir, spec_sources[gpu]); };
-  if (a.configless) rows = chosen_config_rows(a, rows, gpus, spec_for);
+  if (a.configless) rows = chosen_config_rows(a, rows, gpus, spec_for, init);
 
   if (init && a.options.networks != 1 && static_cast<std::size_t>(a.options.networks) != init->network_count())
     FlagParser::fail("--networks", std::to_string(a.options.networks),

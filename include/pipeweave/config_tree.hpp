@@ -1,0 +1,95 @@
+#pragma once
+// GemmConfigTree: the config cuBLAS is expected to run for a GEMM given only its shape, a decision
+// tree learnt from measured first choices (data/models/served_config_tree.py). cuBLAS's Hopper
+// kernels run tiles the library's candidates do not hold (160x256, 208x192, ...), so the config the
+// GEMM model picks among those is seldom the one that runs; a network for GEMMs without a config
+// that reads the demand of the tree's pick instead (MlpDescription::config_pick = cublas_tree)
+// came out about half a point closer on fp8 GEMMs of model families it never saw
+// (docs/experiments/served-gemms.md). A pick is one walk down the tree: no search.
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeweave/error.hpp"
+#include "pipeweave/gpu_spec.hpp"
+#include "pipeweave/ops/gemm.hpp"
+
+namespace pipeweave {
+
+struct GemmConfigTree {
+  // The inputs each node may split on, in this order, as served_config_tree.py computes them
+  // (log2 in double, then float: scikit-learn compares float32 inputs with its thresholds). The GPU
+  // enters by its DRAM bandwidth (cuBLAS's heuristics chose differently on the H100 and the H200).
+  static constexpr std::array<std::string_view, 9> kInputNames = {
+      "log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256", "k_multiple_of_256"};
+  // The most nodes a tree may hold (node indices are stored as float32: exact to 2^24).
+  static constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
+
+  // One entry per node, node 0 the root. input: the input split on, -1 at a leaf; threshold: the
+  // walk goes to `left` where the input is at most it, else to `right` (children come after their
+  // node, so every walk ends; scikit-learn's double threshold is written as the greatest float at
+  // or below it, which sends every float input the same way); config: at a leaf, the index of its
+  // config in `configs`.
+  std::vector<std::int32_t> input;
+  std::vector<float> threshold;
+  std::vector<std::int32_t> left, right, config;
+  std::vector<GemmConfig> configs;
+
+  // Throws pipeweave::InvalidInput naming the first field (prefix + name) that breaks a rule.
+  void validate(const std::string& prefix = "config_tree.") const {
+    const std::size_t nodes = input.size();
+    if (nodes == 0) detail::fail_field(prefix + "nodes", 0, "must be at least 1 (the root)");
+    if (nodes > kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
+    for (const auto& [name, size] : {std::pair{"threshold", threshold.size()}, std::pair{"left", left.size()},
+                                     std::pair{"right", right.size()}, std::pair{"config", config.size()}})
+      if (size != nodes) detail::fail_field(prefix + name + " entries", size, "must be one per node (" + std::to_string(nodes) + ")");
+    if (configs.empty()) detail::fail_field(prefix + "configs", 0, "must hold at least one config");
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+      try {
+        configs[c].validate();
+      } catch (const InvalidInput& error) {
+        throw InvalidInput(prefix + "configs[" + std::to_string(c) + "]: " + error.what());
+      }
+    }
+    for (std::size_t i = 0; i < nodes; ++i) {
+      // (a node's field name is built only for its error)
+      const auto field = [&](const char* name) { return prefix + name + '[' + std::to_string(i) + ']'; };
+      if (input[i] == -1) {
+        if (config[i] < 0 || static_cast<std::size_t>(config[i]) >= configs.size())
+          detail::fail_field(field("config"), config[i], "must index configs (0-" + std::to_string(configs.size() - 1) + ") at a leaf");
+        continue;
+      }
+      if (input[i] < 0 || static_cast<std::size_t>(input[i]) >= kInputNames.size())
+        detail::fail_field(field("input"), input[i], "must be -1 (a leaf) or an input's index (0-8)");
+      if (!std::isfinite(threshold[i])) detail::fail_field(field("threshold"), threshold[i], "must be finite");
+      for (const auto& [name, child] : {std::pair{"left", left[i]}, std::pair{"right", right[i]}})
+        if (child <= static_cast<std::int64_t>(i) || static_cast<std::size_t>(child) >= nodes)
+          detail::fail_field(field(name), child,
+                             "must be a node after this one (" + std::to_string(i + 1) + "-" + std::to_string(nodes - 1) + ")");
+    }
+  }
+
+  // The config at the leaf this GEMM on this GPU reaches, its split-K cut to the GEMM's K steps
+  // where a leaf learnt from longer K asks for more (a split without a step is no kernel).
+  GemmConfig pick(const Gemm& gemm, const GpuSpec& gpu) const {
+    const double m = std::log2(static_cast<double>(gemm.m)), n = std::log2(static_cast<double>(gemm.n)),
+                 k = std::log2(static_cast<double>(gemm.k));
+    const std::array<float, kInputNames.size()> inputs = {
+        static_cast<float>(m), static_cast<float>(n), static_cast<float>(k), static_cast<float>(m + n),
+        static_cast<float>(n + k), static_cast<float>(m + n + k), static_cast<float>(std::log2(gpu.dram_bandwidth_gb_s)),
+        gemm.n % 256 == 0 ? 1.0f : 0.0f, gemm.k % 256 == 0 ? 1.0f : 0.0f};
+    std::size_t node = 0;
+    while (input[node] >= 0)
+      node = static_cast<std::size_t>(inputs[static_cast<std::size_t>(input[node])] <= threshold[node] ? left[node] : right[node]);
+    GemmConfig picked = configs[static_cast<std::size_t>(config[node])];
+    const std::int64_t k_steps = (gemm.k - 1) / picked.tile_k + 1;
+    if (picked.split_k > k_steps) picked.split_k = static_cast<int>(k_steps);
+    return picked;
+  }
+};
+
+}  // namespace pipeweave
