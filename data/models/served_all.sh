@@ -2,14 +2,14 @@
 # The bundled networks for GEMMs without a config: trained on every served row of both GPUs, scored
 # on a fresh draw of shapes (docs/experiments/served-gemms.md, "The bundled networks"):
 #   bash data/models/served_all.sh [BUILD_DIR]
-# 1. Trains them as served_both_gpus.sh does (one per data type, the bundled GEMM model choosing
-#    the configs, 160 epochs, recorded as --protocol served), on all the H100's and the H200's rows
-#    of seeds 1-3 (gemm_served_{bf16,fp8}.csv.gz, every family), answering for fp16 and fp8 e5m2
-#    too -> data/models/gemm_configless_{bf16,fp8}.json, the bundled ones (rebuild to embed them).
-# 1b. The fp8 network's latency_scale: 1 / mean(predicted / measured) over those training rows
-#    (served_scale.py; the MAPE loss leaves the mean 2.1% fast where the median is right). bf16
-#    keeps none: its factor (1.0105) would cost the published serving runs' prefill 0.3 points
-#    (docs/experiments/served-gemms.md, "A factor per data type").
+# 1. Trains the bf16 one as served_both_gpus.sh does (the bundled GEMM model choosing the configs,
+#    160 epochs, recorded as --protocol served), on all the H100's and the H200's rows of seeds 1-3
+#    (gemm_served_bf16.csv.gz, every family), answering for fp16 too, and the fp8 one with the tree
+#    of cuBLAS's configs (served_config_tree_fresh.sh: its own latency_scale; PYTHON, an interpreter
+#    with numpy and scikit-learn, as that script asks) -> data/models/gemm_configless_{bf16,fp8}.json,
+#    the bundled ones (rebuild to embed them). bf16 keeps no latency_scale: its factor (1.0105) would
+#    cost the published serving runs' prefill 0.3 points (docs/experiments/served-gemms.md, "A
+#    factor per data type").
 # 2. Scores them, and the networks trained on rested rows (data/models/rested/, train_all.sh), on
 #    the seed-4 and seed-5 rows (served_fresh.sh: shapes none of them was trained on)
 #    -> data/models/report/served/fresh/{served_all,rested}/
@@ -30,18 +30,9 @@ kinds=(served_all)
 [[ ${RESTED:-1} == 0 ]] || kinds+=(rested)
 mkdir -p "$model_dir" "${kinds[@]/#/$out/}"
 source data/models/served_train.sh
-NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
+SERVED_DTYPES=bf16 NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
-scale_fit=$(mktemp -d)
-trap 'rm -rf "$scale_fit"' EXIT
-fits=()
-for gpu in H100-SXM H200-SXM; do
-  "$cli" eval --without-configs --model "$model_dir/gemm_configless_bf16.json" --model "$model_dir/gemm_configless_fp8.json" \
-    --data "data/measurements/$gpu/gemm_served_bf16.csv.gz" --data "data/measurements/$gpu/gemm_served_fp8.csv.gz" \
-    --specs data/gpus --report "$scale_fit/$gpu" > /dev/null
-  fits+=(--fit "$scale_fit/$gpu/eval.csv")
-done
-python3 data/models/served_scale.py "${fits[@]}" --write "fp8=$model_dir/gemm_configless_fp8.json"
+MODEL_OUT="$model_dir/gemm_configless_fp8.json" bash data/models/served_config_tree_fresh.sh "$build"
 for kind in "${kinds[@]}"; do
   dir=$model_dir
   [[ $kind == rested ]] && dir=data/models/rested

@@ -20,7 +20,9 @@ and prints how often the predicted config is cuBLAS's (whole, and its tile and s
 predicted split-K past the shape's K steps (a config of a longer K) is cut to them.
 """
 import argparse
+import base64
 import csv
+import json
 import gzip
 import math
 import os
@@ -38,6 +40,43 @@ def features(row):
     m, n, k = (float(row[c]) for c in ("m", "n", "k"))
     lm, ln, lk = math.log2(m), math.log2(n), math.log2(k)
     return [lm, ln, lk, lm + ln, ln + lk, lm + ln + lk, math.log2(DRAM_GB_S[row["gpu"]]), n % 256 == 0, k % 256 == 0]
+
+
+INPUT_NAMES = ["log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
+               "k_multiple_of_256"]  # features()'s, in order: GemmConfigTree::kInputNames
+
+
+def packed(values):
+    """float32, little-endian, base64: as the model files pack their numbers."""
+    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode()
+
+
+def tree_to_json(tree):
+    """The fitted tree as include/pipeweave/config_tree.hpp reads it. scikit-learn compares float32
+    inputs with double thresholds; each is written as the greatest float32 at or below it, which
+    sends every float32 input the same way."""
+    t = tree.tree_
+    leaf = t.children_left == -1
+    thresholds = t.threshold.astype(np.float32)
+    above = thresholds.astype(np.float64) > t.threshold
+    thresholds[above] = np.nextafter(thresholds[above], np.float32(-np.inf))
+    thresholds[leaf] = 0
+    # The configs some leaf names, in the order of the classes (scikit-learn keeps every class seen)
+    leaf_class = np.where(leaf, t.value[:, 0, :].argmax(axis=1), -1)
+    used = sorted(set(leaf_class[leaf].tolist()))
+    index = {c: i for i, c in enumerate(used)}
+    configs = []
+    for label in tree.classes_[used]:
+        v = label.split("|")
+        configs.append({"tile_m": int(v[0]), "tile_n": int(v[1]), "tile_k": int(v[2]), "split_k": int(v[3]), "stages": int(v[4]),
+                        "cluster_m": int(v[5]), "cluster_n": int(v[6]), "swap_ab": v[7] == "1", "schedule": v[8], "raster": v[9]})
+    return {"inputs": INPUT_NAMES, "nodes": int(t.node_count),
+            "input_base64": packed(np.where(leaf, -1, t.feature)),
+            "threshold_base64": packed(thresholds),
+            "left_base64": packed(np.where(leaf, 0, t.children_left)),
+            "right_base64": packed(np.where(leaf, 0, t.children_right)),
+            "config_base64": packed([index[c] if c >= 0 else 0 for c in leaf_class.tolist()]),
+            "configs": configs}
 
 
 def read(paths, dtype):
@@ -62,6 +101,8 @@ def main():
     parser.add_argument("train", nargs="+")
     parser.add_argument("--test", nargs="+", required=True)
     parser.add_argument("--dtype", choices=("bf16", "fp8"), required=True)
+    parser.add_argument("--max-depth", type=int, help="no deeper tree than this (the tests' small one)")
+    parser.add_argument("--tree-json", help="write the tree fitted on every training row here, as a model file's config_tree")
     parser.add_argument("--by-seed", action="store_true", help="a test file per GPU and shape list (shape_seed column)")
     parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
     args = parser.parse_args()
@@ -76,7 +117,8 @@ def main():
     for leaf in args.leaf:
         oof = np.empty(len(learnt), dtype=object)
         for fit, held in folds:
-            tree = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=1).fit(x[fit], [labels[i] for i in fit])
+            tree = DecisionTreeClassifier(min_samples_leaf=leaf, max_depth=args.max_depth, random_state=1).fit(
+                x[fit], [labels[i] for i in fit])
             oof[held] = tree.predict(x[held])
         accuracy = float(np.mean([a == b for a, b in zip(oof, labels)]))
         print(f"leaf {leaf}: out-of-fold accuracy {100 * accuracy:.1f}% (whole config)")
@@ -84,13 +126,17 @@ def main():
             best = (accuracy, leaf, oof)
     _, leaf, oof = best
     print(f"chosen: leaf {leaf}")
-    tree = DecisionTreeClassifier(min_samples_leaf=leaf, random_state=1).fit(x, labels)
+    tree = DecisionTreeClassifier(min_samples_leaf=leaf, max_depth=args.max_depth, random_state=1).fit(x, labels)
     print(f"tree: {tree.tree_.node_count} nodes, depth {tree.get_depth()}, {len(tree.classes_)} configs")
     # Rows whose tile nothing says keep a prediction too (the tree's, trained on every learnt row).
     predicted_train = dict(zip(map(id, learnt), oof))
     unknown = [r for r in train if r["config_source"] == "unknown"]
     if unknown:
         predicted_train.update(zip(map(id, unknown), tree.predict(np.array([features(r) for r in unknown]))))
+    os.makedirs(args.out, exist_ok=True)
+    if args.tree_json:
+        with open(args.tree_json, "w") as f:
+            json.dump(tree_to_json(tree), f)
     predicted_test = tree.predict(np.array([features(r) for r in test]))
     os.makedirs(args.out, exist_ok=True)
     for name, rows, predicted in (("train", train, [predicted_train[id(r)] for r in train]), ("test", test, predicted_test)):

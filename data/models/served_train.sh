@@ -7,7 +7,8 @@
 # {dtype} stands for bf16 or fp8. NETWORKS=N in the environment trains each as an ensemble of N
 # networks (train --networks; default 1); HIDDEN=W1,W2,W3 the hidden layers' widths (train --hidden;
 # default the trainer's 256,128,64); CONFIG_PICK=analytical_default the networks reading the
-# analytical default config's demand (train --config-pick) instead of the bundled GEMM model's pick.
+# analytical default config's demand (train --config-pick) instead of the bundled GEMM model's pick;
+# SERVED_DTYPES="bf16" (or "fp8") trains that one alone.
 train_served() {
   local models=$1 logs=$2 bf16_types=$3 fp8_types=$4
   shift 4
@@ -15,7 +16,7 @@ train_served() {
   local hidden=() pick=(--chooser data/models/gemm.json)
   [[ -z ${HIDDEN:-} ]] || hidden=(--hidden "$HIDDEN")
   [[ -z ${CONFIG_PICK:-} ]] || pick=(--config-pick "$CONFIG_PICK")
-  for dtype in bf16 fp8; do
+  for dtype in ${SERVED_DTYPES:-bf16 fp8}; do
     types=$bf16_types
     [[ $dtype == fp8 ]] && types=$fp8_types
     "$cli" train --op gemm --without-configs --dtypes "$types" "${pick[@]}" "${@//\{dtype\}/$dtype}" \
