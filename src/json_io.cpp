@@ -353,7 +353,7 @@ GemmConfig tree_config_from_json(const json& value, const std::string& prefix) {
 // when the model is built.
 std::shared_ptr<const GemmConfigTree> config_tree_from_json(const json& value) {
   const std::string prefix = "mlp.config_tree.";
-  const Fields fields(value, "mlp.config_tree");
+  const Fields fields(value, prefix);
   fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "left_base64", "right_base64", "config_base64", "configs"});
   const std::vector<std::string> inputs = fields.texts("inputs");
   if (!std::equal(inputs.begin(), inputs.end(), GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.end()))

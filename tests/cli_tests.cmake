@@ -441,6 +441,10 @@ pipeweave_cli_test(train_config_tree_init "the cublas_tree config for 8 \\(GPU, 
 pipeweave_cli_test(eval_config_pick_mixed "\noverall +3 "
                    eval --model "${tiny_tree}" --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm_configless_bf16.json" --data "${ranking_csv}")
 set_tests_properties(cli.eval_config_pick_mixed PROPERTIES FIXTURES_REQUIRED tiny_configless_dtypes)
+set_tests_properties(cli.train_config_tree_init PROPERTIES FIXTURES_SETUP tiny_tree_tuned)
+pipeweave_cli_test(predict_config_tree_tuned "trained_model +gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3 \\[tile 144x128x128 split_k 1 stages 6 cluster 1x2 swap_ab cooperative raster n\\]"
+                   predict --gpu H100-SXM --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_tree_tuned.json" gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3)
+set_tests_properties(cli.predict_config_tree_tuned PROPERTIES FIXTURES_REQUIRED tiny_tree_tuned)
 pipeweave_cli_failure(train_config_tree_needs_init "--config-pick cublas_tree needs the tree of a start model \\(--init\\): train cannot learn one"
                       train --op gemm --without-configs --config-pick cublas_tree --data "${cli_data}/served_fp8_sample.csv"
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

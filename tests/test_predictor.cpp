@@ -1,6 +1,7 @@
 // Predictor: analytical answers, answers through a hand-made model, batches, threads,
 // and the errors a prediction can raise.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
 #include <algorithm>
@@ -990,11 +991,41 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
     CHECK(p.efficiency == Approx(0.4).epsilon(1e-6));
     CHECK(p.config_defaulted);
     CHECK(same(predictor.predict(std::vector<Kernel>{fp8}, h100)[0], p));
-    // Off Hopper the tree's kernels are none the GPU runs: the analytical default config.
-    Gemm ampere = fp8;
-    ampere.dtype = DType::bf16;  // (the A100 has no fp8 path)
-    CHECK_FALSE(predictor.picks_without_search(ampere));
+    Gemm bf16 = fp8;
+    bf16.dtype = DType::bf16;  // a type it does not list: not its pick
+    CHECK_FALSE(predictor.picks_without_search(bf16));
+    // A Hopper GPU that cannot launch the tree's kernel (a cluster of 2 on one SM, or less shared
+    // memory than its stages take): the analytical default config.
+    GpuSpec one_sm = h100;
+    one_sm.sm_count = 1;
+    Gemm one_sm_default = fp8;
+    one_sm_default.config = default_config(fp8, one_sm);
+    CHECK(predictor.configured(fp8, one_sm) == Kernel(one_sm_default));
+    GpuSpec small_smem = h100;
+    small_smem.smem_bytes_per_sm = 100 * 1024;  // the tree's 160x256x128 at 4 stages takes 213 KB
+    Gemm small_smem_default = fp8;
+    small_smem_default.config = default_config(fp8, small_smem);
+    CHECK(predictor.configured(fp8, small_smem) == Kernel(small_smem_default));
+    CHECK_NOTHROW(predictor.predict(fp8, small_smem));
   }
+  // An architecture its network did not learn (the bundled fp8 network's domain: sm_90): the
+  // default config, as on Blackwell workstation GPUs with a third of the H100's shared memory.
+  MlpDescription hopper_only = d;
+  hopper_only.trained_compute_capabilities = {90};
+  const Predictor learnt_hopper(std::vector<Mlp>{Mlp(hopper_only)});
+  const GpuSpec& blackwell = find_gpu("RTX-PRO-6000-Blackwell-Server");
+  Gemm on_blackwell = fp8;
+  on_blackwell.config = default_config(fp8, blackwell);
+  CHECK(learnt_hopper.configured(fp8, blackwell) == Kernel(on_blackwell));
+  CHECK_NOTHROW(learnt_hopper.predict(fp8, blackwell));
+  CHECK_NOTHROW(Predictor().predict(fp8, blackwell));  // the bundled models
+  // The model keeps a tree of its own: one changed after the model was built does not reach it.
+  auto shared = std::make_shared<GemmConfigTree>(small_config_tree());
+  MlpDescription owned = d;
+  owned.config_tree = shared;
+  const Mlp owner(owned);
+  shared->left[0] = 0;
+  CHECK(owner.description().config_tree->left[0] == 1);
   const Predictor bf16_tree(std::vector<Mlp>{[&] {
     MlpDescription b = d;
     b.dtypes = {DType::bf16};
@@ -1032,6 +1063,22 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   REQUIRE(schedule.find(cooperative) != std::string::npos);
   schedule.replace(schedule.find(cooperative), cooperative.size(), "\"schedule\":\"eager\"");
   CHECK_THAT(error_of([&] { mlp_from_json(schedule); }), Contains("mlp.config_tree.configs[1].schedule must be ping_pong") && Contains("eager"));
+  // The file's own rules: whole numbers, a count of nodes, no more configs than nodes.
+  const nlohmann::json document = nlohmann::json::parse(text);
+  auto with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json edited = document;
+    change(edited["config_tree"]);
+    return error_of([&] { mlp_from_json(edited.dump()); });
+  };
+  CHECK_THAT(with([](nlohmann::json& t) { t.erase("nodes"); }), Contains("mlp.config_tree.nodes is missing"));
+  CHECK_THAT(with([](nlohmann::json& t) { t["nodes"] = 6; }), Contains("mlp.config_tree.input_base64 length"));
+  CHECK_THAT(with([](nlohmann::json& t) { t["extra"] = 1; }), Contains("mlp.config_tree.extra"));
+  CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAwD8AAAAAAAAAAAAAAAA="; }),  // 0, 1.5, 0, 0, 0
+             Contains("mlp.config_tree.input_base64[1] must be a whole number"));
+  CHECK_THAT(with([](nlohmann::json& t) {
+               for (int i = 0; i < 3; ++i) t["configs"].push_back(t["configs"][0]);
+             }),
+             Contains("mlp.config_tree.configs entries must be at most one per node, got 6"));
 }
 
 TEST_CASE("Predictor: outside what its network was trained on, the measured efficiency of the kernel's pipe answers",

@@ -73,6 +73,7 @@ struct GemmConfigTree {
     }
   }
 
+  // (A tree that has passed validate(): its walks end inside the arrays.)
   // The config at the leaf this GEMM on this GPU reaches, its split-K cut to the GEMM's K steps
   // where a leaf learnt from longer K asks for more (a split without a step is no kernel).
   GemmConfig pick(const Gemm& gemm, const GpuSpec& gpu) const {

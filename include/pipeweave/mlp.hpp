@@ -159,6 +159,9 @@ class Mlp {
 
   // Throws pipeweave::Error naming what does not match the code's features or the layer chain.
   explicit Mlp(MlpDescription description) : description_(std::move(description)) {
+    // A tree of its own: a caller holding a non-const pointer to the one given could change it
+    // after the checks below (a walk relies on them to end).
+    if (description_.config_tree) description_.config_tree = std::make_shared<const GemmConfigTree>(*description_.config_tree);
     check();
     pack();
   }
