@@ -663,7 +663,7 @@ NB_MODULE(_core, m) {
       .def("full_search_gemm_config", &pw::Predictor::full_search_gemm_config, "gemm"_a, "gpu"_a,
            "The best predicted of every gemm_candidates() entry, not remembered: best_gemm_config() at its grid of m.")
       .def("configured", [](const pw::Predictor& p, const pw::Kernel& kernel, const pw::GpuSpec& gpu) { return op_object(p.configured(kernel, gpu)); },
-           "kernel"_a, "gpu"_a, "The kernel as predict() runs it: a GEMM without a config gets best_gemm_config() (the analytical default config where its config-less model reads that one's demand).")
+           "kernel"_a, "gpu"_a, "The kernel as predict() runs it: a GEMM without a config gets best_gemm_config() (or, where its config-less model reads another pick, the config its tree expects cuBLAS to run or the analytical default config).")
       .def(
           "predict_workload",
           [](const pw::Predictor& p, nb::handle workload, const pw::GpuSpec& gpu, std::string_view engine) {

@@ -95,7 +95,7 @@ struct MlpDescription {
   std::vector<std::pair<DType, double>> configless_scale;
   // A GEMM model that answers only for GEMMs given without their config: trained on cuBLAS's
   // first choice as measured, with the demand of the config the predictor's GEMM model picks
-  // (Predictor::best_gemm_config; or the analytical default config: config_pick), so it learns
+  // (Predictor::best_gemm_config; or its tree's, or the analytical default config: config_pick), so it learns
   // what that pick's prediction misses. A
   // Predictor that holds one beside a GEMM model uses it for such GEMMs (and no
   // configless_scale); it holds no configless_scale itself.

@@ -8,8 +8,9 @@
 // no trained model answers with the bound itself and says so (source = analytical_bound).
 // A GEMM that comes without its config runs the best predicted of the configs a GEMM library
 // would consider (gemm_candidates; exactly at a grid of m, from shortlists between: see
-// best_gemm_config; or the analytical default config, where the config-less model for its data
-// type reads that one's demand: MlpDescription::config_pick). Its latency: with a config-less GEMM model
+// best_gemm_config; or, where the config-less model for its data type reads another pick
+// (MlpDescription::config_pick), the config its tree expects cuBLAS to run or the analytical
+// default config: config_without_search). Its latency: with a config-less GEMM model
 // (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config; else the
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
@@ -105,7 +106,8 @@ class Predictor {
   const Mlp* model(OpFamily family) const { return models_[static_cast<std::size_t>(family)].get(); }
   // The model for GEMMs of this data type given without their config (Mlp::for_configless_gemm),
   // if any. It is used beside a GEMM model, which picks the config whose demand it reads; one that
-  // reads the analytical default config's (MlpDescription::config_pick) is used with or without one.
+  // reads another pick (its tree's, or the analytical default config's: MlpDescription::config_pick)
+  // is used with or without one.
   const Mlp* configless_gemm_model(DType dtype) const { return configless_gemm_[dtype_index(dtype)].get(); }
 
   // Throws pipeweave::InvalidInput for an invalid GpuSpec, or a kernel this GPU cannot run
@@ -185,9 +187,9 @@ class Predictor {
 
   // The config this predictor expects to run fastest for a GEMM given only its shape, remembered
   // per GPU and shape (predict() answers with the config-less GEMM model on it, or its
-  // prediction times the model's configless_scale; where the config-less model reads the
-  // analytical default config, predict() and configured() take default_config instead, and this
-  // still answers the search). With no GEMM model there is nothing to
+  // prediction times the model's configless_scale; where the config-less model reads another
+  // pick, predict() and configured() take config_without_search() instead, and this still answers
+  // the search). With no GEMM model there is nothing to
   // rank by (the bound favours configs that real kernels run slowly): the analytical
   // default_config. Throws pipeweave::InvalidInput when the GPU cannot run the GEMM.
   //
