@@ -150,19 +150,9 @@ MeasuredKernel gemm_row(const Row& row) {
     if (cell != "0" && cell != "1") detail::fail_field(row.where() + ": swap_ab", detail::quoted(cell), "must be 0 or 1");
     gemm.config->swap_ab = cell == "1";
   }
-  if (row.states("schedule")) {
-    const std::string& cell = row.text("schedule");
-    const auto schedule = parse_gemm_schedule(cell);
-    if (!schedule)
-      detail::fail_field(row.where() + ": schedule", detail::quoted(cell), "must be ping_pong, cooperative or cooperative_split_n");
-    gemm.config->schedule = *schedule;
-  }
-  if (row.states("raster")) {
-    const std::string& cell = row.text("raster");
-    const auto raster = parse_gemm_raster(cell);
-    if (!raster) detail::fail_field(row.where() + ": raster", detail::quoted(cell), "must be m or n");
-    gemm.config->raster = *raster;
-  }
+  if (row.states("schedule"))
+    gemm.config->schedule = detail::gemm_schedule_field(row.where() + ": schedule", row.text("schedule"));
+  if (row.states("raster")) gemm.config->raster = detail::gemm_raster_field(row.where() + ": raster", row.text("raster"));
   const int candidate = row.states("candidate") ? row.small_integer("candidate") : 0;
   if (candidate < 0) detail::fail_field(row.where() + ": candidate", candidate, "must be >= 0 (a candidate's place in its list)");
   return MeasuredKernel{row.text("gpu"), Kernel(gemm), row.number("duration_us"), shape, is_default, candidate};

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -338,20 +339,14 @@ GemmConfig tree_config_from_json(const json& value, const std::string& prefix) {
   config.cluster_m = fields.integer("cluster_m");
   config.cluster_n = fields.integer("cluster_n");
   config.swap_ab = flag_from_json(fields.get("swap_ab"), prefix + "swap_ab");
-  const std::string schedule = fields.text("schedule");
-  const auto parsed_schedule = parse_gemm_schedule(schedule);
-  if (!parsed_schedule) detail::fail_field(prefix + "schedule", detail::quoted(schedule), "must be ping_pong, cooperative or cooperative_split_n");
-  config.schedule = *parsed_schedule;
-  const std::string raster = fields.text("raster");
-  const auto parsed_raster = parse_gemm_raster(raster);
-  if (!parsed_raster) detail::fail_field(prefix + "raster", detail::quoted(raster), "must be m or n");
-  config.raster = *parsed_raster;
+  config.schedule = detail::gemm_schedule_field(prefix + "schedule", fields.text("schedule"));
+  config.raster = detail::gemm_raster_field(prefix + "raster", fields.text("raster"));
   return config;
 }
 
 // The tree's arrays are checked for their lengths as read; its rules (GemmConfigTree::validate)
 // when the model is built.
-std::shared_ptr<const GemmConfigTree> config_tree_from_json(const json& value) {
+GemmConfigTree config_tree_from_json(const json& value) {
   const std::string prefix = "mlp.config_tree.";
   const Fields fields(value, prefix);
   fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "left_base64", "right_base64", "config_base64", "configs"});
@@ -362,17 +357,17 @@ std::shared_ptr<const GemmConfigTree> config_tree_from_json(const json& value) {
   const std::int64_t nodes = fields.whole("nodes");
   if (static_cast<std::uint64_t>(nodes) > GemmConfigTree::kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
   const auto count = static_cast<std::size_t>(nodes);
-  auto tree = std::make_shared<GemmConfigTree>();
-  tree->input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64");
-  tree->threshold = packed_floats(fields.get("threshold_base64"), count, prefix + "threshold_base64");
-  tree->left = packed_whole_numbers(fields.get("left_base64"), count, prefix + "left_base64");
-  tree->right = packed_whole_numbers(fields.get("right_base64"), count, prefix + "right_base64");
-  tree->config = packed_whole_numbers(fields.get("config_base64"), count, prefix + "config_base64");
+  GemmConfigTree tree;
+  tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64");
+  tree.threshold = packed_floats(fields.get("threshold_base64"), count, prefix + "threshold_base64");
+  tree.left = packed_whole_numbers(fields.get("left_base64"), count, prefix + "left_base64");
+  tree.right = packed_whole_numbers(fields.get("right_base64"), count, prefix + "right_base64");
+  tree.config = packed_whole_numbers(fields.get("config_base64"), count, prefix + "config_base64");
   const json& configs = fields.get("configs");
   if (!configs.is_array()) detail::fail_field(prefix + "configs", detail::excerpt(configs), "must be an array of GEMM configs");
   if (configs.size() > count) detail::fail_field(prefix + "configs entries", configs.size(), "must be at most one per node");
   for (std::size_t c = 0; c < configs.size(); ++c)
-    tree->configs.push_back(tree_config_from_json(configs[c], prefix + "configs[" + std::to_string(c) + "]."));
+    tree.configs.push_back(tree_config_from_json(configs[c], prefix + "configs[" + std::to_string(c) + "]."));
   return tree;
 }
 
@@ -486,7 +481,8 @@ Mlp mlp_from_json(std::string_view json_text) {
                          "must be \"search\", \"analytical_default\" or \"cublas_tree\" (whose config's demand the network reads)");
     description.config_pick = *parsed;
   }
-  if (fields.has("config_tree")) description.config_tree = config_tree_from_json(fields.get("config_tree"));
+  std::optional<GemmConfigTree> config_tree;  // moved into the model, which owns it
+  if (fields.has("config_tree")) config_tree = config_tree_from_json(fields.get("config_tree"));
   if (fields.has("protocol")) {
     const std::string protocol = fields.text("protocol");
     const auto parsed = parse_label_protocol(protocol);
@@ -498,6 +494,7 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("domain")) read_domain(fields.get("domain"), description);
   if (fields.has("pipe_efficiency")) read_pipe_efficiency(fields.get("pipe_efficiency"), description);
   if (document.contains("provenance")) description.provenance = provenance_from_json(document["provenance"]);
+  if (config_tree) return Mlp(std::move(description), *std::move(config_tree));
   return Mlp(std::move(description));
 }
 

@@ -135,18 +135,8 @@ Kernel parse_gemm(KeyValues& values) {
     config.cluster_m = values.small_integer("cluster_m", 1);
     config.cluster_n = values.small_integer("cluster_n", 1);
     config.swap_ab = values.flag("swap_ab", false);
-    if (values.has("schedule")) {
-      const std::string text = values.text("schedule", "");
-      const auto schedule = parse_gemm_schedule(text);
-      if (!schedule) detail::fail_field("gemm.schedule", detail::quoted(text), "must be ping_pong, cooperative or cooperative_split_n");
-      config.schedule = *schedule;
-    }
-    if (values.has("raster")) {
-      const std::string text = values.text("raster", "");
-      const auto raster = parse_gemm_raster(text);
-      if (!raster) detail::fail_field("gemm.raster", detail::quoted(text), "must be m or n");
-      config.raster = *raster;
-    }
+    if (values.has("schedule")) config.schedule = detail::gemm_schedule_field("gemm.schedule", values.text("schedule", ""));
+    if (values.has("raster")) config.raster = detail::gemm_raster_field("gemm.raster", values.text("raster", ""));
     gemm.config = config;
   } else {
     for (const char* key : {"split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster"})

@@ -165,6 +165,13 @@ class Mlp {
     check();
     pack();
   }
+  // The same with its config tree (config_pick cublas_tree) given apart, in the place of
+  // description.config_tree: moved in, not copied, as no one else holds it (mlp_from_json's).
+  Mlp(MlpDescription description, GemmConfigTree config_tree) : description_(std::move(description)) {
+    description_.config_tree = std::make_shared<const GemmConfigTree>(std::move(config_tree));
+    check();
+    pack();
+  }
 
   const MlpDescription& description() const { return description_; }
   OpFamily family() const { return description_.family; }

@@ -280,19 +280,17 @@ class Predictor {
   }
 
   // That config (where picks_without_search): the tree's on an architecture its network learnt
-  // (Hopper and later), where the GPU can launch it (its cluster within the SMs, its stages within
-  // an SM's shared memory: the tree learnt an H100's and an H200's kernels, which a GPU of that
-  // architecture with fewer SMs or less shared memory may not run); the analytical default config
-  // otherwise.
+  // (Hopper and later), where the GPU can launch it (detail::gemm_launches, the rule demand()
+  // refuses by: its cluster within the SMs, its stages within an SM's shared memory; the tree learnt
+  // an H100's and an H200's kernels, which a GPU of that architecture with fewer SMs or less shared
+  // memory may not run); the analytical default config otherwise.
   GemmConfig config_without_search(const Gemm& gemm, const GpuSpec& gpu) const {
     const Mlp& configless = *configless_gemm_model(gemm.dtype);
     const MlpDescription& d = configless.description();
     if (d.config_pick == ConfigPick::cublas_tree && detail::hopper_or_later(gpu) &&
         configless.covers_compute_capability(compute_capability(gpu))) {
       const GemmConfig picked = d.config_tree->pick(gemm, gpu);
-      const bool launches = static_cast<double>(picked.cluster_m) * picked.cluster_n <= gpu.sm_count &&
-                            picked.stages * detail::gemm_stage_bytes(picked, gemm.dtype) <= gpu.smem_bytes_per_sm;
-      if (launches) return picked;
+      if (detail::gemm_launches(picked, gemm.dtype, gpu)) return picked;
     }
     return default_config(gemm, gpu);
   }

@@ -270,29 +270,15 @@ void keep_dtypes(const std::vector<DType>& dtypes, std::vector<MeasuredKernel>& 
 
 using SpecFor = std::function<GpuSpec(const std::string&)>;
 
-// The rows of a model for GEMMs given without their config: per GPU and shape, cuBLAS's first
-// choice as measured, with the demand of the config the chooser (a GEMM model) picks.
-std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const std::vector<MeasuredKernel>& rows,
-                                               const std::set<std::string>& gpus, const SpecFor& spec_for,
-                                               const std::optional<Mlp>& init) {
-  if (a.config_pick != ConfigPick::search) {
-    std::vector<MeasuredKernel> chosen = configless_first_choices(rows);
-    if (chosen.empty()) throw InvalidInput("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
-    // Each row at the config the start model's predictor answers it with (its tree's or the
-    // analytical default); without a start, the analytical default (compute_demand's, as bare).
-    if (init) {
-      const Predictor picking(std::vector<Mlp>{*init});
-      std::map<std::string, GpuSpec> gpu_specs;
-      for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
-      for (MeasuredKernel& row : chosen) row.kernel = picking.configured(row.kernel, gpu_specs.at(row.gpu));
-    }
-    fmt::print(stderr, "the {} config for {} (GPU, shape) pairs\n", to_string(a.config_pick), chosen.size());
-    return chosen;
-  }
-  const Predictor chooser = a.chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(a.chooser_path)});
-  const std::string chooser_name = a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path;
+// --without-configs' chooser where it searches (--chooser, else the bundled GEMM model), as named
+// in messages.
+std::string chooser_name(const TrainArguments& a) { return a.chooser_path.empty() ? "the bundled GEMM model" : a.chooser_path; }
+
+// That chooser, checked before any work: it holds a GEMM model, and its test shapes are this run's.
+Predictor checked_chooser(const TrainArguments& a, const std::set<std::string>& gpus) {
+  Predictor chooser = a.chooser_path.empty() ? Predictor() : Predictor(std::vector<Mlp>{load_mlp(a.chooser_path)});
   if (!chooser.model(OpFamily::gemm))
-    FlagParser::fail("--chooser", chooser_name, "must hold a GEMM model for GEMMs with their config (it picks the configs)");
+    FlagParser::fail("--chooser", chooser_name(a), "must hold a GEMM model for GEMMs with their config (it picks the configs)");
   // The test shapes must be new to the chooser too: the same split as its training...
   const std::map<std::string, std::string> recorded(chooser.model(OpFamily::gemm)->description().provenance.begin(),
                                                     chooser.model(OpFamily::gemm)->description().provenance.end());
@@ -309,16 +295,35 @@ std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const st
     if (shares_a_gpu && recorded.count(key) && recorded.at(key) != value)
       throw InvalidInput(fmt::format("--chooser {} was trained with {} \"{}\", this run has \"{}\": its test shapes would not be new "
                                      "to the chooser (give the same --seed, --test-fraction and --holdout-gpu)",
-                                     chooser_name, key, recorded.at(key), value));
+                                     chooser_name(a), key, recorded.at(key), value));
+  return chooser;
+}
+
+// The rows of a model for GEMMs given without their config: per GPU and shape, cuBLAS's first
+// choice as measured, with the demand of the config picked for it: by the chooser's search (a GEMM
+// model) or, with another --config-pick, the config the start model's predictor answers it with (its
+// tree's or the analytical default); without a start, the analytical default (compute_demand's, as
+// bare: no predictor configures the rows).
+std::vector<MeasuredKernel> chosen_config_rows(const TrainArguments& a, const std::vector<MeasuredKernel>& rows,
+                                               const std::set<std::string>& gpus, const SpecFor& spec_for,
+                                               const std::optional<Mlp>& init) {
+  const bool search = a.config_pick == ConfigPick::search;
+  std::optional<Predictor> picking;
+  if (search) picking = checked_chooser(a, gpus);
+  else if (init) picking.emplace(std::vector<Mlp>{*init});
+  // (read only where a predictor configures the rows: the model records the specs read)
   std::map<std::string, GpuSpec> gpu_specs;
-  for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
+  if (picking)
+    for (const std::string& gpu : gpus) gpu_specs.emplace(gpu, spec_for(gpu));
   std::vector<MeasuredKernel> chosen = configless_first_choices(rows);
   if (chosen.empty()) throw InvalidInput("--without-configs found no GEMM row marked is_default (cuBLAS's first choice) in --data");
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    chosen[i].kernel = chooser.configured(chosen[i].kernel, gpu_specs.at(chosen[i].gpu));
-    if ((i + 1) % 1024 == 0) fmt::print(stderr, "configs chosen for {} of {} (GPU, shape) pairs\n", i + 1, chosen.size());
+  for (std::size_t i = 0; picking && i < chosen.size(); ++i) {
+    chosen[i].kernel = picking->configured(chosen[i].kernel, gpu_specs.at(chosen[i].gpu));
+    if (search && (i + 1) % 1024 == 0)
+      fmt::print(stderr, "configs chosen for {} of {} (GPU, shape) pairs\n", i + 1, chosen.size());
   }
-  fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(), chooser_name);
+  if (search) fmt::print(stderr, "configs chosen for {} (GPU, shape) pairs by {}\n", chosen.size(), chooser_name(a));
+  else fmt::print(stderr, "the {} config for {} (GPU, shape) pairs\n", to_string(a.config_pick), chosen.size());
   return chosen;
 }
 

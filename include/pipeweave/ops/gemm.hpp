@@ -59,6 +59,25 @@ constexpr std::optional<GemmRaster> parse_gemm_raster(std::string_view text) {
   return std::nullopt;
 }
 
+namespace detail {
+
+// The schedule and the raster an input's field names (a kernel text's, a measurement row's, a model
+// file's tree config's): one wording of a bad value wherever they are read. Throws
+// pipeweave::InvalidInput naming `field`.
+inline GemmSchedule gemm_schedule_field(std::string_view field, std::string_view text) {
+  const std::optional<GemmSchedule> schedule = parse_gemm_schedule(text);
+  if (!schedule) fail_field(field, quoted(text), "must be ping_pong, cooperative or cooperative_split_n");
+  return *schedule;
+}
+
+inline GemmRaster gemm_raster_field(std::string_view field, std::string_view text) {
+  const std::optional<GemmRaster> raster = parse_gemm_raster(text);
+  if (!raster) fail_field(field, quoted(text), "must be m or n");
+  return *raster;
+}
+
+}  // namespace detail
+
 struct GemmConfig {
   int tile_m = 0;
   int tile_n = 0;
@@ -166,6 +185,24 @@ inline double gemm_stage_bytes(const GemmConfig& config, DType dtype) {
 inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const GpuSpec& gpu) {
   const double fit = std::floor((gpu.smem_bytes_per_sm - 16384) / gemm_stage_bytes(config, dtype));
   return static_cast<int>(std::clamp(fit, 1.0, 8.0));
+}
+
+// Whether the GPU can launch GEMM CTAs of this config (its stages given): the cluster's CTAs within
+// the SM count (only whole clusters are placed) and one CTA's stages within an SM's shared memory.
+// The one rule of demand(), which refuses such a config (`refuse`: throws pipeweave::InvalidInput
+// saying which, instead of answering false), and of Predictor::config_without_search, which takes
+// the analytical default config instead.
+inline bool gemm_launches(const GemmConfig& config, DType dtype, const GpuSpec& gpu, bool refuse = false) {
+  const double cluster = static_cast<double>(config.cluster_m) * config.cluster_n;
+  if (cluster > gpu.sm_count) {
+    if (refuse) fail_field("gemm.cluster_m*cluster_n", cluster, "must not exceed the SM count");
+    return false;
+  }
+  const double smem_per_cta = config.stages * gemm_stage_bytes(config, dtype);
+  if (smem_per_cta <= gpu.smem_bytes_per_sm) return true;
+  // (in the words of any op's CTA that does not fit on one SM: resident_ctas throws for it)
+  if (refuse) resident_ctas(gpu, gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
+  return false;
 }
 
 }  // namespace detail
@@ -381,8 +418,8 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
     if (config.schedule != GemmSchedule::ping_pong)
       detail::fail_field("gemm.schedule", to_string(config.schedule), "must be ping_pong: " + hopper_only("a warpgroup schedule"));
   }
+  detail::gemm_launches(config, gemm.dtype, gpu, /*refuse=*/true);
   const double cluster = double(config.cluster_m) * config.cluster_n;
-  if (cluster > gpu.sm_count) detail::fail_field("gemm.cluster_m*cluster_n", cluster, "must not exceed the SM count");
   // Only whole clusters are placed, so SMs left over after the last whole cluster idle.
   const double usable_sms = std::floor(gpu.sm_count / cluster) * cluster;
 
