@@ -1,4 +1,5 @@
 // GpuSpec and model weights as JSON. Every read names the file's field on error.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <charconv>
@@ -345,11 +346,13 @@ GemmConfig tree_config_from_json(const json& value, const std::string& prefix) {
 }
 
 // The tree's arrays are checked for their lengths as read; its rules (GemmConfigTree::validate)
-// when the model is built.
+// when the model is built. The file holds a threshold and a right child for each inner node and a
+// config for each leaf, in node order (half the numbers of one of each per node); they are spread
+// back over the nodes here.
 GemmConfigTree config_tree_from_json(const json& value) {
   const std::string prefix = "mlp.config_tree.";
   const Fields fields(value, prefix);
-  fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "left_base64", "right_base64", "config_base64", "configs"});
+  fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "right_base64", "config_base64", "configs"});
   const std::vector<std::string> inputs = fields.texts("inputs");
   if (!std::equal(inputs.begin(), inputs.end(), GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.end()))
     detail::fail_field(prefix + "inputs", detail::excerpt(fields.get("inputs")),
@@ -359,10 +362,21 @@ GemmConfigTree config_tree_from_json(const json& value) {
   const auto count = static_cast<std::size_t>(nodes);
   GemmConfigTree tree;
   tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64");
-  tree.threshold = packed_floats(fields.get("threshold_base64"), count, prefix + "threshold_base64");
-  tree.left = packed_whole_numbers(fields.get("left_base64"), count, prefix + "left_base64");
-  tree.right = packed_whole_numbers(fields.get("right_base64"), count, prefix + "right_base64");
-  tree.config = packed_whole_numbers(fields.get("config_base64"), count, prefix + "config_base64");
+  const auto inner = static_cast<std::size_t>(std::count_if(tree.input.begin(), tree.input.end(), [](std::int32_t i) { return i != -1; }));
+  const std::vector<float> thresholds = packed_floats(fields.get("threshold_base64"), inner, prefix + "threshold_base64");
+  const std::vector<std::int32_t> rights = packed_whole_numbers(fields.get("right_base64"), inner, prefix + "right_base64");
+  const std::vector<std::int32_t> configs_at_leaves = packed_whole_numbers(fields.get("config_base64"), count - inner, prefix + "config_base64");
+  tree.threshold.assign(count, 0.0f);
+  tree.right.assign(count, 0);
+  tree.config.assign(count, 0);
+  for (std::size_t i = 0, at_inner = 0, at_leaf = 0; i < count; ++i) {
+    if (tree.input[i] == -1) {
+      tree.config[i] = configs_at_leaves[at_leaf++];
+    } else {
+      tree.threshold[i] = thresholds[at_inner];
+      tree.right[i] = rights[at_inner++];
+    }
+  }
   const json& configs = fields.get("configs");
   if (!configs.is_array()) detail::fail_field(prefix + "configs", detail::excerpt(configs), "must be an array of GEMM configs");
   if (configs.size() > count) detail::fail_field(prefix + "configs entries", configs.size(), "must be at most one per node");
@@ -536,13 +550,23 @@ static json config_tree_to_json(const GemmConfigTree& tree) {
                        {"schedule", std::string(to_string(c.schedule))}, {"raster", std::string(to_string(c.raster))}});
   json inputs = json::array();
   for (std::string_view name : GemmConfigTree::kInputNames) inputs.push_back(std::string(name));
+  // (the file's layout: see config_tree_from_json)
+  std::vector<float> thresholds;
+  std::vector<std::int32_t> rights, configs_at_leaves;
+  for (std::size_t i = 0; i < tree.input.size(); ++i) {
+    if (tree.input[i] == -1) {
+      configs_at_leaves.push_back(tree.config[i]);
+    } else {
+      thresholds.push_back(tree.threshold[i]);
+      rights.push_back(tree.right[i]);
+    }
+  }
   return {{"inputs", inputs},
           {"nodes", tree.input.size()},
           {"input_base64", packed_whole(tree.input)},
-          {"threshold_base64", packed_text(tree.threshold.data(), tree.threshold.size())},
-          {"left_base64", packed_whole(tree.left)},
-          {"right_base64", packed_whole(tree.right)},
-          {"config_base64", packed_whole(tree.config)},
+          {"threshold_base64", packed_text(thresholds.data(), thresholds.size())},
+          {"right_base64", packed_whole(rights)},
+          {"config_base64", packed_whole(configs_at_leaves)},
           {"configs", configs}};
 }
 

@@ -920,13 +920,12 @@ TEST_CASE("Predictor: a config-less model that reads the analytical default conf
 }
 
 namespace {
-// A small tree: m at most 64 -> config 0; else by the GPU's bandwidth: to 4,096 GB/s config 1,
-// past it config 2 (split-K 8).
+// A small tree, in preorder (an inner node's left child the next node): m at most 64 -> config 0;
+// else by the GPU's bandwidth: to 4,096 GB/s config 1, past it config 2 (split-K 8).
 GemmConfigTree small_config_tree() {
   GemmConfigTree tree;
   tree.input = {0, -1, 6, -1, -1};
   tree.threshold = {6.0f, 0, 12.0f, 0, 0};
-  tree.left = {1, 0, 3, 0, 0};
   tree.right = {2, 0, 4, 0, 0};
   tree.config = {0, 0, 0, 1, 2};
   GemmConfig small{.tile_m = 64, .tile_n = 128, .tile_k = 128, .stages = 4};
@@ -958,12 +957,16 @@ TEST_CASE("GemmConfigTree: a walk reaches its leaf's config; its rules name the 
     change(copy);
     return error_of([&] { copy.validate(); });
   };
-  CHECK_THAT(broken([](GemmConfigTree& t) { t.left[0] = 0; }), Contains("config_tree.left[0] must be a node after this one (1-4), got 0"));
-  CHECK_THAT(broken([](GemmConfigTree& t) { t.right[2] = 5; }), Contains("config_tree.right[2] must be a node after this one (3-4), got 5"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.right[0] = 1; }),
+             Contains("config_tree.right[0] must be a node after the left child, the next node (2-4), got 1"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.right[2] = 5; }),
+             Contains("config_tree.right[2] must be a node after the left child, the next node (4-4), got 5"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input[4] = 0; }),
+             Contains("config_tree.input[4] must be -1 at the last node (an inner node's left child is the next), got 0"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.config[4] = 3; }), Contains("config_tree.config[4] must index configs (0-2) at a leaf, got 3"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.input[2] = 9; }), Contains("config_tree.input[2] must be -1 (a leaf) or an input's index"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.threshold[0] = std::nanf(""); }), Contains("config_tree.threshold[0] must be finite"));
-  CHECK_THAT(broken([](GemmConfigTree& t) { t.left.pop_back(); }), Contains("config_tree.left entries must be one per node (5), got 4"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.right.pop_back(); }), Contains("config_tree.right entries must be one per node (5), got 4"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.configs[1].tile_m = 4; }), Contains("config_tree.configs[1]: gemm.tile_m must be at least 8"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.configs.clear(); }), Contains("config_tree.configs must hold at least one config"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t = GemmConfigTree{}; }), Contains("config_tree.nodes must be at least 1"));
@@ -1024,8 +1027,8 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   MlpDescription owned = d;
   owned.config_tree = shared;
   const Mlp owner(owned);
-  shared->left[0] = 0;
-  CHECK(owner.description().config_tree->left[0] == 1);
+  shared->right[0] = 0;
+  CHECK(owner.description().config_tree->right[0] == 2);
   const Predictor bf16_tree(std::vector<Mlp>{[&] {
     MlpDescription b = d;
     b.dtypes = {DType::bf16};
@@ -1036,10 +1039,14 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   defaulted.config = default_config(bf16, a100);
   CHECK(bf16_tree.configured(bf16, a100) == Kernel(defaulted));
 
-  // The file keeps every array and config; a pick without its tree, or a tree without the pick, is refused.
+  // The file keeps every array and config (each inner node's threshold and right child, each leaf's
+  // config, spread back over the nodes); a pick without its tree, or a tree without the pick, is refused.
   const Mlp read = mlp_from_json(to_json(with_tree));
   REQUIRE(read.description().config_tree != nullptr);
+  CHECK(read.description().config_tree->input == small_config_tree().input);
   CHECK(read.description().config_tree->threshold == small_config_tree().threshold);
+  CHECK(read.description().config_tree->right == small_config_tree().right);
+  CHECK(read.description().config_tree->config == small_config_tree().config);
   CHECK(read.description().config_tree->configs == small_config_tree().configs);
   MlpDescription no_tree = d;
   no_tree.config_tree = nullptr;
@@ -1051,7 +1058,7 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   GemmConfigTree cyclic = small_config_tree();
   cyclic.right[0] = 0;
   bad_tree.config_tree = std::make_shared<const GemmConfigTree>(cyclic);
-  CHECK_THAT(error_of([&] { Mlp{bad_tree}; }), Contains("mlp.config_tree.right[0] must be a node after this one"));
+  CHECK_THAT(error_of([&] { Mlp{bad_tree}; }), Contains("mlp.config_tree.right[0] must be a node after the left child"));
   std::string text = to_json(with_tree);
   const std::string inputs = "\"log2_m\"";
   REQUIRE(text.find(inputs) != std::string::npos);
@@ -1073,6 +1080,12 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   CHECK_THAT(with([](nlohmann::json& t) { t.erase("nodes"); }), Contains("mlp.config_tree.nodes is missing"));
   CHECK_THAT(with([](nlohmann::json& t) { t["nodes"] = 6; }), Contains("mlp.config_tree.input_base64 length"));
   CHECK_THAT(with([](nlohmann::json& t) { t["extra"] = 1; }), Contains("mlp.config_tree.extra"));
+  // (the per-node layout of before: a threshold for every node, a left child array)
+  CHECK_THAT(with([](nlohmann::json& t) { t["left_base64"] = t["right_base64"]; }), Contains("mlp.config_tree.left_base64"));
+  CHECK_THAT(with([](nlohmann::json& t) { t["threshold_base64"] = t["input_base64"]; }),
+             Contains("mlp.config_tree.threshold_base64 length") && Contains("(2 float32 values"));
+  CHECK_THAT(with([](nlohmann::json& t) { t["config_base64"] = t["input_base64"]; }),
+             Contains("mlp.config_tree.config_base64 length") && Contains("(3 float32 values"));
   CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAwD8AAAAAAAAAAAAAAAA="; }),  // 0, 1.5, 0, 0, 0
              Contains("mlp.config_tree.input_base64[1] must be a whole number"));
   CHECK_THAT(with([](nlohmann::json& t) {

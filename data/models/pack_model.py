@@ -3,7 +3,10 @@
 each layer's weights and bias as base64 of little-endian float32, row-major; docs/formats.md), in
 place; files already of version 2 are left as they are. The floats are those version 1's reader
 made of the decimals (decimal -> double -> float, as C++ reads them), so every prediction stays the
-same to the bit; every other field keeps its value. `train` writes version 2 itself.
+same to the bit; every other field keeps its value. `train` writes version 2 itself. A config tree
+in the per-node layout of before (a threshold, left and right child and config for every node) is
+rewritten in the file's layout of now (docs/formats.md: left children implicit, a threshold and right
+child per inner node, a config per leaf), the same numbers.
 
     python3 data/models/pack_model.py data/models/*.json
 """
@@ -29,6 +32,24 @@ def pack_layers(layers):
     return out
 
 
+def unpacked(text):
+    raw = base64.b64decode(text)
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+
+
+def relayout_tree(tree):
+    """The per-node layout's arrays as the layout of now: the same tree, the same floats."""
+    inputs, thresholds, lefts, rights, configs = (unpacked(tree[key]) for key in
+                                                 ("input_base64", "threshold_base64", "left_base64", "right_base64", "config_base64"))
+    inner = [i for i, feature in enumerate(inputs) if feature != -1]
+    if any(lefts[i] != i + 1 for i in inner):
+        raise SystemExit("a tree whose left children are not the next nodes (not in preorder) has no layout of now")
+    del tree["left_base64"]
+    tree["threshold_base64"] = packed([thresholds[i] for i in inner])
+    tree["right_base64"] = packed([rights[i] for i in inner])
+    tree["config_base64"] = packed([c for i, c in enumerate(configs) if inputs[i] == -1])
+
+
 def main(paths):
     for path in paths:
         with open(path, encoding="utf-8") as f:
@@ -36,7 +57,13 @@ def main(paths):
         if document.get("format") != "pipeweave-mlp":
             raise SystemExit(f"{path}: not a pipeweave-mlp file")
         if document.get("version") == 2:
-            print(f"{path}: already version 2")
+            if "left_base64" not in document.get("config_tree", {}):
+                print(f"{path}: already version 2")
+                continue
+            relayout_tree(document["config_tree"])
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(json.dumps(document, separators=(",", ":"), ensure_ascii=False, sort_keys=True) + "\n")
+            print(f"{path}: its config tree in the layout of now")
             continue
         if document.get("version") != 1:
             raise SystemExit(f"{path}: version {document.get('version')!r}, not 1 or 2")

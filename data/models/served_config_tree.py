@@ -60,7 +60,6 @@ def tree_to_json(tree):
     thresholds = t.threshold.astype(np.float32)
     above = thresholds.astype(np.float64) > t.threshold
     thresholds[above] = np.nextafter(thresholds[above], np.float32(-np.inf))
-    thresholds[leaf] = 0
     # The configs some leaf names, in the order of the classes (scikit-learn keeps every class seen)
     leaf_class = np.where(leaf, t.value[:, 0, :].argmax(axis=1), -1)
     used = sorted(set(leaf_class[leaf].tolist()))
@@ -70,12 +69,16 @@ def tree_to_json(tree):
         v = label.split("|")
         configs.append({"tile_m": int(v[0]), "tile_n": int(v[1]), "tile_k": int(v[2]), "split_k": int(v[3]), "stages": int(v[4]),
                         "cluster_m": int(v[5]), "cluster_n": int(v[6]), "swap_ab": v[7] == "1", "schedule": v[8], "raster": v[9]})
+    # scikit-learn numbers nodes in preorder, each inner node's left child the next node, which the
+    # file leaves implicit; a threshold and right child per inner node, a config per leaf
+    inner = ~leaf
+    if not np.array_equal(t.children_left[inner], np.flatnonzero(inner) + 1):
+        raise SystemExit("served_config_tree: the tree's nodes are not in preorder")
     return {"inputs": INPUT_NAMES, "nodes": int(t.node_count),
             "input_base64": packed(np.where(leaf, -1, t.feature)),
-            "threshold_base64": packed(thresholds),
-            "left_base64": packed(np.where(leaf, 0, t.children_left)),
-            "right_base64": packed(np.where(leaf, 0, t.children_right)),
-            "config_base64": packed([index[c] if c >= 0 else 0 for c in leaf_class.tolist()]),
+            "threshold_base64": packed(thresholds[inner]),
+            "right_base64": packed(t.children_right[inner]),
+            "config_base64": packed([index[c] for c in leaf_class[leaf].tolist()]),
             "configs": configs}
 
 

@@ -29,14 +29,16 @@ struct GemmConfigTree {
   // The most nodes a tree may hold (node indices are stored as float32: exact to 2^24).
   static constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
 
-  // One entry per node, node 0 the root. input: the input split on, -1 at a leaf; threshold: the
-  // walk goes to `left` where the input is at most it, else to `right` (children come after their
-  // node, so every walk ends; scikit-learn's double threshold is written as the greatest float at
-  // or below it, which sends every float input the same way); config: at a leaf, the index of its
-  // config in `configs`.
+  // One entry per node, node 0 the root, in preorder (as scikit-learn numbers them): an inner
+  // node's left child is the node after it. input: the input split on, -1 at a leaf; threshold: the
+  // walk goes left (to the next node) where the input is at most it, else to `right` (after the
+  // left child, so every walk ends; scikit-learn's double threshold is written as the greatest float
+  // at or below it, which sends every float input the same way); config: at a leaf, the index of
+  // its config in `configs`. (A model file stores threshold and right for the inner nodes only and
+  // config for the leaves only: docs/formats.md.)
   std::vector<std::int32_t> input;
   std::vector<float> threshold;
-  std::vector<std::int32_t> left, right, config;
+  std::vector<std::int32_t> right, config;
   std::vector<GemmConfig> configs;
 
   // Throws pipeweave::InvalidInput naming the first field (prefix + name) that breaks a rule.
@@ -44,8 +46,8 @@ struct GemmConfigTree {
     const std::size_t nodes = input.size();
     if (nodes == 0) detail::fail_field(prefix + "nodes", 0, "must be at least 1 (the root)");
     if (nodes > kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
-    for (const auto& [name, size] : {std::pair{"threshold", threshold.size()}, std::pair{"left", left.size()},
-                                     std::pair{"right", right.size()}, std::pair{"config", config.size()}})
+    for (const auto& [name, size] :
+         {std::pair{"threshold", threshold.size()}, std::pair{"right", right.size()}, std::pair{"config", config.size()}})
       if (size != nodes) detail::fail_field(prefix + name + " entries", size, "must be one per node (" + std::to_string(nodes) + ")");
     if (configs.empty()) detail::fail_field(prefix + "configs", 0, "must hold at least one config");
     for (std::size_t c = 0; c < configs.size(); ++c) {
@@ -65,11 +67,11 @@ struct GemmConfigTree {
       }
       if (input[i] < 0 || static_cast<std::size_t>(input[i]) >= kInputNames.size())
         detail::fail_field(field("input"), input[i], "must be -1 (a leaf) or an input's index (0-8)");
+      if (i + 1 == nodes) detail::fail_field(field("input"), input[i], "must be -1 at the last node (an inner node's left child is the next)");
       if (!std::isfinite(threshold[i])) detail::fail_field(field("threshold"), threshold[i], "must be finite");
-      for (const auto& [name, child] : {std::pair{"left", left[i]}, std::pair{"right", right[i]}})
-        if (child <= static_cast<std::int64_t>(i) || static_cast<std::size_t>(child) >= nodes)
-          detail::fail_field(field(name), child,
-                             "must be a node after this one (" + std::to_string(i + 1) + "-" + std::to_string(nodes - 1) + ")");
+      if (right[i] <= static_cast<std::int64_t>(i) + 1 || static_cast<std::size_t>(right[i]) >= nodes)
+        detail::fail_field(field("right"), right[i],
+                           "must be a node after the left child, the next node (" + std::to_string(i + 2) + "-" + std::to_string(nodes - 1) + ")");
     }
   }
 
@@ -85,7 +87,7 @@ struct GemmConfigTree {
         gemm.n % 256 == 0 ? 1.0f : 0.0f, gemm.k % 256 == 0 ? 1.0f : 0.0f};
     std::size_t node = 0;
     while (input[node] >= 0)
-      node = static_cast<std::size_t>(inputs[static_cast<std::size_t>(input[node])] <= threshold[node] ? left[node] : right[node]);
+      node = inputs[static_cast<std::size_t>(input[node])] <= threshold[node] ? node + 1 : static_cast<std::size_t>(right[node]);
     GemmConfig picked = configs[static_cast<std::size_t>(config[node])];
     const std::int64_t k_steps = (gemm.k - 1) / picked.tile_k + 1;
     if (picked.split_k > k_steps) picked.split_k = static_cast<int>(k_steps);
