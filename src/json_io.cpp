@@ -148,7 +148,9 @@ static Eigen::VectorXf to_vector(const std::vector<float>& values) {
 // must be; the text is checked for length before anything is decoded, and every value must be finite.
 constexpr std::string_view kBase64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static std::vector<float> packed_floats(const json& value, std::size_t count, const std::string& field) {
+// `counted_as`: where the count comes from, for the length's error.
+static std::vector<float> packed_floats(const json& value, std::size_t count, const std::string& field,
+                                        std::string_view counted_as = "as the layer's shape says") {
   if (!value.is_string()) detail::fail_field(field, detail::excerpt(value), "must be a base64 string of float32 values");
   const std::string& text = value.get_ref<const std::string&>();
   const std::size_t bytes = count * 4;
@@ -156,7 +158,7 @@ static std::vector<float> packed_floats(const json& value, std::size_t count, co
   if (text.size() != expected_length)
     detail::fail_field(field + " length", text.size(),
                        "must be " + std::to_string(expected_length) + " base64 characters (" + std::to_string(count) +
-                           " float32 values, as the layer's shape says)");
+                           " float32 values, " + std::string(counted_as) + ")");
   static constexpr auto kDecode = [] {
     std::array<std::int8_t, 256> table{};
     table.fill(-1);
@@ -317,8 +319,9 @@ bool flag_from_json(const json& flag, const std::string& field) {
 }
 
 // A tree's whole numbers, packed as float32 as the layers are (exact below 2^24).
-std::vector<std::int32_t> packed_whole_numbers(const json& value, std::size_t count, const std::string& field) {
-  const std::vector<float> packed = packed_floats(value, count, field);
+std::vector<std::int32_t> packed_whole_numbers(const json& value, std::size_t count, const std::string& field,
+                                               std::string_view counted_as) {
+  const std::vector<float> packed = packed_floats(value, count, field, counted_as);
   std::vector<std::int32_t> out(count);
   for (std::size_t i = 0; i < count; ++i) {
     if (packed[i] != std::trunc(packed[i]) || std::fabs(packed[i]) > static_cast<float>(GemmConfigTree::kMaxNodes))
@@ -361,11 +364,18 @@ GemmConfigTree config_tree_from_json(const json& value) {
   if (static_cast<std::uint64_t>(nodes) > GemmConfigTree::kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
   const auto count = static_cast<std::size_t>(nodes);
   GemmConfigTree tree;
-  tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64");
+  tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64", "one per node, as nodes says");
+  // (checked before the inner nodes are counted from it: the other arrays' lengths follow from it)
+  for (std::size_t i = 0; i < count; ++i)
+    if (tree.input[i] < -1 || tree.input[i] >= static_cast<std::int32_t>(GemmConfigTree::kInputNames.size()))
+      detail::fail_field(prefix + "input_base64[" + std::to_string(i) + "]", tree.input[i], "must be -1 (a leaf) or an input's index (0-8)");
   const auto inner = static_cast<std::size_t>(std::count_if(tree.input.begin(), tree.input.end(), [](std::int32_t i) { return i != -1; }));
-  const std::vector<float> thresholds = packed_floats(fields.get("threshold_base64"), inner, prefix + "threshold_base64");
-  const std::vector<std::int32_t> rights = packed_whole_numbers(fields.get("right_base64"), inner, prefix + "right_base64");
-  const std::vector<std::int32_t> configs_at_leaves = packed_whole_numbers(fields.get("config_base64"), count - inner, prefix + "config_base64");
+  const std::vector<float> thresholds =
+      packed_floats(fields.get("threshold_base64"), inner, prefix + "threshold_base64", "one per inner node: input_base64 not -1");
+  const std::vector<std::int32_t> rights =
+      packed_whole_numbers(fields.get("right_base64"), inner, prefix + "right_base64", "one per inner node: input_base64 not -1");
+  const std::vector<std::int32_t> configs_at_leaves =
+      packed_whole_numbers(fields.get("config_base64"), count - inner, prefix + "config_base64", "one per leaf: input_base64 -1");
   tree.threshold.assign(count, 0.0f);
   tree.right.assign(count, 0);
   tree.config.assign(count, 0);

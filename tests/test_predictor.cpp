@@ -962,7 +962,9 @@ TEST_CASE("GemmConfigTree: a walk reaches its leaf's config; its rules name the 
   CHECK_THAT(broken([](GemmConfigTree& t) { t.right[2] = 5; }),
              Contains("config_tree.right[2] must be a node after the left child, the next node (4-4), got 5"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.input[4] = 0; }),
-             Contains("config_tree.input[4] must be -1 at the last node (an inner node's left child is the next), got 0"));
+             Contains("config_tree.input[4] must be -1 at the last two nodes (an inner node's left child is the next node, its right "
+                      "one after it), got 0"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input[3] = 0; }), Contains("config_tree.input[3] must be -1 at the last two nodes"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.config[4] = 3; }), Contains("config_tree.config[4] must index configs (0-2) at a leaf, got 3"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.input[2] = 9; }), Contains("config_tree.input[2] must be -1 (a leaf) or an input's index"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.threshold[0] = std::nanf(""); }), Contains("config_tree.threshold[0] must be finite"));
@@ -1083,9 +1085,12 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   // (the per-node layout of before: a threshold for every node, a left child array)
   CHECK_THAT(with([](nlohmann::json& t) { t["left_base64"] = t["right_base64"]; }), Contains("mlp.config_tree.left_base64"));
   CHECK_THAT(with([](nlohmann::json& t) { t["threshold_base64"] = t["input_base64"]; }),
-             Contains("mlp.config_tree.threshold_base64 length") && Contains("(2 float32 values"));
+             Contains("mlp.config_tree.threshold_base64 length") && Contains("(2 float32 values, one per inner node"));
   CHECK_THAT(with([](nlohmann::json& t) { t["config_base64"] = t["input_base64"]; }),
-             Contains("mlp.config_tree.config_base64 length") && Contains("(3 float32 values"));
+             Contains("mlp.config_tree.config_base64 length") && Contains("(3 float32 values, one per leaf"));
+  // An input index out of range is named where it stands, before the other arrays are counted by it.
+  CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAAMAAAAAAAAAAAAAAAAA="; }),  // 0, -2, 0, 0, 0
+             Contains("mlp.config_tree.input_base64[1] must be -1 (a leaf) or an input's index (0-8), got -2"));
   CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAwD8AAAAAAAAAAAAAAAA="; }),  // 0, 1.5, 0, 0, 0
              Contains("mlp.config_tree.input_base64[1] must be a whole number"));
   CHECK_THAT(with([](nlohmann::json& t) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rewrites pipeweave-mlp files of version 1 (the layers' numbers as decimals) as version 2 (packed:
 each layer's weights and bias as base64 of little-endian float32, row-major; docs/formats.md), in
-place; files already of version 2 are left as they are. The floats are those version 1's reader
+place; files already of version 2 are left as they are, but for an old-layout tree (below). The floats are those version 1's reader
 made of the decimals (decimal -> double -> float, as C++ reads them), so every prediction stays the
 same to the bit; every other field keeps its value. `train` writes version 2 itself. A config tree
 in the per-node layout of before (a threshold, left and right child and config for every node) is
@@ -69,6 +69,8 @@ def main(paths):
             raise SystemExit(f"{path}: version {document.get('version')!r}, not 1 or 2")
         document["version"] = 2
         document["layers"] = pack_layers(document["layers"])
+        if "left_base64" in document.get("config_tree", {}):
+            relayout_tree(document["config_tree"])
         if "further_networks" in document:
             document["further_networks"] = [pack_layers(n) for n in document["further_networks"]]
         with open(path, "w", encoding="utf-8") as f:

@@ -67,7 +67,9 @@ struct GemmConfigTree {
       }
       if (input[i] < 0 || static_cast<std::size_t>(input[i]) >= kInputNames.size())
         detail::fail_field(field("input"), input[i], "must be -1 (a leaf) or an input's index (0-8)");
-      if (i + 1 == nodes) detail::fail_field(field("input"), input[i], "must be -1 at the last node (an inner node's left child is the next)");
+      if (i + 2 >= nodes)
+        detail::fail_field(field("input"), input[i],
+                           "must be -1 at the last two nodes (an inner node's left child is the next node, its right one after it)");
       if (!std::isfinite(threshold[i])) detail::fail_field(field("threshold"), threshold[i], "must be finite");
       if (right[i] <= static_cast<std::int64_t>(i) + 1 || static_cast<std::size_t>(right[i]) >= nodes)
         detail::fail_field(field("right"), right[i],
