@@ -367,8 +367,8 @@ GemmConfigTree config_tree_from_json(const json& value) {
   tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64", "one per node, as nodes says");
   // (checked before the inner nodes are counted from it: the other arrays' lengths follow from it)
   for (std::size_t i = 0; i < count; ++i)
-    if (tree.input[i] < -1 || tree.input[i] >= static_cast<std::int32_t>(GemmConfigTree::kInputNames.size()))
-      detail::fail_field(prefix + "input_base64[" + std::to_string(i) + "]", tree.input[i], "must be -1 (a leaf) or an input's index (0-8)");
+    if (!GemmConfigTree::is_node_input(tree.input[i]))
+      detail::fail_field(prefix + "input_base64[" + std::to_string(i) + "]", tree.input[i], GemmConfigTree::kNodeInputRule);
   const auto inner = static_cast<std::size_t>(std::count_if(tree.input.begin(), tree.input.end(), [](std::int32_t i) { return i != -1; }));
   const std::vector<float> thresholds =
       packed_floats(fields.get("threshold_base64"), inner, prefix + "threshold_base64", "one per inner node: input_base64 not -1");

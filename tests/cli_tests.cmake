@@ -415,10 +415,10 @@ pipeweave_cli_failure(train_config_pick_init_other "--config-pick must be the st
                       train --op gemm --without-configs --init "${tiny_default_pick}" --config-pick search --data "${ranking_csv}"
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 # Beside it a GEMM model for GEMMs with their config answers none of its type's GEMMs given without one.
-pipeweave_cli_failure(predict_config_pick_gemm_unused "--model must be a model of a kernel asked: it is a GEMM model for GEMMs with their config, and every GEMM asked comes without one and is answered at the analytical default config by another --model, got \"[^\"]*tiny_gemm\\.json\""
+pipeweave_cli_failure(predict_config_pick_gemm_unused "--model must be a model of a kernel asked: it is a GEMM model for GEMMs with their config, and every GEMM asked comes without one and is answered at the config another --model picks without a search \\(the analytical default or a decision tree's\\), got \"[^\"]*tiny_gemm\\.json\""
                       predict --gpu H100-SXM --model "${tiny_default_pick}" --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json"
                       gemm:m=16,n=4096,k=4096,dtype=bf16)
-pipeweave_cli_failure(e2e_config_pick_gemm_unused "--kernel-model must be a model of the run's kernels: it is a GEMM model for GEMMs with their config, and the run's bf16 GEMMs are answered at the analytical default config by another --kernel-model, got \"[^\"]*tiny_gemm\\.json\""
+pipeweave_cli_failure(e2e_config_pick_gemm_unused "--kernel-model must be a model of the run's kernels: it is a GEMM model for GEMMs with their config, and the run's bf16 GEMMs are answered at the config another --kernel-model picks without a search \\(the analytical default or a decision tree's\\), got \"[^\"]*tiny_gemm\\.json\""
                       e2e --gpu H100-SXM --workload "${cli_data}/workload_llama_tp2.json" --kernel-model "${tiny_default_pick}"
                       --kernel-model "${CMAKE_CURRENT_BINARY_DIR}/tiny_gemm.json")
 set_tests_properties(cli.train_config_pick_init PROPERTIES FIXTURES_SETUP tiny_default_pick_tuned)

@@ -26,6 +26,14 @@ struct GemmConfigTree {
   // enters by its DRAM bandwidth (cuBLAS's heuristics chose differently on the H100 and the H200).
   static constexpr std::array<std::string_view, 9> kInputNames = {
       "log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256", "k_multiple_of_256"};
+  // An entry of `input`: -1 at a leaf, else an index into kInputNames. One rule for a tree built in
+  // code (validate()) and a model file's (checked as it is read, before the other arrays are
+  // counted by it).
+  static constexpr bool is_node_input(std::int32_t value) {
+    return value >= -1 && value < static_cast<std::int32_t>(kInputNames.size());
+  }
+  static constexpr std::string_view kNodeInputRule = "must be -1 (a leaf) or an input's index (0-8)";
+  static_assert(kInputNames.size() == 9, "kNodeInputRule names the indices 0-8");
   // The most nodes a tree may hold (node indices are stored as float32: exact to 2^24).
   static constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
 
@@ -65,8 +73,7 @@ struct GemmConfigTree {
           detail::fail_field(field("config"), config[i], "must index configs (0-" + std::to_string(configs.size() - 1) + ") at a leaf");
         continue;
       }
-      if (input[i] < 0 || static_cast<std::size_t>(input[i]) >= kInputNames.size())
-        detail::fail_field(field("input"), input[i], "must be -1 (a leaf) or an input's index (0-8)");
+      if (!is_node_input(input[i])) detail::fail_field(field("input"), input[i], kNodeInputRule);
       if (i + 2 >= nodes)
         detail::fail_field(field("input"), input[i],
                            "must be -1 at the last two nodes (an inner node's left child is the next node, its right one after it)");

@@ -280,7 +280,7 @@ class Predictor {
   }
 
   // That config (where picks_without_search): the tree's on an architecture its network learnt
-  // (Hopper and later), where the GPU can launch it (detail::gemm_launches, the rule demand()
+  // (Hopper and later), where the GPU can launch it (detail::GemmLaunch::fits, the rule demand()
   // refuses by: its cluster within the SMs, its stages within an SM's shared memory; the tree learnt
   // an H100's and an H200's kernels, which a GPU of that architecture with fewer SMs or less shared
   // memory may not run); the analytical default config otherwise.
@@ -290,7 +290,7 @@ class Predictor {
     if (d.config_pick == ConfigPick::cublas_tree && detail::hopper_or_later(gpu) &&
         configless.covers_compute_capability(compute_capability(gpu))) {
       const GemmConfig picked = d.config_tree->pick(gemm, gpu);
-      if (detail::gemm_launches(picked, gemm.dtype, gpu)) return picked;
+      if (detail::gemm_launch(picked, gemm.dtype).fits(gpu)) return picked;
     }
     return default_config(gemm, gpu);
   }

@@ -456,15 +456,17 @@ Predictor run_predictor(const E2eArguments& a, bool has_moe, DType run_dtype) {
   const bool configless_set_used = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
     return model.description().for_configless_gemm && model.answers_for(run_dtype);
   });
-  // (a model for them that reads the analytical default config's demand leaves the GEMM model none to pick for)
-  const bool picks_default = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
+  // (a model for them that picks their config without a search, the analytical default or a decision tree's,
+  // leaves the GEMM model none to pick for: Predictor::picks_without_search)
+  const bool picks_without_search = std::any_of(models.begin(), models.end(), [&](const Mlp& model) {
     return model.description().config_pick != ConfigPick::search && model.answers_for(run_dtype);
   });
   for (std::size_t i = 0; i < models.size(); ++i) {
-    if (models[i].family() == OpFamily::gemm && !models[i].description().for_configless_gemm && picks_default)
+    if (models[i].family() == OpFamily::gemm && !models[i].description().for_configless_gemm && picks_without_search)
       FlagParser::fail("--kernel-model", a.kernel_models[i],
                        fmt::format("must be a model of the run's kernels: it is a GEMM model for GEMMs with their config, and the "
-                                   "run's {} GEMMs are answered at the analytical default config by another --kernel-model",
+                                   "run's {} GEMMs are answered at the config another --kernel-model picks without a search (the "
+                                   "analytical default or a decision tree's)",
                                    to_string(run_dtype)));
     if (models[i].family() == OpFamily::fused_moe && !has_moe)
       FlagParser::fail("--kernel-model", a.kernel_models[i], "must be a model of the run's kernels: it is a fused_moe model, and "

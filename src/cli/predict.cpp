@@ -97,7 +97,7 @@ std::vector<std::string> read_kernel_lines(const std::string& path) {
 // Whether `model`, one of `given`, would answer for `kernel`: a model of its family, and a model
 // for GEMMs without a config only for such a GEMM of a data type it lists (a GEMM given its config
 // is the GEMM model's; without one, the GEMM model still picks its config, unless a given model
-// for that type reads the analytical default config's demand).
+// for that type picks it without a search: the analytical default config or its decision tree's).
 bool answers_kernel(const Mlp& model, const Kernel& kernel, const std::vector<Mlp>& given) {
   if (kernel.family() != model.family()) return false;
   const Gemm* gemm = kernel.get_if<Gemm>();
@@ -124,10 +124,11 @@ Predictor predictor_for(const PredictOptions& arguments, const std::vector<Kerne
     if (answers[i] || (model.description().for_configless_gemm && configless_set_used)) continue;
     const std::string family(to_string(model.family()));
     const bool family_asked = std::any_of(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.family() == model.family(); });
-    if (!model.description().for_configless_gemm && family_asked)  // (GEMMs without a config, of a type read at the default config)
+    if (!model.description().for_configless_gemm && family_asked)  // (GEMMs without a config, of a type picked without a search)
       FlagParser::fail("--model", arguments.models[i],
                        "must be a model of a kernel asked: it is a GEMM model for GEMMs with their config, and every GEMM asked comes "
-                       "without one and is answered at the analytical default config by another --model");
+                       "without one and is answered at the config another --model picks without a search (the analytical default or "
+                       "a decision tree's)");
     if (!model.description().for_configless_gemm || !family_asked)
       FlagParser::fail("--model", arguments.models[i],
                        fmt::format("must be a model of a kernel asked: it is a {} model, and no {} kernel is asked", family, family));

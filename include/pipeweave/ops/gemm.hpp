@@ -187,22 +187,23 @@ inline int gemm_stages_that_fit(const GemmConfig& config, DType dtype, const Gpu
   return static_cast<int>(std::clamp(fit, 1.0, 8.0));
 }
 
-// Whether the GPU can launch GEMM CTAs of this config (its stages given): the cluster's CTAs within
-// the SM count (only whole clusters are placed) and one CTA's stages within an SM's shared memory.
-// The one rule of demand(), which refuses such a config (`refuse`: throws pipeweave::InvalidInput
-// saying which, instead of answering false), and of Predictor::config_without_search, which takes
-// the analytical default config instead.
-inline bool gemm_launches(const GemmConfig& config, DType dtype, const GpuSpec& gpu, bool refuse = false) {
-  const double cluster = static_cast<double>(config.cluster_m) * config.cluster_n;
-  if (cluster > gpu.sm_count) {
-    if (refuse) fail_field("gemm.cluster_m*cluster_n", cluster, "must not exceed the SM count");
-    return false;
+// What launching a GEMM config's CTAs asks of a GPU (its stages given): SMs for one cluster (only
+// whole clusters are placed) and one CTA's shared memory. fits() is the one rule of demand(), which
+// refuses a config that does not fit (require_fits: pipeweave::InvalidInput saying which), and of
+// Predictor::config_without_search, which takes the analytical default config instead.
+struct GemmLaunch {
+  double cluster_ctas = 1;
+  double smem_per_cta = 0;
+  bool fits(const GpuSpec& gpu) const { return cluster_ctas <= gpu.sm_count && smem_per_cta <= gpu.smem_bytes_per_sm; }
+  void require_fits(const GpuSpec& gpu) const {
+    if (fits(gpu)) return;
+    if (cluster_ctas > gpu.sm_count) fail_field("gemm.cluster_m*cluster_n", cluster_ctas, "must not exceed the SM count");
+    // (in the words of any op's CTA that does not fit on one SM: resident_ctas throws for it)
+    resident_ctas(gpu, gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
   }
-  const double smem_per_cta = config.stages * gemm_stage_bytes(config, dtype);
-  if (smem_per_cta <= gpu.smem_bytes_per_sm) return true;
-  // (in the words of any op's CTA that does not fit on one SM: resident_ctas throws for it)
-  if (refuse) resident_ctas(gpu, gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
-  return false;
+};
+inline GemmLaunch gemm_launch(const GemmConfig& config, DType dtype) {
+  return {static_cast<double>(config.cluster_m) * config.cluster_n, config.stages * gemm_stage_bytes(config, dtype)};
 }
 
 }  // namespace detail
@@ -418,8 +419,9 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
     if (config.schedule != GemmSchedule::ping_pong)
       detail::fail_field("gemm.schedule", to_string(config.schedule), "must be ping_pong: " + hopper_only("a warpgroup schedule"));
   }
-  detail::gemm_launches(config, gemm.dtype, gpu, /*refuse=*/true);
-  const double cluster = double(config.cluster_m) * config.cluster_n;
+  const detail::GemmLaunch launch = detail::gemm_launch(config, gemm.dtype);
+  launch.require_fits(gpu);
+  const double cluster = launch.cluster_ctas;
   // Only whole clusters are placed, so SMs left over after the last whole cluster idle.
   const double usable_sms = std::floor(gpu.sm_count / cluster) * cluster;
 
@@ -445,8 +447,7 @@ inline Demand demand(const Gemm& gemm, const GpuSpec& gpu) {
   if (split > 1) dram_bytes += 2 * m * n * 4 * split;
   at(per_cta, Pipe::dram) = dram_bytes / ctas;
 
-  const double smem_per_cta = config.stages * detail::gemm_stage_bytes(config, gemm.dtype);
-  const double resident = detail::resident_ctas(gpu, detail::gemm_threads(gpu), smem_per_cta, 0, "gemm CTA");
+  const double resident = detail::resident_ctas(gpu, detail::gemm_threads(gpu), launch.smem_per_cta, 0, "gemm CTA");
 
   Demand result = detail::uniform_grid(per_cta, ctas, resident, gpu, tensor_rate, usable_sms);
   result.serial_steps = k_slice / tk;
