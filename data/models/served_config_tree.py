@@ -34,12 +34,27 @@ from sklearn.tree import DecisionTreeClassifier
 
 CONFIG = ("tile_m", "tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster")
 DRAM_GB_S = {"H100-SXM": 3350.0, "H200-SXM": 4800.0}  # the catalog's data-sheet figures (src/catalog.cpp)
+SM_COUNT = {"H100-SXM": 132, "H200-SXM": 132}
 
 
 def features(row):
     m, n, k = (float(row[c]) for c in ("m", "n", "k"))
     lm, ln, lk = math.log2(m), math.log2(n), math.log2(k)
     return [lm, ln, lk, lm + ln, ln + lk, lm + ln + lk, math.log2(DRAM_GB_S[row["gpu"]]), n % 256 == 0, k % 256 == 0]
+
+
+def remainders(row):
+    """18 more inputs, a study's (served_config_tree_inputs.py, --remainders): m mod 8-256; n and k mod
+    64, 128, 256; the waves of m-side tiles of 64-256 by 128 on the GPU's SMs; the tiles of 128 and
+    256 squares past whole waves."""
+    m, n, k = (int(row[c]) for c in ("m", "n", "k"))
+    sms = SM_COUNT[row["gpu"]]
+    values = [m % d for d in (8, 16, 32, 64, 128, 256)]
+    for d in (64, 128, 256):
+        values += [n % d, k % d]
+    values += [math.ceil(m / t) * math.ceil(n / 128) / sms for t in (64, 128, 192, 256)]
+    values += [(math.ceil(m / t) * math.ceil(n / t)) % sms for t in (128, 256)]
+    return values
 
 
 INPUT_NAMES = ["log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
@@ -108,11 +123,16 @@ def main():
     parser.add_argument("--tree-json", help="write the tree fitted on every training row here, as a model file's config_tree")
     parser.add_argument("--by-seed", action="store_true", help="a test file per GPU and shape list (shape_seed column)")
     parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
+    parser.add_argument("--remainders", action="store_true",
+                        help="18 more inputs, the shape's remainders (a study: the library's tree reads the nine)")
     args = parser.parse_args()
+    if args.remainders and args.tree_json:
+        parser.error("--tree-json writes the library's tree, of the nine inputs: not with --remainders")
+    inputs = (lambda r: features(r) + remainders(r)) if args.remainders else features
     header, train = read(args.train, args.dtype)
     _, test = read(args.test, args.dtype)
     learnt = [r for r in train if r["config_source"] != "unknown"]
-    x = np.array([features(r) for r in learnt])
+    x = np.array([inputs(r) for r in learnt])
     labels = ["|".join(r[c] for c in CONFIG) for r in learnt]
     groups = [group_of(r) for r in learnt]
     folds = list(GroupKFold(n_splits=5).split(x, labels, groups))
@@ -135,12 +155,12 @@ def main():
     predicted_train = dict(zip(map(id, learnt), oof))
     unknown = [r for r in train if r["config_source"] == "unknown"]
     if unknown:
-        predicted_train.update(zip(map(id, unknown), tree.predict(np.array([features(r) for r in unknown]))))
+        predicted_train.update(zip(map(id, unknown), tree.predict(np.array([inputs(r) for r in unknown]))))
     os.makedirs(args.out, exist_ok=True)
     if args.tree_json:
         with open(args.tree_json, "w") as f:
             json.dump(tree_to_json(tree), f)
-    predicted_test = tree.predict(np.array([features(r) for r in test]))
+    predicted_test = tree.predict(np.array([inputs(r) for r in test]))
     os.makedirs(args.out, exist_ok=True)
     for name, rows, predicted in (("train", train, [predicted_train[id(r)] for r in train]), ("test", test, predicted_test)):
         known = [(r, p) for r, p in zip(rows, predicted) if r["config_source"] != "unknown"]

@@ -14,23 +14,12 @@ chooses its leaf size) and on the test rows (the split's held-out families and s
 tile nothing says are left out, as there. A few minutes a type on one core.
 """
 import argparse
-import math
 
 import numpy as np
 from sklearn.model_selection import GroupKFold
 from sklearn.tree import DecisionTreeClassifier
 
 import served_config_tree as tree_study
-
-
-def remainders(row):
-    m, n, k = (int(row[c]) for c in ("m", "n", "k"))
-    values = [m % d for d in (8, 16, 32, 64, 128, 256)]
-    for d in (64, 128, 256):
-        values += [n % d, k % d]
-    values += [math.ceil(m / t) * math.ceil(n / 128) / 132 for t in (64, 128, 192, 256)]
-    values += [(math.ceil(m / t) * math.ceil(n / t)) % 132 for t in (128, 256)]
-    return values
 
 
 def main():
@@ -46,7 +35,7 @@ def main():
     y, y_test = label(train), label(test)
     groups = [tree_study.group_of(r) for r in train]
     for name, inputs in (("the nine inputs", tree_study.features),
-                         ("with the remainders", lambda r: tree_study.features(r) + remainders(r))):
+                         ("with the remainders", lambda r: tree_study.features(r) + tree_study.remainders(r))):
         x = np.array([inputs(r) for r in train], dtype=np.float32)
         hits = 0
         for fit, held in GroupKFold(5).split(x, y, groups):

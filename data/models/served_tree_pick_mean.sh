@@ -13,11 +13,18 @@
 #    draws (seeds 4 and 5, trained on by nothing), from the shape (served_tree_pick_mean.py).
 # Writes data/models/report/served/tree_pick_mean/{scores.txt,tree_*.log,train_*.log} and the
 # split counts in {h100,h200}/split.txt. The networks are not kept.
+# REMAINDERS=1: the tree reads the shape's remainders too (served_config_tree.py --remainders);
+# the report goes to data/models/report/served/tree_pick_mean_remainders/.
 set -euo pipefail
 cli=$(realpath "${1:-$(dirname "$0")/../../build}")/pipeweave  # (resolved before the cd below)
 cd "$(dirname "$0")/../.."
 py=${PYTHON:-python3}
 root=data/models/report/served/tree_pick_mean
+tree_flags=()
+if [[ ${REMAINDERS:-0} == 1 ]]; then
+  root+=_remainders tree_flags=(--remainders)
+  mkdir -p "$root"/h100 "$root"/h200
+fi
 source data/models/served_split_both.sh
 work=$(mktemp -d)
 splits+=("$work")
@@ -27,7 +34,7 @@ run_dtype() {  # dtype: the tree, then the two networks one after the other, the
   local dtype=$1 files=() f
   for f in "${fresh[@]}"; do files+=("$f$dtype.csv.gz"); done
   "$py" data/models/served_config_tree.py "$work/tree" "$h100_split/train.csv" "$h200_split/train.csv" \
-    --test "$h100_split/test.csv" "$h200_split/test.csv" "${files[@]}" --by-seed --dtype "$dtype" --leaf 1 3 10 \
+    --test "$h100_split/test.csv" "$h200_split/test.csv" "${files[@]}" --by-seed --dtype "$dtype" --leaf 1 3 10 "${tree_flags[@]}" \
     > "$root/tree_$dtype.log"
   "$cli" train --op gemm --data "$work/tree/train_$dtype.csv" --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 \
     --batch 512 --protocol served --out "$work/tree_$dtype.json" 2> "$root/train_tree_$dtype.log"
