@@ -357,18 +357,21 @@ GemmConfigTree config_tree_from_json(const json& value) {
   const Fields fields(value, prefix);
   fields.only({"inputs", "nodes", "input_base64", "threshold_base64", "right_base64", "config_base64", "configs"});
   const std::vector<std::string> inputs = fields.texts("inputs");
-  if (!std::equal(inputs.begin(), inputs.end(), GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.end()))
+  const auto& known = GemmConfigTree::kInputNames;
+  if (inputs.empty() || inputs.size() > known.size() || !std::equal(inputs.begin(), inputs.end(), known.begin()))
     detail::fail_field(prefix + "inputs", detail::excerpt(fields.get("inputs")),
-                       "must list the inputs this build computes, in order (log2_m, log2_n, ..., k_multiple_of_256)");
+                       "must list the first of the inputs this build computes, in order (log2_m, log2_n, ..., k_multiple_of_256, "
+                       "m_mod_8, ..., tiles_past_waves_256x256)");
   const std::int64_t nodes = fields.whole("nodes");
   if (static_cast<std::uint64_t>(nodes) > GemmConfigTree::kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
   const auto count = static_cast<std::size_t>(nodes);
   GemmConfigTree tree;
+  tree.input_count = inputs.size();
   tree.input = packed_whole_numbers(fields.get("input_base64"), count, prefix + "input_base64", "one per node, as nodes says");
   // (checked before the inner nodes are counted from it: the other arrays' lengths follow from it)
   for (std::size_t i = 0; i < count; ++i)
-    if (!GemmConfigTree::is_node_input(tree.input[i]))
-      detail::fail_field(prefix + "input_base64[" + std::to_string(i) + "]", tree.input[i], GemmConfigTree::kNodeInputRule);
+    if (!GemmConfigTree::is_node_input(tree.input[i], tree.input_count))
+      detail::fail_field(prefix + "input_base64[" + std::to_string(i) + "]", tree.input[i], GemmConfigTree::node_input_rule(tree.input_count));
   const auto inner = static_cast<std::size_t>(std::count_if(tree.input.begin(), tree.input.end(), [](std::int32_t i) { return i != -1; }));
   const std::vector<float> thresholds =
       packed_floats(fields.get("threshold_base64"), inner, prefix + "threshold_base64", "one per inner node: input_base64 not -1");
@@ -559,7 +562,7 @@ static json config_tree_to_json(const GemmConfigTree& tree) {
                        {"cluster_m", c.cluster_m}, {"cluster_n", c.cluster_n}, {"swap_ab", c.swap_ab},
                        {"schedule", std::string(to_string(c.schedule))}, {"raster", std::string(to_string(c.raster))}});
   json inputs = json::array();
-  for (std::string_view name : GemmConfigTree::kInputNames) inputs.push_back(std::string(name));
+  for (std::size_t i = 0; i < tree.input_count; ++i) inputs.push_back(std::string(GemmConfigTree::kInputNames[i]));
   // (the file's layout: see config_tree_from_json)
   std::vector<float> thresholds;
   std::vector<std::int32_t> rights, configs_at_leaves;

@@ -966,12 +966,54 @@ TEST_CASE("GemmConfigTree: a walk reaches its leaf's config; its rules name the 
                       "one after it), got 0"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.input[3] = 0; }), Contains("config_tree.input[3] must be -1 at the last two nodes"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.config[4] = 3; }), Contains("config_tree.config[4] must index configs (0-2) at a leaf, got 3"));
-  CHECK_THAT(broken([](GemmConfigTree& t) { t.input[2] = 9; }), Contains("config_tree.input[2] must be -1 (a leaf) or an input's index"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input[2] = 27; }),
+             Contains("config_tree.input[2] must be -1 (a leaf) or the index of one of the tree's inputs (0-26), got 27"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input_count = 9, t.input[2] = 9; }),
+             Contains("config_tree.input[2] must be -1 (a leaf) or the index of one of the tree's inputs (0-8), got 9"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input_count = 28; }), Contains("config_tree.inputs must be 1-27"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.threshold[0] = std::nanf(""); }), Contains("config_tree.threshold[0] must be finite"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.right.pop_back(); }), Contains("config_tree.right entries must be one per node (5), got 4"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.configs[1].tile_m = 4; }), Contains("config_tree.configs[1]: gemm.tile_m must be at least 8"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.configs.clear(); }), Contains("config_tree.configs must hold at least one config"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t = GemmConfigTree{}; }), Contains("config_tree.nodes must be at least 1"));
+}
+
+TEST_CASE("GemmConfigTree: the shape's remainders are inputs, as served_config_tree.py computes them", "[predictor][config_tree]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");  // 132 SMs
+  const auto inputs = GemmConfigTree::tree_inputs(make_gemm(1000, 4608, 4000), h100);
+  const auto value = [&](std::string_view name) {
+    const auto at = std::find(GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.end(), name);
+    REQUIRE(at != GemmConfigTree::kInputNames.end());
+    return inputs[static_cast<std::size_t>(at - GemmConfigTree::kInputNames.begin())];
+  };
+  CHECK(value("log2_m") == static_cast<float>(std::log2(1000.0)));
+  CHECK(value("n_multiple_of_256") == 1.0f);  // 4608 = 18 x 256
+  CHECK(value("k_multiple_of_256") == 0.0f);
+  CHECK(value("m_mod_8") == 0.0f);
+  CHECK(value("m_mod_16") == 8.0f);
+  CHECK(value("m_mod_256") == 232.0f);
+  CHECK(value("n_mod_64") == 0.0f);
+  CHECK(value("k_mod_64") == 32.0f);    // 4000 = 62 x 64 + 32
+  CHECK(value("k_mod_256") == 160.0f);  // 15 x 256 + 160
+  CHECK(value("waves_64x128") == static_cast<float>(16.0 * 36 / 132));   // ceil(1000 / 64) = 16 by 36 tiles
+  CHECK(value("waves_192x128") == static_cast<float>(6.0 * 36 / 132));
+  CHECK(value("tiles_past_waves_128x128") == static_cast<float>((8 * 36) % 132));  // 288 tiles: 24 past two waves
+  CHECK(value("tiles_past_waves_256x256") == static_cast<float>(4 * 18));
+  // A tree splitting on m mod 64 tells apart two m of one scale.
+  GemmConfigTree tree;
+  tree.input = {12, -1, -1};  // m_mod_64
+  tree.threshold = {0.5f, 0, 0};
+  tree.right = {2, 0, 0};
+  tree.config = {0, 0, 1};
+  tree.configs = {GemmConfig{.tile_m = 128, .tile_n = 128, .tile_k = 128, .stages = 4},
+                  GemmConfig{.tile_m = 80, .tile_n = 256, .tile_k = 128, .stages = 2}};
+  REQUIRE(GemmConfigTree::kInputNames[12] == "m_mod_64");
+  REQUIRE_NOTHROW(tree.validate());
+  CHECK(tree.pick(make_gemm(1024, 4096, 4096), h100) == tree.configs[0]);
+  CHECK(tree.pick(make_gemm(1000, 4096, 4096), h100) == tree.configs[1]);
+  // A tree of the first nine inputs alone (model files before the remainders) reads them alone.
+  tree.input_count = 9;
+  CHECK_THAT(error_of([&] { tree.validate(); }), Contains("config_tree.input[0] must be -1 (a leaf) or the index of one of the tree's inputs (0-8), got 12"));
 }
 
 TEST_CASE("Predictor: a config-less model with a tree answers at the tree's config on Hopper, survives JSON", "[predictor][config_tree]") {
@@ -1066,7 +1108,16 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
   REQUIRE(text.find(inputs) != std::string::npos);
   std::string renamed = text;
   renamed.replace(renamed.find(inputs), inputs.size(), "\"m\"");
-  CHECK_THAT(error_of([&] { mlp_from_json(renamed); }), Contains("mlp.config_tree.inputs must list the inputs this build computes"));
+  CHECK_THAT(error_of([&] { mlp_from_json(renamed); }), Contains("mlp.config_tree.inputs must list the first of the inputs this build computes"));
+  // A file of the first nine inputs (as they were before the remainders) reads, and is written, as it was.
+  nlohmann::json nine = nlohmann::json::parse(text);
+  nine["config_tree"]["inputs"] = std::vector<std::string>(GemmConfigTree::kInputNames.begin(), GemmConfigTree::kInputNames.begin() + 9);
+  const Mlp read_nine = mlp_from_json(nine.dump());
+  CHECK(read_nine.description().config_tree->input_count == 9);
+  CHECK(nlohmann::json::parse(to_json(read_nine))["config_tree"]["inputs"] == nine["config_tree"]["inputs"]);
+  nlohmann::json too_many = nlohmann::json::parse(text);
+  too_many["config_tree"]["inputs"].push_back("m_mod_512");
+  CHECK_THAT(error_of([&] { mlp_from_json(too_many.dump()); }), Contains("mlp.config_tree.inputs must list the first of the inputs"));
   std::string schedule = text;
   const std::string cooperative = "\"schedule\":\"cooperative\"";
   REQUIRE(schedule.find(cooperative) != std::string::npos);
@@ -1090,7 +1141,7 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
              Contains("mlp.config_tree.config_base64 length") && Contains("(3 float32 values, one per leaf"));
   // An input index out of range is named where it stands, before the other arrays are counted by it.
   CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAAMAAAAAAAAAAAAAAAAA="; }),  // 0, -2, 0, 0, 0
-             Contains("mlp.config_tree.input_base64[1] must be -1 (a leaf) or an input's index (0-8), got -2"));
+             Contains("mlp.config_tree.input_base64[1] must be -1 (a leaf) or the index of one of the tree's inputs (0-26), got -2"));
   CHECK_THAT(with([](nlohmann::json& t) { t["input_base64"] = "AAAAAAAAwD8AAAAAAAAAAAAAAAA="; }),  // 0, 1.5, 0, 0, 0
              Contains("mlp.config_tree.input_base64[1] must be a whole number"));
   CHECK_THAT(with([](nlohmann::json& t) {

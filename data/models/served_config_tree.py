@@ -44,9 +44,9 @@ def features(row):
 
 
 def remainders(row):
-    """18 more inputs, a study's (served_config_tree_inputs.py, --remainders): m mod 8-256; n and k mod
-    64, 128, 256; the waves of m-side tiles of 64-256 by 128 on the GPU's SMs; the tiles of 128 and
-    256 squares past whole waves."""
+    """18 more inputs (--remainders; REMAINDER_NAMES): m mod 8-256; n and k mod 64, 128, 256; the
+    waves of m-side tiles of 64-256 by 128 on the GPU's SMs; the tiles of 128 and 256 squares past
+    whole waves."""
     m, n, k = (int(row[c]) for c in ("m", "n", "k"))
     sms = SM_COUNT[row["gpu"]]
     values = [m % d for d in (8, 16, 32, 64, 128, 256)]
@@ -59,6 +59,9 @@ def remainders(row):
 
 INPUT_NAMES = ["log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
                "k_multiple_of_256"]  # features()'s, in order: GemmConfigTree::kInputNames
+REMAINDER_NAMES = ["m_mod_8", "m_mod_16", "m_mod_32", "m_mod_64", "m_mod_128", "m_mod_256", "n_mod_64", "k_mod_64",
+                   "n_mod_128", "k_mod_128", "n_mod_256", "k_mod_256", "waves_64x128", "waves_128x128", "waves_192x128",
+                   "waves_256x128", "tiles_past_waves_128x128", "tiles_past_waves_256x256"]  # remainders()'s: the rest
 
 
 def packed(values):
@@ -66,7 +69,7 @@ def packed(values):
     return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode()
 
 
-def tree_to_json(tree):
+def tree_to_json(tree, names):
     """The fitted tree as include/pipeweave/config_tree.hpp reads it. scikit-learn compares float32
     inputs with double thresholds; each is written as the greatest float32 at or below it, which
     sends every float32 input the same way."""
@@ -89,7 +92,7 @@ def tree_to_json(tree):
     inner = ~leaf
     if not np.array_equal(t.children_left[inner], np.flatnonzero(inner) + 1):
         raise SystemExit("served_config_tree: the tree's nodes are not in preorder")
-    return {"inputs": INPUT_NAMES, "nodes": int(t.node_count),
+    return {"inputs": names, "nodes": int(t.node_count),
             "input_base64": packed(np.where(leaf, -1, t.feature)),
             "threshold_base64": packed(thresholds[inner]),
             "right_base64": packed(t.children_right[inner]),
@@ -123,12 +126,10 @@ def main():
     parser.add_argument("--tree-json", help="write the tree fitted on every training row here, as a model file's config_tree")
     parser.add_argument("--by-seed", action="store_true", help="a test file per GPU and shape list (shape_seed column)")
     parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
-    parser.add_argument("--remainders", action="store_true",
-                        help="18 more inputs, the shape's remainders (a study: the library's tree reads the nine)")
+    parser.add_argument("--remainders", action="store_true", help="18 more inputs, the shape's remainders (REMAINDER_NAMES)")
     args = parser.parse_args()
-    if args.remainders and args.tree_json:
-        parser.error("--tree-json writes the library's tree, of the nine inputs: not with --remainders")
     inputs = (lambda r: features(r) + remainders(r)) if args.remainders else features
+    names = INPUT_NAMES + REMAINDER_NAMES if args.remainders else INPUT_NAMES
     header, train = read(args.train, args.dtype)
     _, test = read(args.test, args.dtype)
     learnt = [r for r in train if r["config_source"] != "unknown"]
@@ -159,7 +160,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     if args.tree_json:
         with open(args.tree_json, "w") as f:
-            json.dump(tree_to_json(tree), f)
+            json.dump(tree_to_json(tree, names), f)
     predicted_test = tree.predict(np.array([inputs(r) for r in test]))
     os.makedirs(args.out, exist_ok=True)
     for name, rows, predicted in (("train", train, [predicted_train[id(r)] for r in train]), ("test", test, predicted_test)):

@@ -4,8 +4,9 @@
 # PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 15 minutes on 2 cores. fp8 only
 # (where the training side's validation chose the tree over the GEMM model's pick).
 # 1. The tree (one row a leaf, as chosen there) learns cuBLAS's config from every fp8 served row of
-#    seeds 1-3 of both GPUs, as the bundled networks were trained on; the training rows get its
-#    out-of-fold configs.
+#    seeds 1-3 of both GPUs, as the bundled networks were trained on, from the shape's scale and its
+#    remainders (served_config_tree.py --remainders; REMAINDERS=0: the nine inputs of the scale alone,
+#    the bundled tree until 2026-11-29); the training rows get its out-of-fold configs.
 # 2. A GEMM network trained on those rows given those configs (served_train.sh's recipe), joined
 #    with the tree into a network for fp8 GEMMs without a config (served_config_tree_model.py).
 # 3. Its factor for the mean bias fitted on its training rows of each GPU, predicted from the shape
@@ -23,7 +24,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 m=data/measurements
 "$py" data/models/served_config_tree.py "$work" "$m/H100-SXM/gemm_served_fp8.csv.gz" "$m/H200-SXM/gemm_served_fp8.csv.gz" \
-  --test "$m/H100-SXM/gemm_served_seed4_fp8.csv.gz" --dtype fp8 --leaf 1 --tree-json "$work/tree_fp8.json" | tee "$out/tree_fp8.log"
+  --test "$m/H100-SXM/gemm_served_seed4_fp8.csv.gz" --dtype fp8 --leaf 1 --tree-json "$work/tree_fp8.json" \
+  $([[ ${REMAINDERS:-1} == 0 ]] || echo --remainders) | tee "$out/tree_fp8.log"
 "$cli" train --op gemm --data "$work/train_fp8.csv" --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 --batch 512 \
   --protocol served --out "$work/gemm_fp8.json" 2> "$out/train_fp8.log"
 model=$work/gemm_configless_fp8.json

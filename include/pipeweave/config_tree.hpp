@@ -21,19 +21,28 @@
 namespace pipeweave {
 
 struct GemmConfigTree {
-  // The inputs each node may split on, in this order, as served_config_tree.py computes them
-  // (log2 in double, then float: scikit-learn compares float32 inputs with its thresholds). The GPU
-  // enters by its DRAM bandwidth (cuBLAS's heuristics chose differently on the H100 and the H200).
-  static constexpr std::array<std::string_view, 9> kInputNames = {
-      "log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256", "k_multiple_of_256"};
-  // An entry of `input`: -1 at a leaf, else an index into kInputNames. One rule for a tree built in
-  // code (validate()) and a model file's (checked as it is read, before the other arrays are
-  // counted by it).
-  static constexpr bool is_node_input(std::int32_t value) {
-    return value >= -1 && value < static_cast<std::int32_t>(kInputNames.size());
+  // The inputs a node may split on, in this order, as served_config_tree.py computes them (in
+  // double, then float: scikit-learn compares float32 inputs with its thresholds). The GPU enters
+  // by its DRAM bandwidth (cuBLAS's heuristics chose differently on the H100 and the H200) and its
+  // SM count. The first nine are the shape's scale; the rest its remainders, which name cuBLAS's
+  // tiles fitted to m more often (remainders() below; docs/experiments/served-gemms.md).
+  static constexpr std::array<std::string_view, 27> kInputNames = {
+      "log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
+      "k_multiple_of_256", "m_mod_8", "m_mod_16", "m_mod_32", "m_mod_64", "m_mod_128", "m_mod_256", "n_mod_64", "k_mod_64",
+      "n_mod_128", "k_mod_128", "n_mod_256", "k_mod_256", "waves_64x128", "waves_128x128", "waves_192x128", "waves_256x128",
+      "tiles_past_waves_128x128", "tiles_past_waves_256x256"};
+  // The tree reads the first input_count of them: a model file lists those (a tree of the nine
+  // alone, as files held before the remainders, reads as it was written).
+  std::size_t input_count = kInputNames.size();
+  // An entry of `input`: -1 at a leaf, else the index of one of the tree's inputs. One rule for a
+  // tree built in code (validate()) and a model file's (checked as it is read, before the other
+  // arrays are counted by it).
+  static bool is_node_input(std::int32_t value, std::size_t inputs) {
+    return value >= -1 && value < static_cast<std::int64_t>(inputs);
   }
-  static constexpr std::string_view kNodeInputRule = "must be -1 (a leaf) or an input's index (0-8)";
-  static_assert(kInputNames.size() == 9, "kNodeInputRule names the indices 0-8");
+  static std::string node_input_rule(std::size_t inputs) {
+    return "must be -1 (a leaf) or the index of one of the tree's inputs (0-" + std::to_string(inputs - 1) + ")";
+  }
   // The most nodes a tree may hold (node indices are stored as float32: exact to 2^24).
   static constexpr std::size_t kMaxNodes = std::size_t{1} << 24;
 
@@ -54,6 +63,8 @@ struct GemmConfigTree {
     const std::size_t nodes = input.size();
     if (nodes == 0) detail::fail_field(prefix + "nodes", 0, "must be at least 1 (the root)");
     if (nodes > kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
+    if (input_count == 0 || input_count > kInputNames.size())
+      detail::fail_field(prefix + "inputs", input_count, "must be 1-" + std::to_string(kInputNames.size()) + " (the inputs this build computes)");
     for (const auto& [name, size] :
          {std::pair{"threshold", threshold.size()}, std::pair{"right", right.size()}, std::pair{"config", config.size()}})
       if (size != nodes) detail::fail_field(prefix + name + " entries", size, "must be one per node (" + std::to_string(nodes) + ")");
@@ -73,7 +84,7 @@ struct GemmConfigTree {
           detail::fail_field(field("config"), config[i], "must index configs (0-" + std::to_string(configs.size() - 1) + ") at a leaf");
         continue;
       }
-      if (!is_node_input(input[i])) detail::fail_field(field("input"), input[i], kNodeInputRule);
+      if (!is_node_input(input[i], input_count)) detail::fail_field(field("input"), input[i], node_input_rule(input_count));
       if (i + 2 >= nodes)
         detail::fail_field(field("input"), input[i],
                            "must be -1 at the last two nodes (an inner node's left child is the next node, its right one after it)");
@@ -88,12 +99,7 @@ struct GemmConfigTree {
   // The config at the leaf this GEMM on this GPU reaches, its split-K cut to the GEMM's K steps
   // where a leaf learnt from longer K asks for more (a split without a step is no kernel).
   GemmConfig pick(const Gemm& gemm, const GpuSpec& gpu) const {
-    const double m = std::log2(static_cast<double>(gemm.m)), n = std::log2(static_cast<double>(gemm.n)),
-                 k = std::log2(static_cast<double>(gemm.k));
-    const std::array<float, kInputNames.size()> inputs = {
-        static_cast<float>(m), static_cast<float>(n), static_cast<float>(k), static_cast<float>(m + n),
-        static_cast<float>(n + k), static_cast<float>(m + n + k), static_cast<float>(std::log2(gpu.dram_bandwidth_gb_s)),
-        gemm.n % 256 == 0 ? 1.0f : 0.0f, gemm.k % 256 == 0 ? 1.0f : 0.0f};
+    const std::array<float, kInputNames.size()> inputs = tree_inputs(gemm, gpu);
     std::size_t node = 0;
     while (input[node] >= 0)
       node = inputs[static_cast<std::size_t>(input[node])] <= threshold[node] ? node + 1 : static_cast<std::size_t>(right[node]);
@@ -101,6 +107,26 @@ struct GemmConfigTree {
     const std::int64_t k_steps = (gemm.k - 1) / picked.tile_k + 1;
     if (picked.split_k > k_steps) picked.split_k = static_cast<int>(k_steps);
     return picked;
+  }
+
+  // kInputNames' values for a GEMM on a GPU (shape and GPU validated: positive sizes and SMs).
+  static std::array<float, kInputNames.size()> tree_inputs(const Gemm& gemm, const GpuSpec& gpu) {
+    const double m = std::log2(static_cast<double>(gemm.m)), n = std::log2(static_cast<double>(gemm.n)),
+                 k = std::log2(static_cast<double>(gemm.k));
+    std::array<float, kInputNames.size()> inputs = {
+        static_cast<float>(m), static_cast<float>(n), static_cast<float>(k), static_cast<float>(m + n),
+        static_cast<float>(n + k), static_cast<float>(m + n + k), static_cast<float>(std::log2(gpu.dram_bandwidth_gb_s)),
+        gemm.n % 256 == 0 ? 1.0f : 0.0f, gemm.k % 256 == 0 ? 1.0f : 0.0f};
+    std::size_t at = 9;
+    for (std::int64_t d : {8, 16, 32, 64, 128, 256}) inputs[at++] = static_cast<float>(gemm.m % d);
+    for (std::int64_t d : {64, 128, 256}) inputs[at++] = static_cast<float>(gemm.n % d), inputs[at++] = static_cast<float>(gemm.k % d);
+    // Tiles counted in doubles (exact below 2^53: dimensions are at most detail::kMostDimension), then
+    // divided as served_config_tree.py divides its integers.
+    const auto tiles = [](std::int64_t size, std::int64_t tile) { return static_cast<double>((size - 1) / tile + 1); };
+    const double sms = gpu.sm_count;
+    for (std::int64_t t : {64, 128, 192, 256}) inputs[at++] = static_cast<float>(tiles(gemm.m, t) * tiles(gemm.n, 128) / sms);
+    for (std::int64_t t : {128, 256}) inputs[at++] = static_cast<float>(std::fmod(tiles(gemm.m, t) * tiles(gemm.n, t), sms));
+    return inputs;
   }
 };
 
