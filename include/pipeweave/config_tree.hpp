@@ -25,7 +25,7 @@ struct GemmConfigTree {
   // double, then float: scikit-learn compares float32 inputs with its thresholds). The GPU enters
   // by its DRAM bandwidth (cuBLAS's heuristics chose differently on the H100 and the H200) and its
   // SM count. The first nine are the shape's scale; the rest its remainders, which name cuBLAS's
-  // tiles fitted to m more often (remainders() below; docs/experiments/served-gemms.md).
+  // tiles fitted to m more often (tree_inputs() below; docs/experiments/served-gemms.md).
   static constexpr std::array<std::string_view, 27> kInputNames = {
       "log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
       "k_multiple_of_256", "m_mod_8", "m_mod_16", "m_mod_32", "m_mod_64", "m_mod_128", "m_mod_256", "n_mod_64", "k_mod_64",
