@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <string>
 #include <thread>
@@ -970,7 +972,7 @@ TEST_CASE("GemmConfigTree: a walk reaches its leaf's config; its rules name the 
              Contains("config_tree.input[2] must be -1 (a leaf) or the index of one of the tree's inputs (0-26), got 27"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.input_count = 9, t.input[2] = 9; }),
              Contains("config_tree.input[2] must be -1 (a leaf) or the index of one of the tree's inputs (0-8), got 9"));
-  CHECK_THAT(broken([](GemmConfigTree& t) { t.input_count = 28; }), Contains("config_tree.inputs must be 1-27"));
+  CHECK_THAT(broken([](GemmConfigTree& t) { t.input_count = 28; }), Contains("config_tree.inputs entries must be 1-27 (the inputs this build computes), got 28"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.threshold[0] = std::nanf(""); }), Contains("config_tree.threshold[0] must be finite"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.right.pop_back(); }), Contains("config_tree.right entries must be one per node (5), got 4"));
   CHECK_THAT(broken([](GemmConfigTree& t) { t.configs[1].tile_m = 4; }), Contains("config_tree.configs[1]: gemm.tile_m must be at least 8"));
@@ -1011,6 +1013,37 @@ TEST_CASE("GemmConfigTree: the shape's remainders are inputs, as served_config_t
   REQUIRE_NOTHROW(tree.validate());
   CHECK(tree.pick(make_gemm(1024, 4096, 4096), h100) == tree.configs[0]);
   CHECK(tree.pick(make_gemm(1000, 4096, 4096), h100) == tree.configs[1]);
+  // A tree fitted by scikit-learn on the remainders (tests/data/make_tiny_tree_remainders.py: depth 8,
+  // splitting on most of the 27 inputs) names, for 420 shapes of both GPUs, the configs scikit-learn's
+  // own predict() named; the GPUs' bandwidth and SMs as served_config_tree.py reads them.
+  const Mlp fitted = load_mlp(std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/tiny_tree_remainders_fp8.json");
+  REQUIRE(fitted.description().config_tree != nullptr);
+  CHECK(fitted.description().config_tree->input_count == 27);
+  std::ifstream picks(std::string(PIPEWEAVE_SOURCE_DIR) + "/tests/data/tiny_tree_remainders_picks.csv");
+  std::string line;
+  REQUIRE(std::getline(picks, line));  // the header: gpu, m, n, k, then the config's fields
+  std::size_t checked = 0;
+  while (std::getline(picks, line)) {
+    std::vector<std::string> field;
+    std::stringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) field.push_back(cell);
+    REQUIRE(field.size() == 14);
+    GpuSpec gpu = find_gpu(field[0]);
+    gpu.dram_bandwidth_gb_s = field[0] == "H100-SXM" ? 3350 : 4800, gpu.sm_count = 132;
+    const auto whole = [&](std::size_t i) { return static_cast<std::int64_t>(std::stoll(field[i])); };
+    const Gemm gemm = make_gemm(whole(1), whole(2), whole(3), DType::fp8_e4m3);
+    const GemmConfig picked = fitted.description().config_tree->pick(gemm, gpu);
+    const std::int64_t k_steps = (gemm.k - 1) / whole(6) + 1;  // (the walk cuts a split past them)
+    INFO(line);
+    CHECK(std::vector<std::int64_t>{picked.tile_m, picked.tile_n, picked.tile_k, picked.split_k, picked.stages, picked.cluster_m,
+                                    picked.cluster_n, picked.swap_ab ? 1 : 0} ==
+          std::vector<std::int64_t>{whole(4), whole(5), whole(6), std::min(whole(7), k_steps), whole(8), whole(9), whole(10),
+                                    whole(11)});
+    CHECK(to_string(picked.schedule) == field[12]);
+    CHECK(to_string(picked.raster) == field[13]);
+    ++checked;
+  }
+  CHECK(checked == 420);
   // A tree of the first nine inputs alone (model files before the remainders) reads them alone.
   tree.input_count = 9;
   CHECK_THAT(error_of([&] { tree.validate(); }), Contains("config_tree.input[0] must be -1 (a leaf) or the index of one of the tree's inputs (0-8), got 12"));

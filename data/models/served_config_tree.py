@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """cuBLAS's choice of kernel learnt by a decision tree, a study (docs/experiments/served-gemms.md):
 
-    PYTHON served_config_tree.py OUT_DIR TRAIN.csv [TRAIN.csv ...] --test TEST.csv [TEST.csv ...] --dtype bf16|fp8 [--leaf N ...]
+    PYTHON served_config_tree.py OUT_DIR TRAIN.csv [TRAIN.csv ...] --test TEST.csv [TEST.csv ...] --dtype bf16|fp8 [--leaf N ...] [--remainders]
 
 PYTHON: an interpreter with numpy and scikit-learn (PyPI). The rows are served_split.sh's (each
 GPU's train.csv and test.csv), or measurement files (.csv.gz read as they are), those of --dtype. A decision tree learns, from the shape and the
-GPU's memory bandwidth, the config cuBLAS ran first (tile, split-K, stages, cluster, swap,
+GPU's memory bandwidth (--remainders: the shape's remainders too, waves over the GPU's SMs), the config cuBLAS ran first (tile, split-K, stages, cluster, swap,
 schedule, raster; rows whose tile nothing says are not learnt from). Its leaf size is chosen on the
 training rows alone: each --leaf (default 1 2 5 10 20 50) scored by its out-of-fold accuracy, five
 folds of whole families (random shapes in five groups by shape). Writes:
@@ -58,7 +58,7 @@ def remainders(row):
 
 
 INPUT_NAMES = ["log2_m", "log2_n", "log2_k", "log2_mn", "log2_nk", "log2_mnk", "log2_dram_gb_s", "n_multiple_of_256",
-               "k_multiple_of_256"]  # features()'s, in order: GemmConfigTree::kInputNames
+               "k_multiple_of_256"]  # features()'s, in order: the first nine of GemmConfigTree::kInputNames
 REMAINDER_NAMES = ["m_mod_8", "m_mod_16", "m_mod_32", "m_mod_64", "m_mod_128", "m_mod_256", "n_mod_64", "k_mod_64",
                    "n_mod_128", "k_mod_128", "n_mod_256", "k_mod_256", "waves_64x128", "waves_128x128", "waves_192x128",
                    "waves_256x128", "tiles_past_waves_128x128", "tiles_past_waves_256x256"]  # remainders()'s: the rest

@@ -64,7 +64,7 @@ struct GemmConfigTree {
     if (nodes == 0) detail::fail_field(prefix + "nodes", 0, "must be at least 1 (the root)");
     if (nodes > kMaxNodes) detail::fail_field(prefix + "nodes", nodes, "must be at most 2^24");
     if (input_count == 0 || input_count > kInputNames.size())
-      detail::fail_field(prefix + "inputs", input_count, "must be 1-" + std::to_string(kInputNames.size()) + " (the inputs this build computes)");
+      detail::fail_field(prefix + "inputs entries", input_count, "must be 1-" + std::to_string(kInputNames.size()) + " (the inputs this build computes)");
     for (const auto& [name, size] :
          {std::pair{"threshold", threshold.size()}, std::pair{"right", right.size()}, std::pair{"config", config.size()}})
       if (size != nodes) detail::fail_field(prefix + name + " entries", size, "must be one per node (" + std::to_string(nodes) + ")");
