@@ -23,7 +23,6 @@ root=data/models/report/served/tree_pick_mean
 tree_flags=()
 if [[ ${REMAINDERS:-0} == 1 ]]; then
   root+=_remainders tree_flags=(--remainders)
-  mkdir -p "$root"/h100 "$root"/h200
 fi
 source data/models/served_split_both.sh
 work=$(mktemp -d)

@@ -17,6 +17,7 @@
 #include "pipeweave/error.hpp"
 #include "pipeweave/gpu_spec.hpp"
 #include "pipeweave/ops/gemm.hpp"
+#include "pipeweave/pipes.hpp"
 
 namespace pipeweave {
 
@@ -120,12 +121,13 @@ struct GemmConfigTree {
     std::size_t at = 9;
     for (std::int64_t d : {8, 16, 32, 64, 128, 256}) inputs[at++] = static_cast<float>(gemm.m % d);
     for (std::int64_t d : {64, 128, 256}) inputs[at++] = static_cast<float>(gemm.n % d), inputs[at++] = static_cast<float>(gemm.k % d);
-    // Tiles counted in doubles (exact below 2^53: dimensions are at most detail::kMostDimension), then
-    // divided as served_config_tree.py divides its integers.
-    const auto tiles = [](std::int64_t size, std::int64_t tile) { return static_cast<double>((size - 1) / tile + 1); };
-    const double sms = gpu.sm_count;
-    for (std::int64_t t : {64, 128, 192, 256}) inputs[at++] = static_cast<float>(tiles(gemm.m, t) * tiles(gemm.n, 128) / sms);
-    for (std::int64_t t : {128, 256}) inputs[at++] = static_cast<float>(std::fmod(tiles(gemm.m, t) * tiles(gemm.n, t), sms));
+    // Tiles as served_config_tree.py counts them, the ceiling of a quotient in double (exact: sizes are
+    // at most detail::kMostDimension, so products of tiles stay whole below 2^53).
+    const double m_size = static_cast<double>(gemm.m), n_size = static_cast<double>(gemm.n), sms = gpu.sm_count;
+    for (double t : {64.0, 128.0, 192.0, 256.0})
+      inputs[at++] = static_cast<float>(detail::ceil_div(m_size, t) * detail::ceil_div(n_size, 128) / sms);
+    for (double t : {128.0, 256.0})
+      inputs[at++] = static_cast<float>(std::fmod(detail::ceil_div(m_size, t) * detail::ceil_div(n_size, t), sms));
     return inputs;
   }
 };
