@@ -707,7 +707,8 @@ bool set_option(Options& options, const std::string& argument, const std::string
   else if (argument == "--out") options.out = value;
   else if (argument == "--algos") options.algos = static_cast<int>(positive(value, "--algos"));
   else if (argument == "--reps") options.reps = static_cast<int>(positive(value, "--reps"));
-  else if (argument == "--warmup") options.warmup = static_cast<int>(positive(value, "--warmup"));
+  // 0 warm-up calls: one call's kernel name is all a collection of cuBLAS's choices needs
+  else if (argument == "--warmup") options.warmup = value == "0" ? 0 : static_cast<int>(positive(value, "--warmup"));
   else if (argument == "--sms") options.sms = pipeweave_tool::parse_sms(kToolName, value);
   else if (argument == "--l2" && (value == "cold" || value == "warm" || value == "served"))
     options.cold = value == "cold", options.served = value == "served";
