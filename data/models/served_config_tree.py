@@ -110,6 +110,29 @@ def read(paths, dtype):
     return header, rows
 
 
+def read_choices(paths, dtype, exclude, test):
+    """cuBLAS's choices without a time (cublas_choice_to_rows.py's files: m, n, k, family and a config
+    token per type; the GPU the folder's name), as rows the tree learns from beside the measured
+    ones; the shapes of the `test` rows are left out, and every shape whose weights (n, k) a row of
+    `exclude` has."""
+    excluded = {(r["n"], r["k"]) for r in read(exclude, dtype)[1]} if exclude else set()
+    tested = {(r["m"], r["n"], r["k"]) for r in test}
+    rows = []
+    for path in paths:
+        gpu = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        with gzip.open(path, "rt", newline="") as f:
+            for r in csv.DictReader(f):
+                if r[dtype] == "-" or (r["n"], r["k"]) in excluded or (r["m"], r["n"], r["k"]) in tested:
+                    continue
+                tile, split_k, stages, cluster, swap_ab, schedule, raster = r[dtype].split("/")
+                tile_m, tile_n, tile_k = tile.split("x")
+                cluster_m, cluster_n = cluster.split("x")
+                rows.append({"gpu": gpu, "m": r["m"], "n": r["n"], "k": r["k"], "family": r["family"], "tile_m": tile_m,
+                             "tile_n": tile_n, "tile_k": tile_k, "split_k": split_k, "stages": stages, "cluster_m": cluster_m,
+                             "cluster_n": cluster_n, "swap_ab": swap_ab, "schedule": schedule, "raster": raster})
+    return rows
+
+
 def group_of(row):
     if row["family"] != "random":
         return row["family"]
@@ -127,16 +150,26 @@ def main():
     parser.add_argument("--by-seed", action="store_true", help="a test file per GPU and shape list (shape_seed column)")
     parser.add_argument("--leaf", nargs="+", type=int, default=[1, 2, 5, 10, 20, 50])
     parser.add_argument("--remainders", action="store_true", help="18 more inputs, the shape's remainders (REMAINDER_NAMES)")
+    parser.add_argument("--choices", nargs="+", default=[],
+                        help="cuBLAS's choices without a time (cublas_choice_to_rows.py's files): the tree learns from them too "
+                             "(but the --test rows' shapes)")
+    parser.add_argument("--choices-exclude", nargs="+", default=[],
+                        help="leave out the choices of the weight shapes (n, k) these rows have (a split's held-out rows)")
     args = parser.parse_args()
     inputs = (lambda r: features(r) + remainders(r)) if args.remainders else features
     names = INPUT_NAMES + REMAINDER_NAMES if args.remainders else INPUT_NAMES
     header, train = read(args.train, args.dtype)
     _, test = read(args.test, args.dtype)
     learnt = [r for r in train if r["config_source"] != "unknown"]
-    x = np.array([inputs(r) for r in learnt])
-    labels = ["|".join(r[c] for c in CONFIG) for r in learnt]
-    groups = [group_of(r) for r in learnt]
-    folds = list(GroupKFold(n_splits=5).split(x, labels, groups))
+    choices = read_choices(args.choices, args.dtype, args.choices_exclude, test)
+    if choices:
+        print(f"{len(choices)} more rows of cuBLAS's choices (no time) from {', '.join(args.choices)}")
+    # The choices learnt beside the measured rows, in the same folds (by family or random shape);
+    # only the measured rows need configs out of fold.
+    x = np.array([inputs(r) for r in learnt + choices])
+    labels = ["|".join(r[c] for c in CONFIG) for r in learnt + choices]
+    groups = [group_of(r) for r in learnt + choices]
+    folds = [(fit, held[held < len(learnt)]) for fit, held in GroupKFold(n_splits=5).split(x, labels, groups)]
     best = None
     for leaf in args.leaf:
         oof = np.empty(len(learnt), dtype=object)
@@ -144,7 +177,7 @@ def main():
             tree = DecisionTreeClassifier(min_samples_leaf=leaf, max_depth=args.max_depth, random_state=1).fit(
                 x[fit], [labels[i] for i in fit])
             oof[held] = tree.predict(x[held])
-        accuracy = float(np.mean([a == b for a, b in zip(oof, labels)]))
+        accuracy = float(np.mean([a == b for a, b in zip(oof, labels[:len(learnt)])]))
         print(f"leaf {leaf}: out-of-fold accuracy {100 * accuracy:.1f}% (whole config)")
         if best is None or accuracy > best[0]:
             best = (accuracy, leaf, oof)
