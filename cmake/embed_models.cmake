@@ -1,14 +1,16 @@
 # Writes OUTPUT, a C++ file holding every file that EMBED_GLOB matches (default: every model in
-# MODELS_DIR) as a string literal, returned by pipeweave::detail::EMBED_FUNCTION() (default
-# embedded_models), so that a default-constructed Predictor, the GPU catalog, or the CLI's help
-# (docs/cli.md) needs no files.
+# MODELS_DIR, *.json and *.json.gz) as a string literal, returned by
+# pipeweave::detail::EMBED_FUNCTION() (default embedded_models), so that a default-constructed
+# Predictor, the GPU catalog, or the CLI's help (docs/cli.md) needs no files. A .gz file's bytes
+# are embedded as they are (gzip's, which the reader inflates): a model of a large decision tree
+# stays a third of its text in the repository and in the library.
 if(NOT EMBED_GLOB)
-  set(EMBED_GLOB "${MODELS_DIR}/*.json")
+  set(EMBED_GLOB "${MODELS_DIR}/*.json" "${MODELS_DIR}/*.json.gz")
 endif()
 if(NOT EMBED_FUNCTION)
   set(EMBED_FUNCTION "embedded_models")
 endif()
-file(GLOB model_files "${EMBED_GLOB}")
+file(GLOB model_files ${EMBED_GLOB})
 list(SORT model_files)
 # Each model is a char array whose length comes from sizeof: a string_view made from a
 # literal of a megabyte would count its length in a constexpr loop, past the compiler's limit.
@@ -16,12 +18,19 @@ set(arrays "")
 set(body "")
 set(index 0)
 foreach(model_file IN LISTS model_files)
-  file(READ "${model_file}" text)
-  string(FIND "${text}" ")PWJSON\"" clash)
-  if(NOT clash EQUAL -1)
-    message(FATAL_ERROR "${model_file} contains the raw-string delimiter )PWJSON\"")
+  if(model_file MATCHES "\\.gz$")
+    # Every byte as a \xHH escape, so that no escape runs on into the character after it
+    file(READ "${model_file}" hex HEX)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "\\\\x\\1" escaped "${hex}")
+    string(APPEND arrays "constexpr char model_${index}[] = \"${escaped}\";\n")
+  else()
+    file(READ "${model_file}" text)
+    string(FIND "${text}" ")PWJSON\"" clash)
+    if(NOT clash EQUAL -1)
+      message(FATAL_ERROR "${model_file} contains the raw-string delimiter )PWJSON\"")
+    endif()
+    string(APPEND arrays "constexpr char model_${index}[] = R\"PWJSON(${text})PWJSON\";\n")
   endif()
-  string(APPEND arrays "constexpr char model_${index}[] = R\"PWJSON(${text})PWJSON\";\n")
   string(APPEND body "    std::string_view(model_${index}, sizeof(model_${index}) - 1),\n")
   math(EXPR index "${index} + 1")
 endforeach()

@@ -6,12 +6,13 @@
 #include <thread>
 #include <vector>
 
+#include "json_support.hpp"
 #include "pipeweave/io.hpp"
 #include "pipeweave/predictor.hpp"
 
 namespace pipeweave {
 namespace detail {
-std::span<const std::string_view> embedded_models();  // generated from data/models/*.json at build time
+std::span<const std::string_view> embedded_models();  // generated from data/models/*.json{,.gz} at build time
 }
 
 namespace {
@@ -25,7 +26,10 @@ const Predictor& bundled() {
     std::vector<std::exception_ptr> failures(texts.size());
     const auto parse = [&](std::size_t index) {
       try {
-        parsed[index] = mlp_from_json(texts[index]);
+        const std::string_view text = texts[index];
+        // A model kept gzip-compressed (data/models/*.json.gz) is embedded as its bytes
+        const bool gzipped = text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b;
+        parsed[index] = gzipped ? mlp_from_json(detail::gunzip(std::string(text), "data/models", "bundled model")) : mlp_from_json(text);
       } catch (...) {
         failures[index] = std::current_exception();
       }

@@ -171,7 +171,7 @@ pipeweave_cli_failure(calibrate_link_bandwidth_out_of_range "--link-bandwidth mu
 # repository's root: from any other folder the bundled GEMM model compiled in from it answers.
 pipeweave_cli_test(eval_configless_elsewhere "\noverall +3 "
                    eval --data "${cli_data}/eval_gemm_candidates.csv" --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json"
-                   --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
+                   --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz")
 set_tests_properties(cli.eval_configless_elsewhere PROPERTIES WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
 # Two model files for one family: the library keeps the later, so the command line refuses the pair
 pipeweave_cli_failure(predict_two_models_one_family "--model [^ ]*rmsnorm\\.json and --model [^ ]*rmsnorm_copy\\.json both answer for rmsnorm kernels: give one"
@@ -774,22 +774,22 @@ pipeweave_cli_failure(e2e_kernel_model_unused "--kernel-model must be a model of
 # A model for GEMMs without a config where every GEMM has its config, or is of a type it does not
 # list (checked by what it answers, not by family alone)
 pipeweave_cli_failure(predict_configless_model_unused "--model must be a model of a kernel asked: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and every GEMM predicted has its config or another data type"
-                      predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json" gemm:m=64,n=4096,k=4096
+                      predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz" gemm:m=64,n=4096,k=4096
                       gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3,tile_m=128,tile_n=128,tile_k=64,stages=4)
 pipeweave_cli_test(predict_configless_model_used "gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3 "
-                   predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json"
+                   predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz"
                    gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3)
 # Such models of several data types are a set: one unused beside one used is no error
 pipeweave_cli_test(predict_configless_model_set "trained_model +gemm:m=64,n=4096,k=4096 "
-                   predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json"
+                   predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz"
                    --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json" gemm:m=64,n=4096,k=4096)
 pipeweave_cli_test(e2e_configless_model_set "total "
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
-                   --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json"
+                   --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz"
                    --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json")
 pipeweave_cli_failure(e2e_configless_model_unused "--kernel-model must be a model of the run's kernels: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and the run's GEMMs are bf16"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
-                      --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json")
+                      --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz")
 # Nor over the workload it reads (it was rewritten in place, as adjusted: the file as given lost).
 pipeweave_cli_failure(e2e_write_workload_over_workload "--write-workload [^ ]*workload_llama8b_48\\.json is the same file as --workload"
                       e2e --gpu H100-SXM --workload "${h100_report}/workload_llama8b_48.json"

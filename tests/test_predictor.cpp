@@ -364,6 +364,22 @@ TEST_CASE("Predictor: the default Predictor needs no files", "[predictor]") {
   for (OpFamily family : kAllOpFamilies) CHECK(other.model(family) == predictor.model(family));
 }
 
+TEST_CASE("Predictor: the bundled fp8 model for GEMMs without a config (kept gzip-compressed) reads its tree's pick",
+          "[predictor]") {
+  // data/models/gemm_configless_fp8.json.gz: embedded as gzip's bytes and inflated as it is parsed
+  const Predictor predictor;
+  const Mlp* fp8 = predictor.configless_gemm_model(DType::fp8_e4m3);
+  REQUIRE(fp8 != nullptr);
+  CHECK(fp8->description().config_pick == ConfigPick::cublas_tree);
+  REQUIRE(fp8->description().config_tree != nullptr);
+  CHECK(fp8->description().config_tree->input.size() > 10000);  // the tree learnt from every served row, not a fixture
+  Gemm gemm{.m = 1000, .n = 4096, .k = 4096, .dtype = DType::fp8_e4m3};
+  CHECK(predictor.picks_without_search(gemm));
+  const Prediction p = predictor.predict(Kernel(gemm), find_gpu("H200-SXM"));
+  CHECK(p.source == PredictionSource::trained_model);
+  CHECK(p.protocol == LabelProtocol::served);
+}
+
 TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by architecture", "[predictor][rank]") {
   const GpuSpec& h100 = find_gpu("H100-SXM");
   const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");

@@ -32,12 +32,13 @@ mkdir -p "$model_dir" "${kinds[@]/#/$out/}"
 source data/models/served_train.sh
 SERVED_DTYPES=bf16 NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
-MODEL_OUT="$model_dir/gemm_configless_fp8.json" bash data/models/served_config_tree_fresh.sh "$build"
+MODEL_OUT="$model_dir/gemm_configless_fp8.json.gz" bash data/models/served_config_tree_fresh.sh "$build"
 for kind in "${kinds[@]}"; do
   dir=$model_dir
   [[ $kind == rested ]] && dir=data/models/rested
-  OUT="$out/$kind" bash data/models/served_fresh.sh "$build" --model "$dir/gemm_configless_bf16.json" \
-    --model "$dir/gemm_configless_fp8.json"
+  fp8=$dir/gemm_configless_fp8.json
+  [[ -f $fp8.gz ]] && fp8+=.gz  # (the bundled one is kept compressed)
+  OUT="$out/$kind" bash data/models/served_fresh.sh "$build" --model "$dir/gemm_configless_bf16.json" --model "$fp8"
   python3 data/e2e/published/score_runs.py --pipeweave "$cli" -- --kernel-model "$dir/gemm_configless_bf16.json" \
-    --kernel-model "$dir/gemm_configless_fp8.json" | tee "$out/$kind/e2e_published.txt"
+    --kernel-model "$fp8" | tee "$out/$kind/e2e_published.txt"
 done

@@ -11,8 +11,9 @@ measured)). Each --score is the same report over rows no network saw (a fresh dr
 the measurement files it scored (their family column splits model families from random shapes);
 it prints MAPE and bias (positive: too slow) per dtype and kind of shape, as predicted and with the
 factor applied. --write sets a model file's latency_scale to its data type's factor (times the
-factor the file held, which the fitted predictions already carried), to four decimals (the bundled networks': `--write bf16=data/models/gemm_configless_bf16.json --write
-fp8=data/models/gemm_configless_fp8.json`, fitted on the eval of every served row of both GPUs).
+factor the file held, which the fitted predictions already carried), to four decimals (the bundled networks': `--write bf16=data/models/gemm_configless_bf16.json`, fitted on the eval of
+every served row of both GPUs; fp8's is written by served_config_tree_fresh.sh into its model before
+that is compressed, data/models/gemm_configless_fp8.json.gz).
 """
 import argparse
 import collections
