@@ -770,7 +770,7 @@ pipeweave_cli_failure(predict_model_unused "--model must be a model of a kernel 
                       predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/rmsnorm.json" ${gemm_text})
 pipeweave_cli_failure(e2e_kernel_model_unused "--kernel-model must be a model of the run's kernels: it is a fused_moe model, and the run has no mixture-of-experts layer"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
-                      --kernel-model "${PROJECT_SOURCE_DIR}/data/models/fused_moe.json")
+                      --kernel-model "${PROJECT_SOURCE_DIR}/data/models/fused_moe.json.gz")
 # A model for GEMMs without a config where every GEMM has its config, or is of a type it does not
 # list (checked by what it answers, not by family alone)
 pipeweave_cli_failure(predict_configless_model_unused "--model must be a model of a kernel asked: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and every GEMM predicted has its config or another data type"

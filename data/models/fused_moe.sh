@@ -11,7 +11,7 @@
 # 3. The bundled model: the same ensemble trained on all thirteen families' rows of the H100 and
 #    the H200, uniform and skewed routing (fused_moe_both_gpus.sh holds families out of that recipe),
 #    and the first five's expert-parallel rows of at least 8 tokens (EP 2-8; rows_with_tokens.py
-#    says why; fused_moe_ep.sh holds families out of that) -> fused_moe.json
+#    says why; fused_moe_ep.sh holds families out of that) -> fused_moe.json.gz
 # The ensemble of four with the ranking term was chosen on a split of the training families alone
 # (Mixtral and Qwen1.5 to train, Qwen3's fully measured shapes to score; the held-out families
 # were not looked at): the pick's gap to the measured fastest 6.06%, against 7.67% (four networks),
@@ -59,3 +59,4 @@ for gpu in H100-SXM H200-SXM; do
   done
 done
 "$cli" train --op fused_moe "${args[@]}" "${recipe[@]}" --seed 1 --out data/models/fused_moe.json | tail -2 | tee "$report/train_bundled.txt"
+gzip -9 -n -f data/models/fused_moe.json  # kept compressed, data/models/fused_moe.json.gz (embedded as it is)

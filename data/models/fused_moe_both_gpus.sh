@@ -7,7 +7,7 @@
 # routing (the rows' zipf column: the op takes the routing's skew), scored on DeepSeek-V2-Lite and
 # OLMoE-1B-7B on each GPU (uniform and skewed routing), and the tuning result on each GPU's fully
 # measured held-out shapes -> report/fused_moe/both_gpus/. About 5 minutes on 2 cores.
-# The bundled model (fused_moe.json, fused_moe.sh step 3) is this recipe on all thirteen families.
+# The bundled model (fused_moe.json.gz, fused_moe.sh step 3) is this recipe on all thirteen families.
 # Optional environment: TRAIN_FLAGS, the flags to train besides --seed 1 (default "--networks 4
 # --rank-weight 1": 256-128-64 networks, as the committed reports were made; the bundled recipe has
 # had "--hidden 512,256,128" since 2026-11-28), and REPORT, the report folder (default data/models/report/fused_moe/both_gpus);

@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli="${1:-build}/pipeweave"
 python="${2:-build-python/venv/bin/python}"
-baseline=${BASELINE:-data/models/fused_moe.json}
+baseline=${BASELINE:-data/models/fused_moe.json.gz}
 [[ -z "${EXTRA_FAMILIES:-}${TRAIN_FLAGS:-}" || -n "${REPORT:-}" ]] ||
   { echo "EXTRA_FAMILIES and TRAIN_FLAGS need REPORT (the default report is ep/)" >&2; exit 2; }
 read -ra train_flags <<< "${TRAIN_FLAGS:---networks 4 --rank-weight 1}"
