@@ -31,12 +31,8 @@ if [[ ! -f $out/shapes.csv ]]; then
   python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "${PER_LAYER:-64}" \
     --random "${RANDOM_SHAPES:-120000}" --seed "${SEED:-6}" | tee -a "$out/collect.txt"
 fi
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  start=$SECONDS
-  source cuda_kernels/build_tools.sh
-  build_tools "$build" "$out/build.log" pipeweave_collect
-  say "built pipeweave-collect in $((SECONDS - start)) s"
-fi
+source cuda_kernels/build_tools.sh
+build_unless_skipped "$build" "$out" pipeweave_collect
 list="$out/shapes-$dtype.csv"
 type_name=$dtype
 [[ $dtype == fp8 ]] && type_name=fp8_e4m3

@@ -25,12 +25,8 @@ say() { echo "$*" | tee -a "$out/collect.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
 python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "${PER_LAYER:-16}" \
   --random "${RANDOM_SHAPES:-4000}" --seed "${SEED:-1}" | tee -a "$out/collect.txt"
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  start=$SECONDS
-  source cuda_kernels/build_tools.sh
-  build_tools "$build" "$out/build.log" pipeweave_collect
-  say "built pipeweave-collect in $((SECONDS - start)) s"
-fi
+source cuda_kernels/build_tools.sh
+build_unless_skipped "$build" "$out" pipeweave_collect
 for dtype in bf16 fp8; do
   list="$out/shapes-$dtype.csv"
   { head -1 "$out/shapes.csv"; grep "^$dtype" "$out/shapes.csv" || true; } > "$list"

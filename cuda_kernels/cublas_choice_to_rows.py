@@ -17,11 +17,10 @@ agreement printed.
 import argparse
 import csv
 import gzip
-import io
 import os
-import subprocess
 import sys
-import tempfile
+
+import served_to_measurements
 
 CONFIG = ("tile_m", "tile_n", "tile_k", "split_k", "stages", "cluster_m", "cluster_n", "swap_ab", "schedule", "raster")
 
@@ -36,13 +35,8 @@ def token(row):
 
 
 def raw_rows(cli, path):
-    with tempfile.TemporaryDirectory() as work:
-        plain, rows = os.path.join(work, "raw.jsonl"), os.path.join(work, "rows.csv")
-        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
-            dst.write(src.read())
-        subprocess.run([cli, "collect", "--from-raw", plain, "--out", rows], check=True, stdout=subprocess.DEVNULL)
-        with open(rows, newline="") as f:
-            return list(csv.DictReader(f))
+    header, rows = served_to_measurements.raw_rows(cli, path)
+    return [dict(zip(header, r)) for r in rows]
 
 
 def main():

@@ -35,7 +35,12 @@ def shape_columns(run_dir):
 
 
 def run_rows(cli, run_dir, dtype):
-    raw = os.path.join(run_dir, f"served_{dtype}.jsonl.gz")
+    return raw_rows(cli, os.path.join(run_dir, f"served_{dtype}.jsonl.gz"))
+
+
+def raw_rows(cli, raw):
+    """A gzip-compressed file of raw records as measurement rows (`pipeweave collect --from-raw`):
+    the header and the rows."""
     with tempfile.TemporaryDirectory() as work:
         plain, rows = os.path.join(work, "raw.jsonl"), os.path.join(work, "rows.csv")
         with gzip.open(raw, "rb") as src, open(plain, "wb") as dst:
