@@ -12,6 +12,15 @@ if(NOT EMBED_FUNCTION)
 endif()
 file(GLOB model_files ${EMBED_GLOB})
 list(SORT model_files)
+# A model kept both ways would be embedded twice and the later one would silently win
+foreach(model_file IN LISTS model_files)
+  if(model_file MATCHES "\\.gz$")
+    string(REGEX REPLACE "\\.gz$" "" plain "${model_file}")
+    if(plain IN_LIST model_files)
+      message(FATAL_ERROR "${plain} and ${model_file} are both there: keep one (a bundled model is one file)")
+    endif()
+  endif()
+endforeach()
 # Each model is a char array whose length comes from sizeof: a string_view made from a
 # literal of a megabyte would count its length in a constexpr loop, past the compiler's limit.
 set(arrays "")

@@ -6,7 +6,8 @@
 #    160 epochs, recorded as --protocol served), on all the H100's and the H200's rows of seeds 1-3
 #    (gemm_served_bf16.csv.gz, every family), answering for fp16 too, and the fp8 one with the tree
 #    of cuBLAS's configs (served_config_tree_fresh.sh: its own latency_scale; PYTHON, an interpreter
-#    with numpy and scikit-learn, as that script asks) -> data/models/gemm_configless_{bf16,fp8}.json,
+#    with numpy and scikit-learn, as that script asks) -> data/models/gemm_configless_bf16.json and
+#    gemm_configless_fp8.json.gz,
 #    the bundled ones (rebuild to embed them). bf16 keeps no latency_scale: its factor (1.0105) would
 #    cost the published serving runs' prefill 0.3 points (docs/experiments/served-gemms.md, "A
 #    factor per data type").

@@ -168,7 +168,10 @@ def main():
     # only the measured rows need configs out of fold.
     x = np.array([inputs(r) for r in learnt + choices])
     labels = ["|".join(r[c] for c in CONFIG) for r in learnt + choices]
-    groups = [group_of(r) for r in learnt + choices]
+    # A choice of a shape that a measured row has takes that row's group: the list the choices come
+    # from may name another family for a shape two families share (an expert's (n, k)).
+    measured_group = {(r["m"], r["n"], r["k"]): group_of(r) for r in learnt}
+    groups = [group_of(r) for r in learnt] + [measured_group.get((r["m"], r["n"], r["k"]), group_of(r)) for r in choices]
     folds = [(fit, held[held < len(learnt)]) for fit, held in GroupKFold(n_splits=5).split(x, labels, groups)]
     best = None
     for leaf in args.leaf:

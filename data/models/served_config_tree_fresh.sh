@@ -2,9 +2,9 @@
 # The decision tree of served_config_tree.sh on the fresh draws, and the network it makes:
 #   PYTHON=venv/bin/python [DTYPE=fp8|bf16] bash data/models/served_config_tree_fresh.sh [BUILD_DIR]
 # PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 15 minutes on 2 cores. DTYPE
-# (fp8): the data type, each the bundled model's of its type (the training side's validation chose
-# the tree over the GEMM model's pick for fp8 from 2026-11-28, for bf16 once the tree learnt from the
-# H200's cuBLAS choices, 2026-11-29).
+# (fp8): the data type. fp8's is the bundled model (the training side's validation chose the tree
+# over the GEMM model's pick for fp8 from 2026-11-28); bf16's (answering fp16 too) is a study: the
+# bundled bf16 network reads the pick.
 # 1. The tree (one row a leaf, as chosen there) learns cuBLAS's config from every served row of the type of
 #    seeds 1-3 of both GPUs, as the bundled networks were trained on, from the shape's scale and its
 #    remainders (served_config_tree.py --remainders; REMAINDERS=0: the nine inputs of the scale alone,
@@ -18,7 +18,7 @@
 #    as the library answers them (served_scale.py, written into the model), and the fresh draws
 #    (seeds 4 and 5 of each GPU) scored from the shape, as predicted and with the factor.
 # Writes data/models/report/served/config_tree/fresh/{tree,train}_fp8.log and scores.txt (bf16:
-# fresh_bf16/), and the model to $MODEL_OUT where that is set (data/models/gemm_configless_DTYPE.json.gz:
+# fresh_bf16/), and the model to $MODEL_OUT where that is set (data/models/gemm_configless_fp8.json.gz:
 # the bundled one; a name ending .gz gets the file gzip-compressed, without a name or time in its header).
 set -euo pipefail
 cli=$(realpath "${1:-$(dirname "$0")/../../build}")/pipeweave  # (resolved before the cd below)
@@ -27,7 +27,7 @@ py=${PYTHON:-python3}
 dtype=${DTYPE:-fp8}
 case $dtype in
   fp8) types=fp8_e4m3,fp8_e5m2 out=data/models/report/served/config_tree/fresh ;;
-  bf16) types=bf16 out=data/models/report/served/config_tree/fresh_bf16 ;;
+  bf16) types=bf16,fp16 out=data/models/report/served/config_tree/fresh_bf16 ;;
   *) echo "served_config_tree_fresh.sh: DTYPE must be fp8 or bf16, got $dtype" >&2; exit 2 ;;
 esac
 mkdir -p "$out"

@@ -12,8 +12,8 @@ the measurement files it scored (their family column splits model families from 
 it prints MAPE and bias (positive: too slow) per dtype and kind of shape, as predicted and with the
 factor applied. --write sets a model file's latency_scale to its data type's factor (times the
 factor the file held, which the fitted predictions already carried), to four decimals (the bundled networks': `--write bf16=data/models/gemm_configless_bf16.json`, fitted on the eval of
-every served row of both GPUs; fp8's is written by served_config_tree_fresh.sh into its model before
-that is compressed, data/models/gemm_configless_fp8.json.gz).
+every served row of both GPUs; fp8's by served_config_tree_fresh.sh into its model before that is
+compressed, data/models/gemm_configless_fp8.json.gz; a .json.gz file is written back compressed).
 """
 import argparse
 import collections
@@ -36,8 +36,11 @@ def kind_of_dtype(dtype):
 
 def write_factor(path, value):
     """The model files are one line of JSON with their keys sorted (as pipeweave writes them): the
-    field goes in its place by text, so that nothing else in the file changes."""
-    with open(path) as f:
+    field goes in its place by text, so that nothing else in the file changes. A gzip-compressed
+    file (data/models/*.json.gz) is read and written back compressed."""
+    with open(path, "rb") as f:
+        compressed = f.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rt") if compressed else open(path)) as f:
         text = f.read()
     # The fit's predictions already carry the file's own factor: the new one goes on top of it.
     existing = re.search(r'"latency_scale":([^,}]*),', text)
@@ -48,8 +51,12 @@ def write_factor(path, value):
     if '"layers":' not in text:
         raise SystemExit(f"{path}: no \"layers\" key to put latency_scale before")
     text = text.replace('"layers":', f'"latency_scale":{value},"layers":', 1)
-    with open(path, "w") as f:
-        f.write(text)
+    if compressed:
+        with open(path, "wb") as f:
+            f.write(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    else:
+        with open(path, "w") as f:
+            f.write(text)
     return value
 
 
