@@ -151,9 +151,14 @@ inline constexpr std::size_t kMostInflatedBytes = std::size_t{1} << 30;
 // gigabyte before its refusal; now at most a quarter of one).
 inline constexpr std::size_t kMostInflatedRatio = 400, kInflatedRatioFrom = std::size_t{1} << 28;
 
+// Whether `bytes` begin as a gzip stream does (its two magic bytes).
+inline bool gzip_magic(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
 // `compressed` (a gzip stream, or several one after another; zero bytes after the last, as gzip
 // pads, are ignored) inflated; errors name `path`.
-inline std::string gunzip(const std::string& compressed, const std::filesystem::path& path, std::string_view what) {
+inline std::string gunzip(std::string_view compressed, const std::filesystem::path& path, std::string_view what) {
   const auto fail = [&](const std::string& why) {
     throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + " (gzip): " + why);
   };
@@ -188,8 +193,7 @@ inline std::string gunzip(const std::string& compressed, const std::filesystem::
       if (left == 0) break;
       const std::string_view rest(compressed.data() + compressed.size() - left, left);
       if (rest.find_first_not_of('\0') == std::string_view::npos) break;  // gzip's zero padding
-      if (rest.size() < 2 || static_cast<unsigned char>(rest[0]) != 0x1f || static_cast<unsigned char>(rest[1]) != 0x8b)
-        fail("trailing data after the compressed stream");
+      if (!gzip_magic(rest)) fail("trailing data after the compressed stream");
       inflateReset(&stream.z);  // the next member of a multi-member file
       continue;
     }
@@ -219,8 +223,7 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
                          std::to_string(kMostInflatedBytes >> 30) + " GiB");
     bytes.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
   }
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b)
-    return gunzip(bytes, path, what);
+  if (gzip_magic(bytes)) return gunzip(bytes, path, what);
   return bytes;
 }
 

@@ -28,8 +28,7 @@ const Predictor& bundled() {
       try {
         const std::string_view text = texts[index];
         // A model kept gzip-compressed (data/models/*.json.gz) is embedded as its bytes
-        const bool gzipped = text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b;
-        parsed[index] = gzipped ? mlp_from_json(detail::gunzip(std::string(text), "data/models", "bundled model")) : mlp_from_json(text);
+        parsed[index] = detail::gzip_magic(text) ? mlp_from_json(detail::gunzip(text, "data/models", "bundled model")) : mlp_from_json(text);
       } catch (...) {
         failures[index] = std::current_exception();
       }
