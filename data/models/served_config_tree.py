@@ -6,7 +6,9 @@
 PYTHON: an interpreter with numpy and scikit-learn (PyPI). The rows are served_split.sh's (each
 GPU's train.csv and test.csv), or measurement files (.csv.gz read as they are), those of --dtype. A decision tree learns, from the shape and the
 GPU's memory bandwidth (--remainders: the shape's remainders too, waves over the GPU's SMs), the config cuBLAS ran first (tile, split-K, stages, cluster, swap,
-schedule, raster; rows whose tile nothing says are not learnt from). Its leaf size is chosen on the
+schedule, raster; rows whose tile nothing says are not learnt from, nor those of the pre-Hopper
+kernels cuBLAS runs for misaligned strides, whose config names no schedule: the library answers
+those shapes by another path). Its leaf size is chosen on the
 training rows alone: each --leaf (default 1 2 5 10 20 50) scored by its out-of-fold accuracy, five
 folds of whole families (random shapes in five groups by shape). Writes:
   OUT_DIR/train_{dtype}.csv  the training rows, each with the config the tree predicts for it when
@@ -125,12 +127,19 @@ def read_choices(paths, dtype, exclude, test):
                 if r[dtype] == "-" or (r["n"], r["k"]) in excluded or (r["m"], r["n"], r["k"]) in tested:
                     continue
                 tile, split_k, stages, cluster, swap_ab, schedule, raster = r[dtype].split("/")
+                if not schedule:  # a pre-Hopper kernel for misaligned strides (learnable())
+                    continue
                 tile_m, tile_n, tile_k = tile.split("x")
                 cluster_m, cluster_n = cluster.split("x")
                 rows.append({"gpu": gpu, "m": r["m"], "n": r["n"], "k": r["k"], "family": r["family"], "tile_m": tile_m,
                              "tile_n": tile_n, "tile_k": tile_k, "split_k": split_k, "stages": stages, "cluster_m": cluster_m,
                              "cluster_n": cluster_n, "swap_ab": swap_ab, "schedule": schedule, "raster": raster})
     return rows
+
+
+def learnable(row):
+    """A row whose config the tree learns: its tile named, and a Hopper kernel's (a schedule)."""
+    return row["config_source"] != "unknown" and row["schedule"] != ""
 
 
 def group_of(row):
@@ -160,7 +169,7 @@ def main():
     names = INPUT_NAMES + REMAINDER_NAMES if args.remainders else INPUT_NAMES
     header, train = read(args.train, args.dtype)
     _, test = read(args.test, args.dtype)
-    learnt = [r for r in train if r["config_source"] != "unknown"]
+    learnt = [r for r in train if learnable(r)]
     choices = read_choices(args.choices, args.dtype, args.choices_exclude, test)
     if choices:
         print(f"{len(choices)} more rows of cuBLAS's choices (no time) from {', '.join(args.choices)}")
@@ -188,9 +197,9 @@ def main():
     print(f"chosen: leaf {leaf}")
     tree = DecisionTreeClassifier(min_samples_leaf=leaf, max_depth=args.max_depth, random_state=1).fit(x, labels)
     print(f"tree: {tree.tree_.node_count} nodes, depth {tree.get_depth()}, {len(tree.classes_)} configs")
-    # Rows whose tile nothing says keep a prediction too (the tree's, trained on every learnt row).
+    # Rows not learnt from keep a prediction too (the tree's, trained on every learnt row).
     predicted_train = dict(zip(map(id, learnt), oof))
-    unknown = [r for r in train if r["config_source"] == "unknown"]
+    unknown = [r for r in train if not learnable(r)]
     if unknown:
         predicted_train.update(zip(map(id, unknown), tree.predict(np.array([inputs(r) for r in unknown]))))
     os.makedirs(args.out, exist_ok=True)
@@ -200,7 +209,7 @@ def main():
     predicted_test = tree.predict(np.array([inputs(r) for r in test]))
     os.makedirs(args.out, exist_ok=True)
     for name, rows, predicted in (("train", train, [predicted_train[id(r)] for r in train]), ("test", test, predicted_test)):
-        known = [(r, p) for r, p in zip(rows, predicted) if r["config_source"] != "unknown"]
+        known = [(r, p) for r, p in zip(rows, predicted) if learnable(r)]
         whole = np.mean([p == "|".join(r[c] for c in CONFIG) for r, p in known])
         tile = np.mean([p.split("|")[:4] == [r[c] for c in CONFIG[:4]] for r, p in known])
         print(f"{name}: {len(rows)} rows; the predicted config is cuBLAS's in {100 * whole:.1f}%, its tile and split-K in {100 * tile:.1f}%")
