@@ -231,6 +231,21 @@ void BM_PredictTrainedGemmNoConfig(benchmark::State& state) {
 }
 BENCHMARK(BM_PredictTrainedGemmNoConfig);
 
+// The bundled models on one bf16 GEMM without a config whose shape was asked about before: as
+// bundled (arg 1: the network reading the search's pick and its second view, the one reading the
+// tree's config, MlpDescription::second_view) and without the view (arg 0): what the view costs.
+void BM_BundledGemmNoConfig(benchmark::State& state) {
+  const pw::Predictor bundled;
+  pw::MlpDescription alone = bundled.configless_gemm_model(pw::DType::bf16)->description();
+  alone.second_view = nullptr;
+  const pw::Predictor predictor = state.range(0) == 1 ? bundled : bundled.with({pw::Mlp(std::move(alone))});
+  const pw::Kernel kernel = pw::Gemm{.m = 1000, .n = 6144, .k = 4096};
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  benchmark::DoNotOptimize(predictor.predict(kernel, gpu));  // the config chosen once
+  for (auto _ : state) benchmark::DoNotOptimize(predictor.predict(kernel, gpu));
+}
+BENCHMARK(BM_BundledGemmNoConfig)->Arg(0)->Arg(1);
+
 // The bundled models on the calls benchmarks/python_overhead.py makes from Python, so that the
 // two can be compared in one session: one GEMM with its config, and 4,096 GEMMs without configs
 // whose shapes were asked about before (m = 1 + 37 i, n = k = 4096).

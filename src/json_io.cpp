@@ -471,14 +471,27 @@ std::vector<std::pair<std::string, std::string>> provenance_from_json(const json
   return out;
 }
 
-}  // namespace
+Mlp mlp_from_document(const json& document);
 
-Mlp mlp_from_json(std::string_view json_text) {
-  const json document = parse_json(json_text, "model weights");
+// A model's second view (MlpDescription::second_view): a whole model file's object, its errors
+// named as inside the field.
+std::shared_ptr<const Mlp> second_view_from_json(const json& value) {
+  if (!value.is_object()) detail::fail_field("mlp.second_view", detail::excerpt(value), "must be an object (a model)");
+  // (refused before reading it: a file nesting views could otherwise recurse as deep as it nests)
+  if (value.contains("second_view")) detail::fail_field("mlp.second_view.second_view", "(a model)", "must be absent: a second view holds none");
+  try {
+    return std::make_shared<const Mlp>(mlp_from_document(value));
+  } catch (const Error& error) {
+    detail::rethrow_as(error, std::string("in mlp.second_view: ") + error.what());
+  }
+}
+
+Mlp mlp_from_document(const json& document) {
   const Fields fields(document, "mlp.");
   fields.only({"format", "version", "op_family", "feature_version", "features", "input_transform", "input_mean",
                "input_scale", "network", "layers", "further_networks", "configless_scale", "for_configless_gemm", "dtypes",
-               "config_pick", "config_tree", "latency_scale", "protocol", "provenance", "domain", "pipe_efficiency"});
+               "config_pick", "config_tree", "second_view", "latency_scale", "protocol", "provenance", "domain",
+               "pipe_efficiency"});
   // Version 1 writes the layers' numbers as decimals, version 2 packed (packed_floats).
   const bool packed = check_format(fields, kMlpFormat, "mlp.", 2) == 2;
   MlpDescription description;
@@ -521,9 +534,14 @@ Mlp mlp_from_json(std::string_view json_text) {
   if (fields.has("domain")) read_domain(fields.get("domain"), description);
   if (fields.has("pipe_efficiency")) read_pipe_efficiency(fields.get("pipe_efficiency"), description);
   if (document.contains("provenance")) description.provenance = provenance_from_json(document["provenance"]);
+  if (fields.has("second_view")) description.second_view = second_view_from_json(fields.get("second_view"));
   if (config_tree) return Mlp(std::move(description), *std::move(config_tree));
   return Mlp(std::move(description));
 }
+
+}  // namespace
+
+Mlp mlp_from_json(std::string_view json_text) { return mlp_from_document(parse_json(json_text, "model weights")); }
 
 // A float written as the shortest decimal that reads back as the same float: nlohmann would
 // widen it to double and print up to 17 digits, which nearly doubles a model file's size.
@@ -583,7 +601,7 @@ static json config_tree_to_json(const GemmConfigTree& tree) {
           {"configs", configs}};
 }
 
-std::string to_json(const Mlp& mlp) {
+static json mlp_document(const Mlp& mlp) {
   const MlpDescription& d = mlp.description();
   json document = json::object();
   document["format"] = kMlpFormat;
@@ -607,6 +625,7 @@ std::string to_json(const Mlp& mlp) {
   if (d.for_configless_gemm) document["for_configless_gemm"] = true;
   if (d.config_pick != ConfigPick::search) document["config_pick"] = std::string(to_string(d.config_pick));
   if (d.config_tree) document["config_tree"] = config_tree_to_json(*d.config_tree);
+  if (d.second_view) document["second_view"] = mlp_document(*d.second_view);
   if (d.protocol != LabelProtocol::rested) document["protocol"] = std::string(to_string(d.protocol));
   if (!d.dtypes.empty()) {
     json listed = json::array();
@@ -637,8 +656,10 @@ std::string to_json(const Mlp& mlp) {
   json provenance = json::object();
   for (const auto& [key, value] : d.provenance) provenance[key] = value;
   document["provenance"] = provenance;
-  return document.dump() + "\n";
+  return document;
 }
+
+std::string to_json(const Mlp& mlp) { return mlp_document(mlp).dump() + "\n"; }
 
 Mlp load_mlp(const std::filesystem::path& path) {
   try {

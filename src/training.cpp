@@ -643,6 +643,7 @@ MlpDescription trained_description(OpFamily family, std::span<const TrainingRow>
     description.dtypes = init->description().dtypes;
     description.config_pick = init->description().config_pick;  // and whose config's demand it reads
     description.config_tree = init->description().config_tree;
+    // (not its second view, MlpDescription::second_view: a network trained on other rows than these)
     description.protocol = init->description().protocol;  // and how its rows were timed
   }
   return description;

@@ -1199,6 +1199,97 @@ TEST_CASE("Predictor: a config-less model with a tree answers at the tree's conf
              Contains("mlp.config_tree.configs entries must be at most one per node, got 6"));
 }
 
+TEST_CASE("Predictor: a config-less model with a second view answers the geometric mean of the two where the view applies",
+          "[predictor][config_tree]") {
+  const GpuSpec& h100 = find_gpu("H100-SXM");
+  MlpDescription view_d = constant_model(OpFamily::gemm, 0.25).description();
+  view_d.for_configless_gemm = true;
+  view_d.dtypes = {DType::fp8_e4m3};
+  view_d.config_pick = ConfigPick::cublas_tree;
+  view_d.config_tree = std::make_shared<const GemmConfigTree>(small_config_tree());
+  view_d.latency_scale = 1.1;
+  const Mlp view(view_d);
+  MlpDescription model_d = constant_model(OpFamily::gemm, 0.4).description();
+  model_d.for_configless_gemm = true;
+  model_d.dtypes = {DType::fp8_e4m3};
+  model_d.latency_scale = 0.9;
+  const Mlp model(model_d);
+  MlpDescription both_d = model_d;
+  both_d.second_view = std::make_shared<const Mlp>(view);
+  const Mlp both(both_d);
+
+  const Predictor alone(std::vector<Mlp>{varying_model(OpFamily::gemm), model});
+  const Predictor view_alone(std::vector<Mlp>{view});
+  const Predictor mean(std::vector<Mlp>{varying_model(OpFamily::gemm), both});
+  const Gemm fp8 = make_gemm(1000, 4096, 4096, DType::fp8_e4m3);
+  const Prediction a = alone.predict(fp8, h100), b = view_alone.predict(fp8, h100), p = mean.predict(fp8, h100);
+  REQUIRE(a.latency_us != Approx(b.latency_us).epsilon(0.01));  // two answers apart, so that their mean tells
+  CHECK(p.latency_us == Approx(std::sqrt(a.latency_us * b.latency_us)).epsilon(1e-12));
+  CHECK(p.lower_bound_us == std::min(a.lower_bound_us, b.lower_bound_us));
+  CHECK(p.efficiency == Approx(p.lower_bound_us / p.latency_us).epsilon(1e-12));
+  CHECK(p.efficiency <= 1.0);
+  CHECK(p.bottleneck == a.bottleneck);  // what else it says is the model's, at the search's config
+  CHECK(p.tensor_us == a.tensor_us);
+  CHECK(p.source == PredictionSource::trained_model);
+  CHECK(p.config_defaulted);
+  CHECK(mean.configured(fp8, h100) == alone.configured(fp8, h100));
+  // Batched as one at a time, among other kernels; the file keeps the view.
+  std::vector<Kernel> kernels = mixed_kernels();
+  kernels.push_back(fp8);
+  kernels.push_back(make_gemm(64, 8192, 1024, DType::fp8_e4m3));
+  const std::vector<Prediction> batch = mean.predict(kernels, h100);
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    INFO(to_string(kernels[i]));
+    CHECK(same(batch[i], mean.predict(kernels[i], h100)));
+  }
+  const std::string text = to_json(both);
+  const Mlp read = mlp_from_json(text);
+  REQUIRE(read.description().second_view != nullptr);
+  CHECK(to_json(read) == text);
+  CHECK(same(Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), read}).predict(fp8, h100), p));
+
+  // Where the view does not apply, the model alone: off Hopper; a GPU that cannot launch the tree's
+  // config (a cluster of 2 on one SM); a GEMM with its config; the view outside its network's ground.
+  const GpuSpec& l40s = find_gpu("L40S");
+  CHECK(same(mean.predict(fp8, l40s), alone.predict(fp8, l40s)));
+  GpuSpec one_sm = h100;
+  one_sm.sm_count = 1;
+  CHECK(same(mean.predict(fp8, one_sm), alone.predict(fp8, one_sm)));
+  const Kernel configured = alone.configured(fp8, h100);
+  CHECK(same(mean.predict(configured, h100), alone.predict(configured, h100)));
+  MlpDescription narrow_view = view_d;
+  narrow_view.input_min = narrow_view.input_max = Eigen::VectorXf::Constant(kInputs, -5.0f);  // no kernel's features
+  MlpDescription narrow = model_d;
+  narrow.second_view = std::make_shared<const Mlp>(narrow_view);
+  CHECK(same(Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), Mlp(narrow)}).predict(fp8, h100), a));
+
+  // Refused: a view beside a model that picks without a search, a view that reads the search, a view
+  // of other data types; in a file, a view that is not an object or that holds a view, with the
+  // view's own errors named as inside it.
+  MlpDescription tree_model = view_d;
+  tree_model.second_view = std::make_shared<const Mlp>(view);
+  CHECK_THAT(error_of([&] { Mlp{tree_model}; }), Contains("mlp.second_view") && Contains("read the search's pick"));
+  MlpDescription search_view = model_d;
+  search_view.second_view = std::make_shared<const Mlp>(model);
+  CHECK_THAT(error_of([&] { Mlp{search_view}; }),
+             Contains("mlp.second_view.config_pick must be \"cublas_tree\"") && Contains("got \"search\""));
+  MlpDescription other_types = view_d;
+  other_types.dtypes = {DType::fp8_e4m3, DType::fp8_e5m2};
+  MlpDescription mismatched = model_d;
+  mismatched.second_view = std::make_shared<const Mlp>(other_types);
+  CHECK_THAT(error_of([&] { Mlp{mismatched}; }), Contains("mlp.second_view.dtypes must list the data types the model lists"));
+  nlohmann::json document = nlohmann::json::parse(text);
+  nlohmann::json not_object = document;
+  not_object["second_view"] = 3;
+  CHECK_THAT(error_of([&] { mlp_from_json(not_object.dump()); }), Contains("mlp.second_view must be an object"));
+  nlohmann::json nested = document;
+  nested["second_view"]["second_view"] = document["second_view"];
+  CHECK_THAT(error_of([&] { mlp_from_json(nested.dump()); }), Contains("mlp.second_view.second_view must be absent"));
+  nlohmann::json inner = document;
+  inner["second_view"]["config_pick"] = "bogus";
+  CHECK_THAT(error_of([&] { mlp_from_json(inner.dump()); }), Contains("in mlp.second_view: ") && Contains("mlp.config_pick") && Contains("bogus"));
+}
+
 TEST_CASE("Predictor: outside what its network was trained on, the measured efficiency of the kernel's pipe answers",
           "[predictor][domain]") {
   // A constant 0.6 network trained (say) on Hopper only, with a pipe table: DRAM-bound kernels

@@ -55,6 +55,8 @@ inline void check_further_networks(std::size_t further) {
 }
 }  // namespace detail
 
+class Mlp;
+
 // Which config a model for GEMMs without a config reads the demand of (MlpDescription::config_pick).
 enum class ConfigPick : std::uint8_t { search, analytical_default, cublas_tree };
 
@@ -109,6 +111,15 @@ struct MlpDescription {
   ConfigPick config_pick = ConfigPick::search;
   // With config_pick cublas_tree only: the tree (shared by copies: it is large and never changes).
   std::shared_ptr<const GemmConfigTree> config_tree;
+  // Models for GEMMs without a config whose network reads the search's pick (config_pick search)
+  // only, and at most: a second model for the same GEMMs, trained on the same rows given the
+  // config its tree expects cuBLAS to run (config_pick cublas_tree). Where both answer from their
+  // networks (the tree's config on an architecture the second learnt, the GPU able to launch it,
+  // neither outside its training ground), the latency is the geometric mean of the two: the two
+  // picks err differently on shapes neither saw, and on the held-out bf16 families the mean came
+  // out closer than either (docs/experiments/served-gemms.md). Elsewhere this model answers alone.
+  // Shared by copies; it holds no second view itself.
+  std::shared_ptr<const Mlp> second_view;
   // A factor on every latency this model answers, fitted after training: 1 / mean(predicted /
   // measured) over its training rows. A network trained with MAPE as its loss answers the median
   // ratio, and a long tail of kernels slower than predicted leaves its mean too fast (the served
@@ -438,6 +449,7 @@ class Mlp {
       detail::fail_field("mlp.config_tree", d.config_tree ? "(a tree)" : "(none)",
                          "must be given with config_pick \"cublas_tree\" and only with it");
     if (d.config_tree) d.config_tree->validate("mlp.config_tree.");
+    if (d.second_view) check_second_view(d, d.second_view->description());
     if (!d.dtypes.empty() && !d.for_configless_gemm)
       detail::fail_field("mlp.dtypes", "(a model for " + std::string(d.family == OpFamily::gemm ? "GEMMs with their config" : to_string(d.family)) + ")",
                          "is for models for GEMMs without a config only");
@@ -455,6 +467,21 @@ class Mlp {
       for (std::size_t j = 0; j < i; ++j)
         if (d.configless_scale[j].first == dtype) detail::fail_field(field, scale, "is listed twice");
     }
+  }
+
+  // A second view (MlpDescription::second_view): beside a model for GEMMs without a config that
+  // reads the search's pick, a model for the same data types that reads its tree's (and so holds no
+  // second view of its own: the first rule, on the view when it was built).
+  static void check_second_view(const MlpDescription& d, const MlpDescription& view) {
+    if (!d.for_configless_gemm || d.config_pick != ConfigPick::search)
+      detail::fail_field("mlp.second_view", "(a model)",
+                         "is for models for GEMMs without a config that read the search's pick (config_pick \"search\") only");
+    if (!view.for_configless_gemm || view.config_pick != ConfigPick::cublas_tree)
+      detail::fail_field("mlp.second_view.config_pick", detail::quoted(to_string(view.config_pick)),
+                         "must be \"cublas_tree\", in a model for GEMMs without a config (for_configless_gemm)");
+    if (view.dtypes != d.dtypes)
+      detail::fail_field("mlp.second_view.dtypes", "(" + std::to_string(view.dtypes.size()) + " types)",
+                         "must list the data types the model lists, in its order");
   }
 
   // A network's layer chain: from the features to one output, each layer fitting the last.

@@ -11,7 +11,9 @@
 // best_gemm_config; or, where the config-less model for its data type reads another pick
 // (MlpDescription::config_pick), the config its tree expects cuBLAS to run or the analytical
 // default config: config_without_search). Its latency: with a config-less GEMM model
-// (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config; else the
+// (Mlp::for_configless_gemm, bundled, one per data type), that model's answer for the chosen config (where
+// it holds a second view, MlpDescription::second_view, and the view applies: the geometric mean of that
+// answer and the view's at the config its tree picks); else the
 // chosen config's prediction times the GEMM model's configless_scale (the least of a few
 // hundred predictions is biased low; see Mlp::configless_scale).
 // A Predictor is immutable after construction: every method is const and thread-safe (the
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -120,7 +123,14 @@ class Predictor {
     const Features row = features(demand, gpu);
     if (!covered(*mlp, gpu, row))
       return with_misaligned_strides(kernel, gpu, finish(demand, gpu, 0, mlp, scale, /*outside=*/true, &row));
-    return with_misaligned_strides(kernel, gpu, finish(demand, gpu, mlp->efficiency(row), mlp, scale));
+    Prediction prediction = finish(demand, gpu, mlp->efficiency(row), mlp, scale);
+    if (const std::optional<Demand> view_demand = second_view_demand(kernel, *mlp, gpu)) {
+      const Mlp& view = *mlp->description().second_view;
+      const Features view_row = features(*view_demand, gpu);
+      if (covered(view, gpu, view_row))
+        prediction = mean_of_views(prediction, finish(*view_demand, gpu, view.efficiency(view_row), &view, view.latency_scale()));
+    }
+    return with_misaligned_strides(kernel, gpu, prediction);
   }
 
   // Many kernels on one GPU: one pass per network (one per op family, one for GEMMs without a
@@ -155,20 +165,37 @@ class Predictor {
         if (covered(*mlp, gpu, rows[i])) members.push_back(i);
         else outside[i] = true;
       }
-      if (members.empty()) continue;
-      Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(
-          static_cast<int>(kFeatureCount), static_cast<Eigen::Index>(members.size()));
-      for (std::size_t j = 0; j < members.size(); ++j)
-        batch.col(static_cast<Eigen::Index>(j)) =
-            Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[members[j]].data());
-      const Eigen::VectorXd result = mlp->efficiency(batch);
-      for (std::size_t j = 0; j < members.size(); ++j) efficiency[members[j]] = result(static_cast<Eigen::Index>(j));
+      batch_efficiency(*mlp, rows, members, efficiency);
+    }
+    // The second views (MlpDescription::second_view) of the config-less models that answered: one
+    // pass each over the kernels it answers too.
+    std::vector<std::optional<Demand>> view_demands(kernels.size());
+    std::vector<Features> view_rows(kernels.size());
+    std::vector<double> view_efficiency(kernels.size(), 0.0);
+    std::vector<const Mlp*> views;
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      if (!networks[i].first || outside[i] || !(view_demands[i] = second_view_demand(kernels[i], *networks[i].first, gpu))) continue;
+      const Mlp* view = networks[i].first->description().second_view.get();
+      view_rows[i] = features(*view_demands[i], gpu);
+      if (!covered(*view, gpu, view_rows[i])) view_demands[i].reset();
+      else if (std::find(views.begin(), views.end(), view) == views.end()) views.push_back(view);
+    }
+    for (const Mlp* view : views) {
+      members.clear();
+      for (std::size_t i = 0; i < kernels.size(); ++i)
+        if (view_demands[i] && networks[i].first->description().second_view.get() == view) members.push_back(i);
+      batch_efficiency(*view, view_rows, members, view_efficiency);
     }
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
-    for (std::size_t i = 0; i < kernels.size(); ++i)
-      predictions.push_back(with_misaligned_strides(
-          kernels[i], gpu, finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i])));
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      Prediction prediction = finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i]);
+      if (view_demands[i]) {
+        const Mlp* view = networks[i].first->description().second_view.get();
+        prediction = mean_of_views(prediction, finish(*view_demands[i], gpu, view_efficiency[i], view, view->latency_scale()));
+      }
+      predictions.push_back(with_misaligned_strides(kernels[i], gpu, prediction));
+    }
     return predictions;
   }
 
@@ -296,6 +323,46 @@ class Predictor {
   }
 
  private:
+  // The network's efficiency for each of `members` (indices into `rows`), in one pass, into `efficiency`.
+  static void batch_efficiency(const Mlp& mlp, const std::vector<Features>& rows, const std::vector<std::size_t>& members,
+                               std::vector<double>& efficiency) {
+    if (members.empty()) return;
+    Eigen::Matrix<float, static_cast<int>(kFeatureCount), Eigen::Dynamic> batch(static_cast<int>(kFeatureCount),
+                                                                                 static_cast<Eigen::Index>(members.size()));
+    for (std::size_t j = 0; j < members.size(); ++j)
+      batch.col(static_cast<Eigen::Index>(j)) = Eigen::Map<const Eigen::Matrix<float, static_cast<int>(kFeatureCount), 1>>(rows[members[j]].data());
+    const Eigen::VectorXd result = mlp.efficiency(batch);
+    for (std::size_t j = 0; j < members.size(); ++j) efficiency[members[j]] = result(static_cast<Eigen::Index>(j));
+  }
+
+  // Where the config-less model `answering` (network_for's, answering from its network) has a second
+  // view (MlpDescription::second_view) that applies to this GEMM without a config: the demand at the
+  // config the view's tree picks, on an architecture the view learnt (Hopper and later), where the
+  // GPU can launch it (as config_without_search). Nothing otherwise.
+  static std::optional<Demand> second_view_demand(const Kernel& kernel, const Mlp& answering, const GpuSpec& gpu) {
+    const Gemm* gemm = kernel.get_if<Gemm>();
+    const Mlp* view = answering.description().second_view.get();
+    if (!view || !gemm || gemm->config || !detail::hopper_or_later(gpu) || !view->covers_compute_capability(compute_capability(gpu)))
+      return std::nullopt;
+    Gemm picked = *gemm;
+    picked.config = view->description().config_tree->pick(*gemm, gpu);
+    if (!detail::gemm_launch(*picked.config, gemm->dtype).fits(gpu)) return std::nullopt;
+    Demand demand = pipeweave::demand(picked, gpu);
+    demand.config_defaulted = true;
+    return demand;
+  }
+
+  // The answer of a model and its second view: the geometric mean of their latencies, the lesser
+  // of their bounds (each config's bound is a floor for that config; the mean of two latencies at
+  // or above their bounds is at or above the lesser); what else it says (bottleneck, tensor work,
+  // source) the model's, whose config configured() names.
+  static Prediction mean_of_views(Prediction model, const Prediction& view) {
+    model.latency_us = std::sqrt(model.latency_us * view.latency_us);
+    model.lower_bound_us = std::min(model.lower_bound_us, view.lower_bound_us);
+    model.efficiency = model.lower_bound_us / model.latency_us;
+    return model;
+  }
+
   // A grid point's kConfigShortlist best configs, fastest first, searched once per GPU and shape.
   std::vector<GemmConfig> shortlist(const Gemm& gemm, const GpuSpec& gpu, const Mlp& mlp, std::uint64_t spec) const {
     const detail::GemmShortlistCache::Key key{spec, gemm.m, gemm.n, gemm.k, gemm.dtype};
