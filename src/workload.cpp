@@ -42,11 +42,11 @@ constexpr std::string_view kPhaseNames[] = {"prefill", "decode", "mixed"};
 // docs/experiments/e2e-published.md). The host's cost per eager launch
 // is not fitted (every published prompt iteration keeps the GPU busier than the host): PyTorch's
 // eager dispatch of a small op, about 6 us, an estimate.
-constexpr double kSglangIterationUs = 618;
-constexpr double kSglangKernelGapUs = 0.59;
+constexpr double kSglangIterationUs = 492;
+constexpr double kSglangKernelGapUs = 0.63;
 constexpr double kEagerLaunchUs = 6;
 constexpr const char* kSglangSource =
-    "SGLang (bench_one_batch): 618 us per iteration and 0.59 us between kernels, fitted to the median decode iteration of "
+    "SGLang (bench_one_batch): 492 us per iteration and 0.63 us between kernels, fitted to the median decode iteration of "
     "the 8 published H100 runs (TP 1, 2, 4; data/e2e/published/fit_engine.py); 6 us per eager launch, an estimate; "
     "CUDA graphs for decode batches up to 160 (SGLang's default on 80 GB boards)";
 

@@ -170,7 +170,7 @@ pipeweave_cli_failure(calibrate_link_bandwidth_out_of_range "--link-bandwidth mu
 # The bundled configless networks name their chooser as data/models/gemm.json, from the
 # repository's root: from any other folder the bundled GEMM model compiled in from it answers.
 pipeweave_cli_test(eval_configless_elsewhere "\noverall +3 "
-                   eval --data "${cli_data}/eval_gemm_candidates.csv" --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json"
+                   eval --data "${cli_data}/eval_gemm_candidates.csv" --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json.gz"
                    --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz")
 set_tests_properties(cli.eval_configless_elsewhere PROPERTIES WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
 # Two model files for one family: the library keeps the later, so the command line refuses the pair
@@ -626,7 +626,7 @@ pipeweave_cli_failure(train_spec_for_other_gpu "--spec must name a GPU the rows 
 set(llama_config "${cli_data}/models/Llama-3.1-8B/config.json")
 set(small_trace "${cli_data}/trace_small.csv")
 pipeweave_cli_test(e2e_from_config
-                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +[0-9]+\\.[0-9]+ ms +\\(engine sglang[^\n]*\n +time to first token +median +[0-9.]+ ms, p90 +[0-9.]+ ms +\\(3 requests\\)\n +time per output token +median [^\n]*\n +engine sglang: 618 us per iteration, 0\\.59 us between kernels[^\n]*\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(the GPU spec's\\)[^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
+                   "^Llama-3\\.1-8B on 1 x H100-SXM: 6 iterations, 3 with prompt tokens, 3 decode-only\n +prefill \\(iterations with prompt tokens\\) +[0-9]+\\.[0-9]+ ms\n +median decode iteration +[0-9]+\\.[0-9]+ ms\n +total +[0-9]+\\.[0-9]+ ms\n +of which overhead +[0-9]+\\.[0-9]+ ms +\\(engine sglang[^\n]*\n +time to first token +median +[0-9.]+ ms, p90 +[0-9.]+ ms +\\(3 requests\\)\n +time per output token +median [^\n]*\n +engine sglang: 492 us per iteration, 0\\.63 us between kernels[^\n]*\n +tensor-bound kernels x 1\\.16 for the clock under sustained load \\(the GPU spec's\\)[^\n]*\n +operator +total_ms +share +launches\n +[a-z_]+ +[0-9.]+ +[0-9.]+% +[0-9]+\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024)
 # Without an engine: the workload's kernels alone, nothing added.
 pipeweave_cli_test(e2e_engine_none "of which overhead +0\\.000 ms +\\(engine none;[^\n]*\n.*engine none: the workload's kernels only"
@@ -782,11 +782,11 @@ pipeweave_cli_test(predict_configless_model_used "gemm:m=64,n=4096,k=4096,dtype=
 # Such models of several data types are a set: one unused beside one used is no error
 pipeweave_cli_test(predict_configless_model_set "trained_model +gemm:m=64,n=4096,k=4096 "
                    predict --gpu H100-SXM --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz"
-                   --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json" gemm:m=64,n=4096,k=4096)
+                   --model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json.gz" gemm:m=64,n=4096,k=4096)
 pipeweave_cli_test(e2e_configless_model_set "total "
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
                    --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz"
-                   --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json")
+                   --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_bf16.json.gz")
 pipeweave_cli_failure(e2e_configless_model_unused "--kernel-model must be a model of the run's kernels: it is a model for GEMMs without a config \\(fp8_e4m3, fp8_e5m2\\), and the run's GEMMs are bf16"
                       e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}"
                       --kernel-model "${PROJECT_SOURCE_DIR}/data/models/gemm_configless_fp8.json.gz")

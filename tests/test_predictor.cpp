@@ -380,6 +380,30 @@ TEST_CASE("Predictor: the bundled fp8 model for GEMMs without a config (kept gzi
   CHECK(p.protocol == LabelProtocol::served);
 }
 
+TEST_CASE("Predictor: the bundled bf16 model for GEMMs without a config answers with its tree's network as a second view",
+          "[predictor]") {
+  // data/models/gemm_configless_bf16.json.gz: the network reading the search's pick, and beside it the
+  // network reading the tree's config; on Hopper the answer is the geometric mean of the two.
+  const Predictor predictor;
+  const Mlp* bf16 = predictor.configless_gemm_model(DType::bf16);
+  REQUIRE(bf16 != nullptr);
+  CHECK(bf16->description().config_pick == ConfigPick::search);
+  REQUIRE(bf16->description().second_view != nullptr);
+  const Mlp& view = *bf16->description().second_view;
+  REQUIRE(view.description().config_tree != nullptr);
+  CHECK(view.description().config_tree->input.size() > 10000);  // the tree learnt from every served row, not a fixture
+  CHECK(predictor.configless_gemm_model(DType::fp16) == bf16);
+  const Gemm gemm{.m = 1000, .n = 4096, .k = 4096, .dtype = DType::bf16};
+  const GpuSpec& h200 = find_gpu("H200-SXM");
+  MlpDescription alone = bf16->description();
+  alone.second_view = nullptr;
+  const Prediction pick = predictor.with({Mlp(alone)}).predict(Kernel(gemm), h200);
+  const Prediction tree = Predictor(std::vector<Mlp>{view}).predict(Kernel(gemm), h200);
+  const Prediction p = predictor.predict(Kernel(gemm), h200);
+  CHECK(p.source == PredictionSource::trained_model);
+  CHECK(p.latency_us == Approx(std::sqrt(pick.latency_us * tree.latency_us)).epsilon(1e-12));
+}
+
 TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by architecture", "[predictor][rank]") {
   const GpuSpec& h100 = find_gpu("H100-SXM");
   const GpuSpec& a100 = find_gpu("A100-SXM4-80GB");

@@ -6,9 +6,10 @@
 #    160 epochs, recorded as --protocol served), on all the H100's and the H200's rows of seeds 1-3
 #    (gemm_served_bf16.csv.gz, every family), answering for fp16 too, and the fp8 one with the tree
 #    of cuBLAS's configs (served_config_tree_fresh.sh: its own latency_scale; PYTHON, an interpreter
-#    with numpy and scikit-learn, as that script asks) -> data/models/gemm_configless_bf16.json and
+#    with numpy and scikit-learn, as that script asks); bf16's gets the tree's network as its second
+#    view (served_second_view.sh, since 2026-11-29) -> data/models/gemm_configless_bf16.json.gz and
 #    gemm_configless_fp8.json.gz,
-#    the bundled ones (rebuild to embed them). bf16 keeps no latency_scale: its factor (1.0105) would
+#    the bundled ones (rebuild to embed them). bf16's pick network keeps no latency_scale (its view has its own): its factor (1.0105) would
 #    cost the published serving runs' prefill 0.3 points (docs/experiments/served-gemms.md, "A
 #    factor per data type").
 # 2. Scores them, and the networks trained on rested rows (data/models/rested/, train_all.sh), on
@@ -16,7 +17,7 @@
 #    -> data/models/report/served/fresh/{served_all,rested}/
 # 3. Predicts the published serving runs with each (data/e2e/published/score_runs.py
 #    --kernel-model) -> .../{served_all,rested}/e2e_published.txt
-# About 20 minutes on 2 cores.
+# About 35 minutes on 2 cores.
 # In the environment: HIDDEN=W1,W2,W3 trains networks of those hidden widths (served_train.sh);
 # MODEL_DIR (default data/models) takes the two networks, so that a candidate is trained beside the
 # bundled ones; OUT (default data/models/report/served/fresh) takes the reports; RESTED=0 leaves out
@@ -33,13 +34,17 @@ mkdir -p "$model_dir" "${kinds[@]/#/$out/}"
 source data/models/served_train.sh
 SERVED_DTYPES=bf16 NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
+# bf16's network gets the tree's network as its second view (served_second_view.sh), and is kept compressed
+PICK="$model_dir/gemm_configless_bf16.json" MODEL_OUT="$model_dir/gemm_configless_bf16.json.gz" bash data/models/served_second_view.sh "$build"
+rm "$model_dir/gemm_configless_bf16.json"
 MODEL_OUT="$model_dir/gemm_configless_fp8.json.gz" bash data/models/served_config_tree_fresh.sh "$build"
 for kind in "${kinds[@]}"; do
   dir=$model_dir
   [[ $kind == rested ]] && dir=data/models/rested
-  fp8=$dir/gemm_configless_fp8.json
-  [[ -f $fp8.gz ]] && fp8+=.gz  # (the bundled one is kept compressed)
-  OUT="$out/$kind" bash data/models/served_fresh.sh "$build" --model "$dir/gemm_configless_bf16.json" --model "$fp8"
-  python3 data/e2e/published/score_runs.py --pipeweave "$cli" -- --kernel-model "$dir/gemm_configless_bf16.json" \
+  bf16=$dir/gemm_configless_bf16.json fp8=$dir/gemm_configless_fp8.json
+  [[ -f $bf16.gz ]] && bf16+=.gz  # (the bundled ones are kept compressed)
+  [[ -f $fp8.gz ]] && fp8+=.gz
+  OUT="$out/$kind" bash data/models/served_fresh.sh "$build" --model "$bf16" --model "$fp8"
+  python3 data/e2e/published/score_runs.py --pipeweave "$cli" -- --kernel-model "$bf16" \
     --kernel-model "$fp8" | tee "$out/$kind/e2e_published.txt"
 done
