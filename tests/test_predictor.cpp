@@ -402,6 +402,11 @@ TEST_CASE("Predictor: the bundled bf16 model for GEMMs without a config answers 
   const Prediction p = predictor.predict(Kernel(gemm), h200);
   CHECK(p.source == PredictionSource::trained_model);
   CHECK(p.latency_us == Approx(std::sqrt(pick.latency_us * tree.latency_us)).epsilon(1e-12));
+  // Strides TMA cannot take (n = 24,578): the measured rates answer, over the model's own bound; the view is not asked.
+  const Gemm misaligned{.m = 1000, .n = 24578, .k = 4096, .dtype = DType::bf16};
+  const Prediction rated = predictor.predict(Kernel(misaligned), h200);
+  CHECK(rated.source == PredictionSource::misaligned_strides);
+  CHECK(same(rated, predictor.with({Mlp(alone)}).predict(Kernel(misaligned), h200)));
 }
 
 TEST_CASE("gemm_candidates: the configs a GEMM library would consider, by architecture", "[predictor][rank]") {
@@ -1302,6 +1307,13 @@ TEST_CASE("Predictor: a config-less model with a second view answers the geometr
   MlpDescription mismatched = model_d;
   mismatched.second_view = std::make_shared<const Mlp>(other_types);
   CHECK_THAT(error_of([&] { Mlp{mismatched}; }), Contains("mlp.second_view.dtypes must list the data types the model lists"));
+  MlpDescription rested_view = view_d;
+  rested_view.protocol = LabelProtocol::rested;
+  MlpDescription served_model = model_d;
+  served_model.protocol = LabelProtocol::served;
+  served_model.second_view = std::make_shared<const Mlp>(rested_view);
+  CHECK_THAT(error_of([&] { Mlp{served_model}; }),
+             Contains("mlp.second_view.protocol must be the model's, \"served\"") && Contains("got \"rested\""));
   nlohmann::json document = nlohmann::json::parse(text);
   nlohmann::json not_object = document;
   not_object["second_view"] = 3;

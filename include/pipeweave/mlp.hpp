@@ -482,6 +482,10 @@ class Mlp {
     if (view.dtypes != d.dtypes)
       detail::fail_field("mlp.second_view.dtypes", "(" + std::to_string(view.dtypes.size()) + " types)",
                          "must list the data types the model lists, in its order");
+    // (a prediction carries one protocol, the model's, which the sustained-load term reads)
+    if (view.protocol != d.protocol)
+      detail::fail_field("mlp.second_view.protocol", detail::quoted(to_string(view.protocol)),
+                         "must be the model's, \"" + std::string(to_string(d.protocol)) + "\" (how the training rows were timed)");
   }
 
   // A network's layer chain: from the features to one output, each layer fitting the last.

@@ -338,11 +338,13 @@ class Predictor {
   // Where the config-less model `answering` (network_for's, answering from its network) has a second
   // view (MlpDescription::second_view) that applies to this GEMM without a config: the demand at the
   // config the view's tree picks, on an architecture the view learnt (Hopper and later), where the
-  // GPU can launch it (as config_without_search). Nothing otherwise.
+  // GPU can launch it (as config_without_search). Nothing otherwise, nor for strides TMA cannot take
+  // (with_misaligned_strides answers those from measured rates, over the model's own bound).
   static std::optional<Demand> second_view_demand(const Kernel& kernel, const Mlp& answering, const GpuSpec& gpu) {
     const Gemm* gemm = kernel.get_if<Gemm>();
     const Mlp* view = answering.description().second_view.get();
-    if (!view || !gemm || gemm->config || !detail::hopper_or_later(gpu) || !view->covers_compute_capability(compute_capability(gpu)))
+    if (!view || !gemm || gemm->config || !detail::hopper_or_later(gpu) || !view->covers_compute_capability(compute_capability(gpu)) ||
+        misaligned_gemm_us(*gemm, gpu).has_value())
       return std::nullopt;
     Gemm picked = *gemm;
     picked.config = view->description().config_tree->pick(*gemm, gpu);
