@@ -34,9 +34,13 @@ mkdir -p "$model_dir" "${kinds[@]/#/$out/}"
 source data/models/served_train.sh
 SERVED_DTYPES=bf16 NETWORKS=1 train_served "$model_dir/gemm_configless_{dtype}.json" "$out/served_all" bf16,fp16 fp8_e4m3,fp8_e5m2 \
   --data "data/measurements/H100-SXM/gemm_served_{dtype}.csv.gz" --data "data/measurements/H200-SXM/gemm_served_{dtype}.csv.gz"
-# bf16's network gets the tree's network as its second view (served_second_view.sh), and is kept compressed
-PICK="$model_dir/gemm_configless_bf16.json" MODEL_OUT="$model_dir/gemm_configless_bf16.json.gz" bash data/models/served_second_view.sh "$build"
-rm "$model_dir/gemm_configless_bf16.json"
+# bf16's network gets the tree's network as its second view (served_second_view.sh), and is kept
+# compressed; the network alone goes out of the folder first (were both left there on a failure, the
+# build would embed both)
+pick=$(mktemp --suffix=.json)
+trap 'rm -f "$pick"' EXIT
+mv "$model_dir/gemm_configless_bf16.json" "$pick"
+PICK="$pick" MODEL_OUT="$model_dir/gemm_configless_bf16.json.gz" bash data/models/served_second_view.sh "$build"
 MODEL_OUT="$model_dir/gemm_configless_fp8.json.gz" bash data/models/served_config_tree_fresh.sh "$build"
 for kind in "${kinds[@]}"; do
   dir=$model_dir

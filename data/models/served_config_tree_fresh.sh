@@ -3,10 +3,9 @@
 #   PYTHON=venv/bin/python [DTYPE=fp8|bf16] bash data/models/served_config_tree_fresh.sh [BUILD_DIR]
 # PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 15 minutes on 2 cores. DTYPE
 # (fp8): the data type. fp8's is the bundled model (the training side's validation chose the tree
-# over the GEMM model's pick for fp8 from 2026-11-28); bf16's (answering fp16 too) is a study: the
-# bundled bf16 network reads the pick. (As of 2026-11-29 DTYPE=bf16 stops at its first eval: the
-# tree's leaves include the configs of the pre-Hopper kernels cuBLAS runs for misaligned strides,
-# which name no schedule, and the library refuses such a config in a tree.)
+# over the GEMM model's pick for fp8 from 2026-11-28); bf16's (answering fp16 too) is the bundled bf16
+# model's second view (served_second_view.sh, since 2026-11-29: the bundled bf16 network reads the
+# pick, and answers with the geometric mean of its latency and this one's).
 # 1. The tree (one row a leaf, as chosen there) learns cuBLAS's config from every served row of the type of
 #    seeds 1-3 of both GPUs, as the bundled networks were trained on, from the shape's scale and its
 #    remainders (served_config_tree.py --remainders; REMAINDERS=0: the nine inputs of the scale alone,

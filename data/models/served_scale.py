@@ -11,9 +11,11 @@ measured)). Each --score is the same report over rows no network saw (a fresh dr
 the measurement files it scored (their family column splits model families from random shapes);
 it prints MAPE and bias (positive: too slow) per dtype and kind of shape, as predicted and with the
 factor applied. --write sets a model file's latency_scale to its data type's factor (times the
-factor the file held, which the fitted predictions already carried), to four decimals (the bundled networks': `--write bf16=data/models/gemm_configless_bf16.json`, fitted on the eval of
-every served row of both GPUs; fp8's by served_config_tree_fresh.sh into its model before that is
-compressed, data/models/gemm_configless_fp8.json.gz; a .json.gz file is written back compressed).
+factor the file held, which the fitted predictions already carried), to four decimals (fp8's by
+served_config_tree_fresh.sh into its model before that is compressed,
+data/models/gemm_configless_fp8.json.gz, and so bf16's second view's; a .json.gz file is written back
+compressed; a file holding a second view is refused: its factor and its view's are apart, and the
+view's answers are in the fitted predictions too).
 """
 import argparse
 import collections
@@ -42,6 +44,9 @@ def write_factor(path, value):
         compressed = f.read(2) == b"\x1f\x8b"
     with (gzip.open(path, "rt") if compressed else open(path)) as f:
         text = f.read()
+    if '"second_view":' in text:
+        raise SystemExit(f"{path}: holds a second view (its own latency_scale): write the factor into each view's file before "
+                         "they are joined (second_view_model.py)")
     # The fit's predictions already carry the file's own factor: the new one goes on top of it.
     existing = re.search(r'"latency_scale":([^,}]*),', text)
     value = round((float(existing.group(1)) if existing else 1.0) * value, 4)
