@@ -167,32 +167,46 @@ class Predictor {
       }
       batch_efficiency(*mlp, rows, members, efficiency);
     }
-    // The second views (MlpDescription::second_view) of the config-less models that answered: one
-    // pass each over the kernels it answers too.
-    std::vector<std::optional<Demand>> view_demands(kernels.size());
-    std::vector<Features> view_rows(kernels.size());
-    std::vector<double> view_efficiency(kernels.size(), 0.0);
+    // The second views (MlpDescription::second_view) of the config-less models that answered: the
+    // kernels one answers too (ascending), their demand and inputs at its config; a pass per view.
+    std::vector<std::size_t> viewed;
+    std::vector<Demand> view_demands;
+    std::vector<Features> view_rows;
     std::vector<const Mlp*> views;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
-      if (!networks[i].first || outside[i] || !(view_demands[i] = second_view_demand(kernels[i], *networks[i].first, gpu))) continue;
+      if (!networks[i].first || outside[i]) continue;
+      std::optional<Demand> view_demand = second_view_demand(kernels[i], *networks[i].first, gpu);
+      if (!view_demand) continue;
       const Mlp* view = networks[i].first->description().second_view.get();
-      view_rows[i] = features(*view_demands[i], gpu);
-      if (!covered(*view, gpu, view_rows[i])) view_demands[i].reset();
-      else if (std::find(views.begin(), views.end(), view) == views.end()) views.push_back(view);
+      const Features view_row = features(*view_demand, gpu);
+      if (!covered(*view, gpu, view_row)) continue;
+      if (viewed.empty()) {  // room for the rest at once, only in a batch a view answers
+        viewed.reserve(kernels.size() - i);
+        view_demands.reserve(kernels.size() - i);
+        view_rows.reserve(kernels.size() - i);
+      }
+      viewed.push_back(i);
+      view_demands.push_back(*std::move(view_demand));
+      view_rows.push_back(view_row);
+      if (std::find(views.begin(), views.end(), view) == views.end()) views.push_back(view);
     }
+    std::vector<double> view_efficiency(viewed.size());
     for (const Mlp* view : views) {
       members.clear();
-      for (std::size_t i = 0; i < kernels.size(); ++i)
-        if (view_demands[i] && networks[i].first->description().second_view.get() == view) members.push_back(i);
+      for (std::size_t j = 0; j < viewed.size(); ++j)
+        if (networks[viewed[j]].first->description().second_view.get() == view) members.push_back(j);
       batch_efficiency(*view, view_rows, members, view_efficiency);
     }
     std::vector<Prediction> predictions;
     predictions.reserve(kernels.size());
+    std::size_t next_viewed = 0;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       Prediction prediction = finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i]);
-      if (view_demands[i]) {
+      if (next_viewed < viewed.size() && viewed[next_viewed] == i) {
         const Mlp* view = networks[i].first->description().second_view.get();
-        prediction = mean_of_views(prediction, finish(*view_demands[i], gpu, view_efficiency[i], view, view->latency_scale()));
+        prediction = mean_of_views(prediction, finish(view_demands[next_viewed], gpu, view_efficiency[next_viewed], view,
+                                                      view->latency_scale()));
+        ++next_viewed;
       }
       predictions.push_back(with_misaligned_strides(kernels[i], gpu, prediction));
     }
@@ -312,13 +326,7 @@ class Predictor {
   // an H100's and an H200's kernels, which a GPU of that architecture with fewer SMs or less shared
   // memory may not run); the analytical default config otherwise.
   GemmConfig config_without_search(const Gemm& gemm, const GpuSpec& gpu) const {
-    const Mlp& configless = *configless_gemm_model(gemm.dtype);
-    const MlpDescription& d = configless.description();
-    if (d.config_pick == ConfigPick::cublas_tree && detail::hopper_or_later(gpu) &&
-        configless.covers_compute_capability(compute_capability(gpu))) {
-      const GemmConfig picked = d.config_tree->pick(gemm, gpu);
-      if (detail::gemm_launch(picked, gemm.dtype).fits(gpu)) return picked;
-    }
+    if (const std::optional<GemmConfig> picked = tree_config(*configless_gemm_model(gemm.dtype), gemm, gpu)) return *picked;
     return default_config(gemm, gpu);
   }
 
@@ -335,20 +343,30 @@ class Predictor {
     for (std::size_t j = 0; j < members.size(); ++j) efficiency[members[j]] = result(static_cast<Eigen::Index>(j));
   }
 
+  // The config a model's tree picks for this GEMM where the tree applies (config_pick cublas_tree;
+  // an architecture its network learnt, Hopper and later; a config the GPU can launch): the rule
+  // config_without_search and a second view share. Nothing elsewhere.
+  static std::optional<GemmConfig> tree_config(const Mlp& model, const Gemm& gemm, const GpuSpec& gpu) {
+    const MlpDescription& d = model.description();
+    if (d.config_pick != ConfigPick::cublas_tree || !detail::hopper_or_later(gpu) ||
+        !model.covers_compute_capability(compute_capability(gpu)))
+      return std::nullopt;
+    const GemmConfig picked = d.config_tree->pick(gemm, gpu);
+    if (!detail::gemm_launch(picked, gemm.dtype).fits(gpu)) return std::nullopt;
+    return picked;
+  }
+
   // Where the config-less model `answering` (network_for's, answering from its network) has a second
   // view (MlpDescription::second_view) that applies to this GEMM without a config: the demand at the
-  // config the view's tree picks, on an architecture the view learnt (Hopper and later), where the
-  // GPU can launch it (as config_without_search). Nothing otherwise, nor for strides TMA cannot take
+  // config the view's tree picks (tree_config). Nothing otherwise, nor for strides TMA cannot take
   // (with_misaligned_strides answers those from measured rates, over the model's own bound).
   static std::optional<Demand> second_view_demand(const Kernel& kernel, const Mlp& answering, const GpuSpec& gpu) {
     const Gemm* gemm = kernel.get_if<Gemm>();
     const Mlp* view = answering.description().second_view.get();
-    if (!view || !gemm || gemm->config || !detail::hopper_or_later(gpu) || !view->covers_compute_capability(compute_capability(gpu)) ||
-        misaligned_gemm_us(*gemm, gpu).has_value())
-      return std::nullopt;
+    if (!view || !gemm || gemm->config) return std::nullopt;
     Gemm picked = *gemm;
-    picked.config = view->description().config_tree->pick(*gemm, gpu);
-    if (!detail::gemm_launch(*picked.config, gemm->dtype).fits(gpu)) return std::nullopt;
+    picked.config = tree_config(*view, *gemm, gpu);
+    if (!picked.config || misaligned_gemm_us(*gemm, gpu).has_value()) return std::nullopt;
     Demand demand = pipeweave::demand(picked, gpu);
     demand.config_defaulted = true;
     return demand;
