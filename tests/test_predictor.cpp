@@ -1291,6 +1291,16 @@ TEST_CASE("Predictor: a config-less model with a second view answers the geometr
   MlpDescription narrow = model_d;
   narrow.second_view = std::make_shared<const Mlp>(narrow_view);
   CHECK(same(Predictor(std::vector<Mlp>{varying_model(OpFamily::gemm), Mlp(narrow)}).predict(fp8, h100), a));
+  // A view whose network answers an efficiency of 0 is an error naming the view, single or batched.
+  MlpDescription zero_view = view_d;
+  zero_view.layers.back().bias(0) = -3e38f;
+  MlpDescription broken_view = model_d;
+  broken_view.second_view = std::make_shared<const Mlp>(zero_view);
+  const Predictor broken(std::vector<Mlp>{varying_model(OpFamily::gemm), Mlp(broken_view)});
+  CHECK_THAT(error_of([&] { (void)broken.predict(fp8, h100); }),
+             Contains("the gemm model's second view (mlp.second_view) answered an efficiency of 0"));
+  CHECK_THAT(error_of([&] { (void)broken.predict(std::vector<Kernel>{fp8, fp8}, h100); }),
+             Contains("the gemm model's second view (mlp.second_view) answered an efficiency of 0"));
 
   // Refused: a view beside a model that picks without a search, a view that reads the search, a view
   // of other data types; in a file, a view that is not an object or that holds a view, with the

@@ -128,7 +128,8 @@ class Predictor {
       const Mlp& view = *mlp->description().second_view;
       const Features view_row = features(*view_demand, gpu);
       if (covered(view, gpu, view_row))
-        prediction = mean_of_views(prediction, finish(*view_demand, gpu, view.efficiency(view_row), &view, view.latency_scale()));
+        prediction = mean_of_views(prediction, finish(*view_demand, gpu, view.efficiency(view_row), &view, view.latency_scale(),
+                                                      false, nullptr, kSecondViewName));
     }
     return with_misaligned_strides(kernel, gpu, prediction);
   }
@@ -205,7 +206,7 @@ class Predictor {
       if (next_viewed < viewed.size() && viewed[next_viewed] == i) {
         const Mlp* view = networks[i].first->description().second_view.get();
         prediction = mean_of_views(prediction, finish(view_demands[next_viewed], gpu, view_efficiency[next_viewed], view,
-                                                      view->latency_scale()));
+                                                      view->latency_scale(), false, nullptr, kSecondViewName));
         ++next_viewed;
       }
       predictions.push_back(with_misaligned_strides(kernels[i], gpu, prediction));
@@ -376,6 +377,7 @@ class Predictor {
   // of their bounds (each config's bound is a floor for that config; the mean of two latencies at
   // or above their bounds is at or above the lesser); what else it says (bottleneck, tensor work,
   // source) the model's, whose config configured() names.
+  static constexpr std::string_view kSecondViewName = "model's second view (mlp.second_view)";
   static Prediction mean_of_views(Prediction model, const Prediction& view) {
     model.latency_us = std::sqrt(model.latency_us * view.latency_us);
     model.lower_bound_us = std::min(model.lower_bound_us, view.lower_bound_us);
@@ -497,9 +499,10 @@ class Predictor {
   }
 
   // `outside`: the kernel lies beyond what `mlp` was trained on; its efficiency is the network's
-  // (`row` recomputed) where the model has no pipe table, else the table's.
+  // (`row` recomputed) where the model has no pipe table, else the table's. `whose`: what `mlp` is,
+  // for the error a broken network raises (a model's second view is named as one).
   static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, const Mlp* mlp, double scale,
-                           bool outside = false, const Features* row = nullptr) {
+                           bool outside = false, const Features* row = nullptr, std::string_view whose = "model") {
     Prediction prediction;
     const double us_per_cycle = 1e6 / gpu.clock_hz();
     prediction.lower_bound_us = demand.bound_cycles() * us_per_cycle;
@@ -520,7 +523,7 @@ class Predictor {
     // A broken model file (weights or input scaling that give a NaN, or an efficiency that
     // underflows to 0) is an error, never a silent answer at the bound or an infinite latency.
     if (mlp && !(efficiency > 0 && std::isfinite(efficiency / scale)))
-      throw InvalidInput("the " + std::string(to_string(mlp->family())) + " model answered an efficiency of " +
+      throw InvalidInput("the " + std::string(to_string(mlp->family())) + " " + std::string(whose) + " answered an efficiency of " +
                   std::to_string(efficiency) +
                   " for a kernel: its weights or input scaling are broken (retrain or replace it), or the kernel's inputs are not finite");
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
