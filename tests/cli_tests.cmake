@@ -445,6 +445,23 @@ set_tests_properties(cli.train_config_tree_init PROPERTIES FIXTURES_SETUP tiny_t
 pipeweave_cli_test(predict_config_tree_tuned "trained_model +gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3 \\[tile 144x128x128 split_k 1 stages 6 cluster 1x2 swap_ab cooperative raster n\\]"
                    predict --gpu H100-SXM --model "${CMAKE_CURRENT_BINARY_DIR}/tiny_tree_tuned.json" gemm:m=64,n=4096,k=4096,dtype=fp8_e4m3)
 set_tests_properties(cli.predict_config_tree_tuned PROPERTIES FIXTURES_REQUIRED tiny_tree_tuned)
+# data/models/second_view_model.py joins a pick's model and a tree's as its second view
+# (tests/check_second_view_model.py: the joined file answers the geometric mean of the two).
+set(tiny_pick_fp8 "${CMAKE_CURRENT_BINARY_DIR}/tiny_pick_fp8.json")
+pipeweave_cli_test(train_pick_fp8_both_types "wrote [^\n]*tiny_pick_fp8\\.json"
+                   train --op gemm --without-configs --dtypes fp8_e4m3,fp8_e5m2 --data "${cli_data}/served_fp8_sample.csv"
+                   --out "${tiny_pick_fp8}" --hidden 8 --epochs 2 --validation-fraction 0.5 --specs "${PROJECT_SOURCE_DIR}/data/gpus")
+set_tests_properties(cli.train_pick_fp8_both_types PROPERTIES FIXTURES_SETUP tiny_pick_fp8)
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/second_view_model")
+  add_test(NAME cli.second_view_model_joins
+           COMMAND Python3::Interpreter "${CMAKE_CURRENT_SOURCE_DIR}/check_second_view_model.py" ${cli}
+                   "${tiny_pick_fp8}" "${tiny_tree}" "${CMAKE_CURRENT_BINARY_DIR}/second_view_model"
+                   gemm:m=11096,n=4608,k=2304,dtype=fp8_e4m3)
+  set_tests_properties(cli.second_view_model_joins PROPERTIES FIXTURES_REQUIRED tiny_pick_fp8 LABELS cli
+                       PASS_REGULAR_EXPRESSION "^joined: [0-9.]+ us = sqrt")
+endif()
 pipeweave_cli_failure(train_config_tree_needs_init "--config-pick cublas_tree needs the tree of a start model \\(--init\\): train cannot learn one"
                       train --op gemm --without-configs --config-pick cublas_tree --data "${cli_data}/served_fp8_sample.csv"
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

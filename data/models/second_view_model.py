@@ -11,14 +11,13 @@ mean of the two latencies where the view applies (MlpDescription::second_view). 
 is written gzip-compressed, without a name or time in its header (as the bundled models are kept).
 """
 import argparse
-import gzip
 import json
+
+from model_file import read_text, write_text
 
 
 def read(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    return json.loads(read_text(path)[0])
 
 
 def main():
@@ -37,13 +36,7 @@ def main():
         raise SystemExit(f"second_view_model: {args.view} lists the data types {view.get('dtypes', [])}, "
                          f"{args.model} {model.get('dtypes', [])}: they must be the same")
     model["second_view"] = view
-    text = json.dumps(model, sort_keys=True, separators=(",", ":")) + "\n"
-    if args.out.endswith(".gz"):
-        with open(args.out, "wb") as f:
-            f.write(gzip.compress(text.encode(), compresslevel=9, mtime=0))
-    else:
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_text(args.out, json.dumps(model, sort_keys=True, separators=(",", ":")) + "\n", args.out.endswith(".gz"))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import gzip
 import re
 import statistics
 
+from model_file import read_text, write_text
 from served_report import read_eval  # eval.csv by (dtype, m, n, k)
 
 
@@ -40,10 +41,7 @@ def write_factor(path, value):
     """The model files are one line of JSON with their keys sorted (as pipeweave writes them): the
     field goes in its place by text, so that nothing else in the file changes. A gzip-compressed
     file (data/models/*.json.gz) is read and written back compressed."""
-    with open(path, "rb") as f:
-        compressed = f.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rt") if compressed else open(path)) as f:
-        text = f.read()
+    text, compressed = read_text(path)
     if '"second_view":' in text:
         raise SystemExit(f"{path}: holds a second view (its own latency_scale): write the factor into each view's file before "
                          "they are joined (second_view_model.py)")
@@ -56,12 +54,7 @@ def write_factor(path, value):
     if '"layers":' not in text:
         raise SystemExit(f"{path}: no \"layers\" key to put latency_scale before")
     text = text.replace('"layers":', f'"latency_scale":{value},"layers":', 1)
-    if compressed:
-        with open(path, "wb") as f:
-            f.write(gzip.compress(text.encode(), compresslevel=9, mtime=0))
-    else:
-        with open(path, "w") as f:
-            f.write(text)
+    write_text(path, text, compressed)
     return value
 
 
