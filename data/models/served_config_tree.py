@@ -116,16 +116,21 @@ def read_choices(paths, dtype, exclude, test):
     """cuBLAS's choices without a time (cublas_choice_to_rows.py's files: m, n, k, family and a config
     token per type; the GPU the folder's name), as rows the tree learns from beside the measured
     ones; the shapes of the `test` rows are left out, and every shape whose weights (n, k) a row of
-    `exclude` has."""
+    `exclude` has. A shape that several lists of a GPU hold is learnt once (cuBLAS's choice of it is
+    one fact; the lists share many of the families' layers at small token counts)."""
     excluded = {(r["n"], r["k"]) for r in read(exclude, dtype)[1]} if exclude else set()
     tested = {(r["m"], r["n"], r["k"]) for r in test}
     rows = []
+    seen = set()  # (gpu, m, n, k)
     for path in paths:
         gpu = os.path.basename(os.path.dirname(os.path.abspath(path)))
         with gzip.open(path, "rt", newline="") as f:
             for r in csv.DictReader(f):
                 if r[dtype] == "-" or (r["n"], r["k"]) in excluded or (r["m"], r["n"], r["k"]) in tested:
                     continue
+                if (gpu, r["m"], r["n"], r["k"]) in seen:
+                    continue
+                seen.add((gpu, r["m"], r["n"], r["k"]))
                 tile, split_k, stages, cluster, swap_ab, schedule, raster = r[dtype].split("/")
                 if not schedule:  # a pre-Hopper kernel for misaligned strides (learnable())
                     continue

@@ -10,8 +10,8 @@
 #    seeds 1-3 of both GPUs, as the bundled networks were trained on, from the shape's scale and its
 #    remainders (served_config_tree.py --remainders; REMAINDERS=0: the nine inputs of the scale alone,
 #    the bundled tree until 2026-11-29), and from the H200's cuBLAS choices without a time
-#    (served_config_tree.py --choices data/measurements/H200-SXM/cublas_choice_seed6.csv.gz, but the
-#    fresh draws' shapes; CHOICES=0: without them, the bundled tree until 2026-11-29); the training
+#    (served_config_tree.py --choices data/measurements/H200-SXM/cublas_choice_seed*.csv.gz, every list
+#    committed, but the fresh draws' shapes; CHOICES=0: without them, the bundled tree until 2026-11-29); the training
 #    rows get its out-of-fold configs.
 # 2. A GEMM network trained on those rows given those configs (served_train.sh's recipe), joined
 #    with the tree into a network for GEMMs of the type without a config (served_config_tree_model.py).
@@ -37,7 +37,7 @@ trap 'rm -rf "$work"' EXIT
 m=data/measurements
 tree_flags=()
 [[ ${REMAINDERS:-1} == 0 ]] || tree_flags+=(--remainders)
-[[ ${CHOICES:-1} == 0 ]] || tree_flags+=(--choices "$m/H200-SXM/cublas_choice_seed6.csv.gz")
+[[ ${CHOICES:-1} == 0 ]] || tree_flags+=(--choices "$m"/H200-SXM/cublas_choice_seed*.csv.gz)
 "$py" data/models/served_config_tree.py "$work" "$m/H100-SXM/gemm_served_$dtype.csv.gz" "$m/H200-SXM/gemm_served_$dtype.csv.gz" \
   --test "$m"/{H100,H200}-SXM/gemm_served_seed{4,5}_$dtype.csv.gz --dtype "$dtype" --leaf 1 --tree-json "$work/tree_$dtype.json" \
   "${tree_flags[@]}" | tee "$out/tree_$dtype.log"

@@ -16,8 +16,8 @@
 # REMAINDERS=1: the tree reads the shape's remainders too (served_config_tree.py --remainders);
 # the report goes to data/models/report/served/tree_pick_mean_remainders/. CHOICES=1: the tree also
 # learns from the H200's cuBLAS choices without a time (served_config_tree.py --choices
-# data/measurements/H200-SXM/cublas_choice_seed6.csv.gz), those of the held-out rows' weight shapes
-# left out; the report's folder gains _choices.
+# data/measurements/H200-SXM/cublas_choice_seed*.csv.gz, every list committed), those of the held-out
+# rows' weight shapes left out; the report's folder gains _choices.
 set -euo pipefail
 cli=$(realpath "${1:-$(dirname "$0")/../../build}")/pipeweave  # (resolved before the cd below)
 cd "$(dirname "$0")/../.."
@@ -30,7 +30,7 @@ fi
 [[ ${CHOICES:-0} == 1 ]] && root+=_choices
 source data/models/served_split_both.sh
 if [[ ${CHOICES:-0} == 1 ]]; then
-  tree_flags+=(--choices data/measurements/H200-SXM/cublas_choice_seed6.csv.gz --choices-exclude "$h100_split/test.csv" "$h200_split/test.csv")
+  tree_flags+=(--choices data/measurements/H200-SXM/cublas_choice_seed*.csv.gz --choices-exclude "$h100_split/test.csv" "$h200_split/test.csv")
 fi
 work=$(mktemp -d)
 splits+=("$work")
