@@ -6,8 +6,12 @@
 WORK_DIR holds, per data type, GPU and shape list S (1-3: the held-out rows of the split; 4, 5: the
 fresh draws), tree/test_{dtype}_{gpu}_seed{S}.csv (the rows, at the tree's configs) and the two
 networks' eval reports of those rows, tree_{dtype}_{gpu}_{S}/eval.csv (given the tree's config)
-and pick_{dtype}_{gpu}_{S}/eval.csv (from the shape: the GEMM model's pick). Prints MAPE and mean
-signed error of each and of their geometric mean, by model families and random shapes.
+and pick_{dtype}_{gpu}_{S}/eval.csv (from the shape: the GEMM model's pick), and fit_tree_{dtype}/eval.csv,
+the tree's network over its own training rows (at the configs it was trained at). Prints MAPE and
+mean signed error of each and of their geometric mean, by model families and random shapes; then the
+tree's network times its factor (1 / mean(predicted / measured) over its training rows, as the bundled
+tree networks carry theirs, their latency_scale: served_scale.py) and the geometric mean of the pick
+and that.
 """
 import csv
 import math
@@ -20,10 +24,21 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+def factor(path):
+    """1 / mean(predicted / measured) over an eval report's rows."""
+    ratios = [float(r["predicted_us"]) / float(r["measured_us"]) for r in rows(path)]
+    return len(ratios) / sum(ratios)
+
+
 def main():
     work = sys.argv[1]
-    print(f"{'GPU':9} {'dtype':5} {'rows':18} {'group':9} {'count':>6}  {'pick':>14}  {'tree':>14}  {'geometric mean':>14}")
+    factors = {dtype: factor(os.path.join(work, f"fit_tree_{dtype}", "eval.csv")) for dtype in ("bf16", "fp8")}
+    print("the tree networks' factors, fitted on their training rows: " +
+          ", ".join(f"{dtype} {value:.4f}" for dtype, value in factors.items()))
+    print(f"{'GPU':9} {'dtype':5} {'rows':18} {'group':9} {'count':>6}  {'pick':>14}  {'tree':>14}  {'geometric mean':>14}"
+          f"  {'tree x factor':>14}  {'mean, factor':>14}")
     for dtype in ("bf16", "fp8"):
+        f = factors[dtype]
         for gpu in ("H100-SXM", "H200-SXM"):
             for name, seeds in (("held out", (1, 2, 3)), ("seed 4", (4,)), ("seed 5", (5,))):
                 scored = []  # (family?, measured, pick, tree)
@@ -46,7 +61,8 @@ def main():
                 for group, family in (("families", True), ("random", False)):
                     part = [s for s in scored if s[0] == family]
                     cells = []
-                    for predicted in (lambda s: s[2], lambda s: s[3], lambda s: math.sqrt(s[2] * s[3])):
+                    for predicted in (lambda s: s[2], lambda s: s[3], lambda s: math.sqrt(s[2] * s[3]), lambda s: s[3] * f,
+                                      lambda s: math.sqrt(s[2] * s[3] * f)):
                         errors = [predicted(s) / s[1] - 1 for s in part]
                         mape = 100 * sum(map(abs, errors)) / len(errors)
                         bias = 100 * sum(errors) / len(errors)

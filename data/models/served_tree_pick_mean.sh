@@ -10,7 +10,9 @@
 #    fold, the network trained at the tree's out-of-fold configs).
 # 3. Scores each, and the geometric mean of their two predictions (decided before any figure was
 #    seen: the mean of two views, no weight fitted), on each GPU's held-out rows and on the fresh
-#    draws (seeds 4 and 5, trained on by nothing), from the shape (served_tree_pick_mean.py).
+#    draws (seeds 4 and 5, trained on by nothing), from the shape (served_tree_pick_mean.py); then
+#    the tree's network times the factor fitted on its own training rows (as the bundled tree
+#    networks carry theirs, since 2026-11-29 also in this study) and the mean with that.
 # Writes data/models/report/served/tree_pick_mean/{scores.txt,tree_*.log,train_*.log} and the
 # split counts in {h100,h200}/split.txt. The networks are not kept.
 # REMAINDERS=1: the tree reads the shape's remainders too (served_config_tree.py --remainders);
@@ -44,6 +46,7 @@ run_dtype() {  # dtype: the tree, then the two networks one after the other, the
     > "$root/tree_$dtype.log"
   "$cli" train --op gemm --data "$work/tree/train_$dtype.csv" --specs data/gpus --epochs 160 --patience 160 --lr 3e-3 \
     --batch 512 --protocol served --out "$work/tree_$dtype.json" 2> "$root/train_tree_$dtype.log"
+  "$cli" eval --model "$work/tree_$dtype.json" --data "$work/tree/train_$dtype.csv" --specs data/gpus --report "$work/fit_tree_$dtype" > /dev/null
   local types=bf16
   [[ $dtype == fp8 ]] && types=fp8_e4m3,fp8_e5m2
   "$cli" train --op gemm --without-configs --dtypes "$types" --chooser data/models/gemm.json --data "$h100_split/train.csv" \
