@@ -4,7 +4,7 @@
 # geometric mean of the two where the tree applies: MlpDescription::second_view,
 # docs/experiments/served-gemms.md, "Two views in the library"):
 #   PYTHON=venv/bin/python [PICK=FILE] [MODEL_OUT=FILE] bash data/models/served_second_view.sh [BUILD_DIR]
-# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 15 minutes on 2 cores.
+# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 20 minutes on 2 cores.
 # 1. The tree and its network, trained on every served bf16 row of seeds 1-3 of both GPUs and the
 #    H200's cuBLAS choices (served_config_tree_fresh.sh DTYPE=bf16: its own latency_scale, its
 #    scores alone on the fresh draws in data/models/report/served/config_tree/fresh_bf16/, which a

@@ -2,7 +2,7 @@
 # Two networks for GEMMs without a config, one reading the GEMM model's pick and one the decision
 # tree's config, and the geometric mean of the two, a study (docs/experiments/served-gemms.md):
 #   PYTHON=venv/bin/python bash data/models/served_tree_pick_mean.sh [BUILD_DIR]
-# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 35 minutes on 2 cores.
+# PYTHON: an interpreter with numpy and scikit-learn (PyPI). About 45 minutes on 2 cores (three lists of choices).
 # 1. Splits both GPUs' served rows as served_both_gpus.sh does (ten families and a fifth of the
 #    random shapes held out).
 # 2. Per data type, on the training rows: the network reading the pick (served_both_gpus.sh's) and
