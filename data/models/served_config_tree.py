@@ -28,6 +28,7 @@ import json
 import gzip
 import math
 import os
+import re
 import zlib
 
 import numpy as np
@@ -121,16 +122,21 @@ def read_choices(paths, dtype, exclude, test):
     excluded = {(r["n"], r["k"]) for r in read(exclude, dtype)[1]} if exclude else set()
     tested = {(r["m"], r["n"], r["k"]) for r in test}
     rows = []
-    seen = set()  # (gpu, m, n, k)
-    for path in paths:
+    seen = {}  # (gpu, m, n, k) -> the config token learnt
+    # In the order of the lists' seeds (a shape's family, which sets its fold, is the first list's).
+    for path in sorted(paths, key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", os.path.basename(p))]):
         gpu = os.path.basename(os.path.dirname(os.path.abspath(path)))
         with gzip.open(path, "rt", newline="") as f:
             for r in csv.DictReader(f):
                 if r[dtype] == "-" or (r["n"], r["k"]) in excluded or (r["m"], r["n"], r["k"]) in tested:
                     continue
-                if (gpu, r["m"], r["n"], r["k"]) in seen:
+                key = (gpu, r["m"], r["n"], r["k"])
+                if key in seen:
+                    if seen[key] != r[dtype]:
+                        raise SystemExit(f"{path}: cuBLAS's {dtype} choice for m={r['m']}, n={r['n']}, k={r['k']} on the {gpu} is "
+                                         f"{r[dtype]}, another list's {seen[key]}: the lists disagree")
                     continue
-                seen.add((gpu, r["m"], r["n"], r["k"]))
+                seen[key] = r[dtype]
                 tile, split_k, stages, cluster, swap_ab, schedule, raster = r[dtype].split("/")
                 if not schedule:  # a pre-Hopper kernel for misaligned strides (learnable())
                     continue
