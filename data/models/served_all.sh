@@ -17,7 +17,7 @@
 #    -> data/models/report/served/fresh/{served_all,rested}/
 # 3. Predicts the published serving runs with each (data/e2e/published/score_runs.py
 #    --kernel-model) -> .../{served_all,rested}/e2e_published.txt
-# About 35 minutes on 2 cores.
+# About 40 minutes on 2 cores.
 # In the environment: HIDDEN=W1,W2,W3 trains networks of those hidden widths (served_train.sh);
 # MODEL_DIR (default data/models) takes the two networks, so that a candidate is trained beside the
 # bundled ones; OUT (default data/models/report/served/fresh) takes the reports; RESTED=0 leaves out

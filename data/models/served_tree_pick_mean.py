@@ -10,8 +10,9 @@ and pick_{dtype}_{gpu}_{S}/eval.csv (from the shape: the GEMM model's pick), and
 the tree's network over its own training rows (at the configs it was trained at). Prints MAPE and
 mean signed error of each and of their geometric mean, by model families and random shapes; then the
 tree's network times its factor (1 / mean(predicted / measured) over its training rows, as the bundled
-tree networks carry theirs, their latency_scale: served_scale.py) and the geometric mean of the pick
-and that.
+tree networks carry theirs, their latency_scale: served_scale.py, which fits it through the joined
+model at the tree's own configs, where this fits at the configs the network was trained at) and the
+geometric mean of the pick and that.
 """
 import csv
 import math
