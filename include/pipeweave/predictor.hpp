@@ -124,13 +124,8 @@ class Predictor {
     if (!covered(*mlp, gpu, row))
       return with_misaligned_strides(kernel, gpu, finish(demand, gpu, 0, mlp, scale, /*outside=*/true, &row));
     Prediction prediction = finish(demand, gpu, mlp->efficiency(row), mlp, scale);
-    if (const std::optional<Demand> view_demand = second_view_demand(kernel, *mlp, gpu)) {
-      const Mlp& view = *mlp->description().second_view;
-      const Features view_row = features(*view_demand, gpu);
-      if (covered(view, gpu, view_row))
-        prediction = mean_of_views(prediction, finish(*view_demand, gpu, view.efficiency(view_row), &view, view.latency_scale(),
-                                                      false, nullptr, kSecondViewName));
-    }
+    if (const std::optional<ViewInput> view = second_view_input(kernel, *mlp, gpu))
+      prediction = mean_of_views(prediction, view->demand, gpu, view->network->efficiency(view->row), *view->network);
     return with_misaligned_strides(kernel, gpu, prediction);
   }
 
@@ -176,20 +171,17 @@ class Predictor {
     std::vector<const Mlp*> views;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       if (!networks[i].first || outside[i]) continue;
-      std::optional<Demand> view_demand = second_view_demand(kernels[i], *networks[i].first, gpu);
-      if (!view_demand) continue;
-      const Mlp* view = networks[i].first->description().second_view.get();
-      const Features view_row = features(*view_demand, gpu);
-      if (!covered(*view, gpu, view_row)) continue;
+      std::optional<ViewInput> view = second_view_input(kernels[i], *networks[i].first, gpu);
+      if (!view) continue;
       if (viewed.empty()) {  // room for the rest at once, only in a batch a view answers
         viewed.reserve(kernels.size() - i);
         view_demands.reserve(kernels.size() - i);
         view_rows.reserve(kernels.size() - i);
       }
       viewed.push_back(i);
-      view_demands.push_back(*std::move(view_demand));
-      view_rows.push_back(view_row);
-      if (std::find(views.begin(), views.end(), view) == views.end()) views.push_back(view);
+      view_demands.push_back(std::move(view->demand));
+      view_rows.push_back(view->row);
+      if (std::find(views.begin(), views.end(), view->network) == views.end()) views.push_back(view->network);
     }
     std::vector<double> view_efficiency(viewed.size());
     for (const Mlp* view : views) {
@@ -204,9 +196,8 @@ class Predictor {
     for (std::size_t i = 0; i < kernels.size(); ++i) {
       Prediction prediction = finish(demands[i], gpu, efficiency[i], networks[i].first, networks[i].second, outside[i], &rows[i]);
       if (next_viewed < viewed.size() && viewed[next_viewed] == i) {
-        const Mlp* view = networks[i].first->description().second_view.get();
-        prediction = mean_of_views(prediction, finish(view_demands[next_viewed], gpu, view_efficiency[next_viewed], view,
-                                                      view->latency_scale(), false, nullptr, kSecondViewName));
+        prediction = mean_of_views(prediction, view_demands[next_viewed], gpu, view_efficiency[next_viewed],
+                                   *networks[i].first->description().second_view);
         ++next_viewed;
       }
       predictions.push_back(with_misaligned_strides(kernels[i], gpu, prediction));
@@ -357,30 +348,43 @@ class Predictor {
     return picked;
   }
 
+  // A second view's network and its demand and inputs at the config its tree picks.
+  struct ViewInput {
+    const Mlp* network;
+    Demand demand;
+    Features row;
+  };
+
   // Where the config-less model `answering` (network_for's, answering from its network) has a second
-  // view (MlpDescription::second_view) that applies to this GEMM without a config: the demand at the
-  // config the view's tree picks (tree_config). Nothing otherwise, nor for strides TMA cannot take
-  // (with_misaligned_strides answers those from measured rates, over the model's own bound).
-  static std::optional<Demand> second_view_demand(const Kernel& kernel, const Mlp& answering, const GpuSpec& gpu) {
+  // view (MlpDescription::second_view) that applies to this GEMM without a config: at the config the
+  // view's tree picks (tree_config), inside the view's training ground. Nothing otherwise, nor for
+  // strides TMA cannot take (with_misaligned_strides answers those from measured rates, over the
+  // model's own bound). Single calls and batches ask the same.
+  static std::optional<ViewInput> second_view_input(const Kernel& kernel, const Mlp& answering, const GpuSpec& gpu) {
     const Gemm* gemm = kernel.get_if<Gemm>();
     const Mlp* view = answering.description().second_view.get();
     if (!view || !gemm || gemm->config) return std::nullopt;
     Gemm picked = *gemm;
     picked.config = tree_config(*view, *gemm, gpu);
     if (!picked.config || misaligned_gemm_us(*gemm, gpu).has_value()) return std::nullopt;
-    Demand demand = pipeweave::demand(picked, gpu);
-    demand.config_defaulted = true;
-    return demand;
+    ViewInput input{view, pipeweave::demand(picked, gpu), {}};
+    input.demand.config_defaulted = true;
+    input.row = features(input.demand, gpu);
+    if (!covered(*view, gpu, input.row)) return std::nullopt;
+    return input;
   }
 
-  // The answer of a model and its second view: the geometric mean of their latencies, the lesser
-  // of their bounds (each config's bound is a floor for that config; the mean of two latencies at
-  // or above their bounds is at or above the lesser); what else it says (bottleneck, tensor work,
-  // source) the model's, whose config configured() names.
-  static constexpr std::string_view kSecondViewName = "model's second view (mlp.second_view)";
-  static Prediction mean_of_views(Prediction model, const Prediction& view) {
-    model.latency_us = std::sqrt(model.latency_us * view.latency_us);
-    model.lower_bound_us = std::min(model.lower_bound_us, view.lower_bound_us);
+  // The answer of a model and its second view (`view`, whose network answered `view_efficiency` at
+  // `view_demand`): the geometric mean of their latencies, the lesser of their bounds (each config's
+  // bound is a floor for that config; the mean of two latencies at or above their bounds is at or
+  // above the lesser); what else it says (bottleneck, tensor work, source) the model's, whose config
+  // configured() names.
+  static Prediction mean_of_views(Prediction model, const Demand& view_demand, const GpuSpec& gpu, double view_efficiency,
+                                  const Mlp& view) {
+    const Prediction answer = finish(view_demand, gpu, view_efficiency, &view, view.latency_scale(), false, nullptr,
+                                     "model's second view (mlp.second_view)");
+    model.latency_us = std::sqrt(model.latency_us * answer.latency_us);
+    model.lower_bound_us = std::min(model.lower_bound_us, answer.lower_bound_us);
     model.efficiency = model.lower_bound_us / model.latency_us;
     return model;
   }
