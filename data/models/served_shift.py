@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much a later served-GEMM run's shapes measured again differ from the earlier rows:
 
-    python3 data/models/served_shift.py REPEATS.csv.gz EARLIER.csv.gz [...]
+    python3 data/models/served_shift.py [--quarters] REPEATS.csv.gz EARLIER.csv.gz [...]
 
 REPEATS is served_to_measurements.py's NAME_repeats_<dtype>.csv.gz (the later run's rows whose
 shape an --exclude file held), EARLIER those files. Prints, per data type, the rows matched, the
@@ -10,7 +10,9 @@ the same kernel, and the mean of |later / earlier - 1| in percent (what the earl
 a prediction of the later ones, score as MAPE: the difference of two noisy runs, an indication of
 the noise a fresh set carries rather than an exact floor):
 the shift between runs (and machines) that a fresh set carries. Then that MAPE per band of the
-earlier time (short kernels move most).
+earlier time (short kernels move most). --quarters: also the median of later / earlier over the
+rows from 100 us in each quarter of REPEATS's rows, in their order (the run's, as
+served_to_measurements.py writes them): whether the board slowed as the run went on.
 """
 import csv
 import gzip
@@ -26,14 +28,17 @@ def rows(path):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    quarters = "--quarters" in args
+    args = [a for a in args if a != "--quarters"]
+    if len(args) < 2:
         sys.exit(__doc__)
     earlier = {}
-    for path in sys.argv[2:]:
+    for path in args[1:]:
         for r in rows(path):
             earlier[(r["dtype"], r["m"], r["n"], r["k"])] = r
     ratios, same, earlier_us = {}, {}, {}
-    for r in rows(sys.argv[1]):
+    for r in rows(args[0]):
         before = earlier.get((r["dtype"], r["m"], r["n"], r["k"]))
         if before is None:
             sys.exit(f"served_shift: {r['dtype']} {r['m']}x{r['n']}x{r['k']} is in no earlier file")
@@ -53,6 +58,13 @@ def main():
               f"{sum(same[dtype]) / len(same[dtype]):12.3f} "
               f"{100 * statistics.fmean(abs(v - 1) for v in values):6.2f}")
         print("  MAPE% by the earlier time: " + "; ".join(bands))
+        if quarters:  # (values was sorted above: the run's order is ratios[dtype])
+            ordered = [v for v, us in zip(ratios[dtype], earlier_us[dtype]) if us >= 100]
+            size = len(ordered) // 4
+            if size:
+                parts = [ordered[q * size:(q + 1) * size] for q in range(4)]
+                print(f"  median from 100 us {statistics.median(ordered):.4f} ({len(ordered)} rows); by quarter of the run: " +
+                      " ".join(f"{statistics.median(part):.4f} ({len(part)})" for part in parts))
 
 
 if __name__ == "__main__":
