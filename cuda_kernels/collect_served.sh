@@ -14,7 +14,9 @@
 #    F.linear, torch._scaled_mm) the same way, drawn from the first 2000 shapes of each dtype's
 #    list (measured in step 2 however soon its budget ends) -> OUT_DIR/torch_linear.csv
 # Environment (default): PER_LAYER (16), RANDOM_SHAPES (4000), SEED (1), REPS (5), WARMUP (2),
-# BF16_S (230), FP8_S (190), TORCH_COUNT (300), BUILD (build; SKIP_BUILD=1 uses it as it is).
+# BF16_S (230), FP8_S (190), TORCH_COUNT (300), BUILD (build; SKIP_BUILD=1 uses it as it is);
+# SHAPES=FILE: measure FILE's shapes (step 1's columns, in its order) instead of drawing a list
+# (collect_served_again.sh).
 set -euo pipefail
 out=${1:?usage: collect_served.sh OUT_DIR}
 mkdir -p "$out"
@@ -22,9 +24,13 @@ out=$(realpath "$out")
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 say() { echo "$*" | tee -a "$out/collect.txt"; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
-python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "${PER_LAYER:-16}" \
-  --random "${RANDOM_SHAPES:-4000}" --seed "${SEED:-1}" | tee -a "$out/collect.txt"
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
+if [[ -n ${SHAPES:-} ]]; then
+  [[ $(realpath "$SHAPES") == "$out/shapes.csv" ]] || cp "$SHAPES" "$out/shapes.csv"
+else
+  python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "${PER_LAYER:-16}" \
+    --random "${RANDOM_SHAPES:-4000}" --seed "${SEED:-1}" | tee -a "$out/collect.txt"
+fi
 source cuda_kernels/build_tools.sh
 build_unless_skipped "$build" "$out" pipeweave_collect
 for dtype in bf16 fp8; do

@@ -1,30 +1,27 @@
 #!/usr/bin/env bash
-# The long GEMMs of a GPU's committed served rows, measured again as collect_served.sh measures
-# them, on the GPU in hand: does this board run compute-bound GEMMs as the training sessions' did?
-# (A fresh draw's repeats are its token counts the earlier draws hit again: small m only.)
+# The shapes of a GPU's committed served rows, measured again as collect_served.sh measures them, on
+# the GPU in hand: does this board run compute-bound GEMMs as the training sessions' did? (A fresh
+# draw's repeats are the token counts the earlier draws hit again: small m only.)
 #
 #   [GPU=H200-SXM] [COUNT=3000] [MIN_US=30] [SEED=1] bash cuda_kernels/collect_served_again.sh OUT_DIR
 #
 # 1. COUNT shapes a type drawn (SEED) from data/measurements/$GPU/gemm_served_{bf16,fp8}.csv.gz's
-#    rows that took at least MIN_US us there, shuffled -> OUT_DIR/shapes.csv (collect_served.sh's
-#    columns), and nvidia-smi's name for the board -> OUT_DIR/device.txt.
-# 2. cuBLAS's first choice for each (pipeweave-collect --algos 1 --l2 served: back to back over
-#    copies of the weights; REPS after WARMUP) -> OUT_DIR/served_{bf16,fp8}.jsonl.gz.
+#    rows that took at least MIN_US us there (MIN_US=0: the training runs' own mix of short and long),
+#    shuffled -> OUT_DIR/shapes.csv.
+# 2. collect_served.sh with SHAPES=OUT_DIR/shapes.csv (no PyTorch sample; BF16_S and FP8_S 600 unless
+#    set): cuBLAS's first choice for each, back to back over copies of the weights ->
+#    OUT_DIR/served_{bf16,fp8}.jsonl.gz, and nvidia-smi's name for the board -> OUT_DIR/device.txt.
 # Then, here: every row is a repeat of the committed file's shape:
 #   python3 cuda_kernels/served_to_measurements.py --out-dir DIR --name NAME --exclude FILE_bf16 --exclude FILE_fp8 OUT_DIR
-#   python3 data/models/served_shift.py DIR/NAME_repeats_{bf16,fp8}.csv.gz FILE_bf16 FILE_fp8
-# Environment (default): GPU (H200-SXM), COUNT (3000), MIN_US (30), SEED (1), REPS (5), WARMUP (2),
-# BUILD (build; SKIP_BUILD=1 uses it as it is).
+#   python3 data/models/served_shift.py --quarters DIR/NAME_repeats_{bf16,fp8}.csv.gz FILE_bf16 FILE_fp8
+# Environment (default): GPU (H200-SXM), COUNT (3000), MIN_US (30), SEED (1), and collect_served.sh's
+# REPS, WARMUP, BUILD, SKIP_BUILD.
 set -euo pipefail
 out=${1:?usage: collect_served_again.sh OUT_DIR}
 mkdir -p "$out"
 out=$(realpath "$out")
 cd "$(dirname "$0")/.."
-build=${BUILD:-build}
-gpu=${GPU:-H200-SXM}
-say() { echo "$*" | tee -a "$out/collect.txt"; }
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
-python3 - "$gpu" "${COUNT:-3000}" "${MIN_US:-30}" "${SEED:-1}" "$out/shapes.csv" <<'EOF'
+python3 - "${GPU:-H200-SXM}" "${COUNT:-3000}" "${MIN_US:-30}" "${SEED:-1}" "$out/shapes.csv" <<'PY'
 import csv, gzip, random, sys
 gpu, count, min_us, seed, path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 rng = random.Random(seed)
@@ -40,15 +37,5 @@ with open(path, "w", newline="") as f:
     writer.writerow(("dtype", "m", "n", "k", "family", "tp", "layer"))
     writer.writerows(picked)
 print(f"{len(picked)} shapes of {gpu}'s served rows from {min_us:g} us -> {path}")
-EOF
-source cuda_kernels/build_tools.sh
-build_unless_skipped "$build" "$out" pipeweave_collect
-for dtype in bf16 fp8; do
-  list="$out/shapes-$dtype.csv"
-  { head -1 "$out/shapes.csv"; grep "^$dtype" "$out/shapes.csv" || true; } > "$list"
-  start=$SECONDS
-  "$build/pipeweave-collect" --op gemm --shapes "$list" --algos 1 --l2 served --reps "${REPS:-5}" --warmup "${WARMUP:-2}" \
-    --out "/tmp/again_$dtype.jsonl" 2> "$out/served_$dtype.log"
-  gzip -c "/tmp/again_$dtype.jsonl" > "$out/served_$dtype.jsonl.gz"
-  say "$dtype: $(($(wc -l < "/tmp/again_$dtype.jsonl") - 1)) of $(($(wc -l < "$list") - 1)) shapes in $((SECONDS - start)) s"
-done
+PY
+SHAPES="$out/shapes.csv" TORCH_COUNT=0 BF16_S=${BF16_S:-600} FP8_S=${FP8_S:-600} bash cuda_kernels/collect_served.sh "$out"
