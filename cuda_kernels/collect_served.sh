@@ -21,12 +21,13 @@ set -euo pipefail
 out=${1:?usage: collect_served.sh OUT_DIR}
 mkdir -p "$out"
 out=$(realpath "$out")
+shapes=${SHAPES:+$(realpath "$SHAPES")}  # (resolved before the cd below)
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 say() { echo "$*" | tee -a "$out/collect.txt"; }
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,power.limit --format=csv > "$out/device.txt"
-if [[ -n ${SHAPES:-} ]]; then
-  [[ $(realpath "$SHAPES") == "$out/shapes.csv" ]] || cp "$SHAPES" "$out/shapes.csv"
+if [[ -n $shapes ]]; then
+  [[ $shapes == "$out/shapes.csv" ]] || cp "$shapes" "$out/shapes.csv"
 else
   python3 cuda_kernels/served_gemm_shapes.py --out "$out/shapes.csv" --per-layer "${PER_LAYER:-16}" \
     --random "${RANDOM_SHAPES:-4000}" --seed "${SEED:-1}" | tee -a "$out/collect.txt"

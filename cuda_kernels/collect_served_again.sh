@@ -30,7 +30,7 @@ for dtype in ("bf16", "fp8"):
     with gzip.open(f"data/measurements/{gpu}/gemm_served_{dtype}.csv.gz", "rt", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["is_default"] == "1" and float(r["duration_us"]) >= min_us]
     rows = rng.sample(rows, min(count, len(rows)))
-    picked += [(dtype, r["m"], r["n"], r["k"], r["family"], r["tp"], r["layer"]) for r in rows]
+    picked += [(r["dtype"], r["m"], r["n"], r["k"], r["family"], r["tp"], r["layer"]) for r in rows]  # (fp8: fp8_e4m3)
 rng.shuffle(picked)
 with open(path, "w", newline="") as f:
     writer = csv.writer(f)

@@ -11,8 +11,9 @@ a prediction of the later ones, score as MAPE: the difference of two noisy runs,
 the noise a fresh set carries rather than an exact floor):
 the shift between runs (and machines) that a fresh set carries. Then that MAPE per band of the
 earlier time (short kernels move most). --quarters: also the median of later / earlier over the
-rows from 100 us in each quarter of REPEATS's rows, in their order (the run's, as
-served_to_measurements.py writes them): whether the board slowed as the run went on.
+rows whose earlier time is 100 us or more, and over each quarter of those rows in REPEATS's order
+(the run's, as served_to_measurements.py writes them; up to three left over at the end): whether
+the board slowed as the run went on.
 """
 import csv
 import gzip
