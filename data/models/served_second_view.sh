@@ -13,7 +13,8 @@
 #    whose network served_all.sh trains; a view it holds is replaced) by second_view_model.py, into
 #    MODEL_OUT (default: PICK; a name ending .gz is written gzip-compressed). Rebuild to embed it.
 # Scored then from the shape on the fresh draws, as the bundled models are (served_fresh.sh;
-# OUT=data/models/report/served/fresh/served_all for the bundled ones).
+# OUT=data/models/report/served/fresh/served_all for the bundled ones). served_config_tree_fresh.sh's
+# TRAIN_SEEDS, TEST_SEEDS and REPORT apply to step 1 (a study's view: REPORT elsewhere, MODEL_OUT too).
 set -euo pipefail
 build=$(realpath "${1:-$(dirname "$0")/../../build}")  # (these three resolved before the cd below)
 pick=$(realpath -m "${PICK:-$(dirname "$0")/gemm_configless_bf16.json.gz}")
