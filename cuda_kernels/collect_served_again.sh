@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shapes of a GPU's committed served rows, measured again as collect_served.sh measures them, on
 # the GPU in hand: does this board run compute-bound GEMMs as the training sessions' did? (A fresh
-# draw's repeats are the token counts the earlier draws hit again: small m only.)
+# draw's repeats are the token counts the earlier draws hit again: mostly at small m.)
 #
 #   [GPU=H200-SXM] [COUNT=3000] [MIN_US=30] [SEED=1] bash cuda_kernels/collect_served_again.sh OUT_DIR
 #
