@@ -82,7 +82,6 @@ def run_benchmarks(build, simd, out):
         subprocess.run([os.path.join(build, "benchmarks", "predict_benchmark"), "--benchmark_min_time=0.3",
                         "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true",
                         "--benchmark_format=json"], stdout=f, env=env, check=True)
-    return read_benchmarks(path)
 
 
 def read_benchmarks(path):
@@ -155,10 +154,10 @@ def table(out):
     context = columns[0][2]
     names = [f"default ({timings['default_kernel']})" if level == "default" else level for level in timings["levels"]]
     lines = [f"| what (benchmark) | {' | '.join(names)} | target | floor, {names[0]} |", "|---|" + "---|" * len(names) + "---|---|"]
+    floors = columns[0][1]  # (the default kernel's)
     for label, benchmarks in ROWS:
         cells = ["; ".join(fmt(column[0][b]) if b in column[0] else "-" for b in benchmarks) for column in columns]
         target = next((t for prefix, t in TARGETS.items() if label.startswith(prefix)), "")
-        floors = columns[0][1]
         floor = "; ".join(fmt(floors[b]) for b in benchmarks if b in floors)
         lines.append(f"| {label} | {' | '.join(cells)} | {target} | {floor} |")
     blank = " | ".join([""] * (len(names) - 1))
