@@ -404,8 +404,12 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
     if (needed > classes.size()) classes.resize(needed), kv_tiles.resize(needed);
   };
   double dram_total = 0, l2_total = 0, combine_bytes = 0, longest_kv_rows = 0;
-  // The divisions of every class, as exact multiplications where the divisor is a power of two.
-  const ExactDivisor per_kv_tile(tkv), per_position(rows_per_position), per_page(static_cast<double>(attention.page_size));
+  // The tile counts in whole numbers (lengths are at most 2^30: every count below is the one the
+  // same arithmetic in doubles gives, to the bit), divided by shifts where the divisor is a power
+  // of two; the page count's division as an exact multiplication where the page is one.
+  const WholeCeilDivisor kv_tiles_of(config.tile_kv), positions_of(static_cast<std::int64_t>(rows_per_position));
+  const ExactDivisor per_page(static_cast<double>(attention.page_size));
+  const std::int64_t tile_rows = config.tile_q;
   QueryTiles query(attention, config.impl, decode, tq);
   std::size_t previous_begin = 0;  // the classes of the sequence before, from here to the end
   for (std::size_t s = 0; s < attention.q_lens.size(); ++s) {
@@ -428,21 +432,25 @@ inline AttentionClasses attention_classes(const Attention& attention, const Atte
     const double rows = query.rows(attention.q_lens[s]);
     const double q_tiles = size > begin ? 0 : query.tiles(rows);
     fit(size + static_cast<std::size_t>(q_tiles));
+    const std::int64_t q_len = attention.q_lens[s], kv_len = attention.kv_lens[s];
+    const int whole_splits = sequence_splits[s];
+    const bool masked = attention.causal && !decode;
     for (double tile = 0; tile < q_tiles; ++tile) {
       const double real_rows = std::min(tq, rows - tile * tq);
       // Under a causal mask query position p (0-based) sees KV positions up to kv - q + p.
-      const double visible =
-          (attention.causal && !decode) ? std::min(kv, kv - q + std::min(q, std::ceil(per_position((tile + 1) * tq)))) : kv;
-      // (A whole number: divided by one split, the tiles are the visible tiles.)
-      const double visible_tiles = std::ceil(per_kv_tile(visible));
-      const double tiles = splits == 1 ? visible_tiles : ceil_div(visible_tiles, splits);
+      const std::int64_t visible_len =
+          masked ? std::min(kv_len, kv_len - q_len + std::min(q_len, positions_of((static_cast<std::int64_t>(tile) + 1) * tile_rows)))
+                 : kv_len;
+      const std::int64_t visible_tiles = kv_tiles_of(visible_len);
+      const std::int64_t split_tiles = whole_splits == 1 ? visible_tiles : (visible_tiles + whole_splits - 1) / whole_splits;
+      const double visible = static_cast<double>(visible_len), tiles = static_cast<double>(split_tiles);
       const double kv_rows = tiles * tkv;
       longest_kv_rows = std::max(longest_kv_rows, kv_rows);
       CtaClass& cta = classes[size];
       at(cta.work, Pipe::tensor) = 4 * tq * kv_rows * hd;
       at(cta.work, Pipe::xu) = tq * kv_rows;
-      // (kv_rows / tkv, not `tiles`: past 2^53 rows the product rounded)
-      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * per_kv_tile(kv_rows);
+      // (`tiles`: kv_rows / tkv to the bit, the rows being at most 2^30 times a tile)
+      at(cta.work, Pipe::fma) = 4 * tq * kv_rows + tq * hd * tiles;
       at(cta.work, Pipe::smem) = 2 * (tq + 2 * kv_rows) * hd * bytes;
       double l2 = (real_rows + 2 * std::min(kv_rows, visible)) * hd * bytes + real_rows * hd * partial_bytes;
       if (attention.page_size > 0) l2 += std::ceil(per_page(kv_rows)) * 4;
@@ -489,7 +497,8 @@ inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass
   // (Past 2^31 tiles, tile counts apart may read as one tensor work: sorted by the work below.)
   if (*most < most_tiles && span <= 4.0 * static_cast<double>(kv_tiles.size()) + 1024) {
     std::vector<std::uint32_t> start(static_cast<std::size_t>(span) + 2, 0);
-    const auto bucket = [&, most = *most](double tiles) { return static_cast<std::size_t>(most - tiles); };
+    // (through a signed integer: x86-64 converts a double to one in one instruction, to an unsigned in a branch or two)
+    const auto bucket = [&, most = *most](double tiles) { return static_cast<std::size_t>(static_cast<std::int64_t>(most - tiles)); };
     for (const double tiles : kv_tiles) ++start[bucket(tiles) + 1];
     for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
     for (std::size_t i = 0; i < kv_tiles.size(); ++i) order[start[bucket(kv_tiles[i])]++] = static_cast<std::uint32_t>(i);
@@ -497,7 +506,7 @@ inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass
   }
   if (*most < most_tiles) {
     std::vector<std::uint64_t> keyed(classes.size());
-    for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(most_tiles - kv_tiles[i]) << 32) | i;
+    for (std::size_t i = 0; i < classes.size(); ++i) keyed[i] = (static_cast<std::uint64_t>(static_cast<std::int64_t>(most_tiles - kv_tiles[i])) << 32) | i;
     std::sort(keyed.begin(), keyed.end());
     for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = static_cast<std::uint32_t>(keyed[i]);
     return order;
