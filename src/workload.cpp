@@ -114,6 +114,17 @@ ModelParams read_params(const json& object) {
   return p;
 }
 
+// An operator's name: printed in the operator table and written again as it is, so printable
+// text without control characters (a newline or an escape sequence broke the table and reached
+// the terminal raw), and a name's length.
+std::string operator_name(const Fields& fields, const std::string& field) {
+  std::string name = fields.text("name");
+  if (!detail::is_printable(name))
+    detail::fail_field(field, detail::quoted(detail::printable(name, 80)), "must be printable text, without control characters");
+  if (name.size() > 256) detail::fail_field(field, detail::quoted(detail::printable(name, 80)), "must be at most 256 characters");
+  return name;
+}
+
 std::vector<WorkloadGemm> read_gemms(const json& list, const std::string& prefix) {
   if (!list.is_array()) detail::fail_field(prefix + "gemm", detail::excerpt(list), "must be an array");
   std::vector<WorkloadGemm> gemms;
@@ -121,7 +132,7 @@ std::vector<WorkloadGemm> read_gemms(const json& list, const std::string& prefix
     const std::string at = prefix + "gemm[" + std::to_string(i) + "].";
     const Fields g(list[i], at);
     g.only({"name", "type", "M", "N", "K", "count"});
-    WorkloadGemm gemm{g.text("name"), "", g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")};
+    WorkloadGemm gemm{operator_name(g, at + "name"), "", g.whole("M"), g.whole("N"), g.whole("K"), g.whole("count")};
     if (g.has("type")) {
       gemm.type = g.text("type");
       if (std::find(std::begin(kGemmTypes), std::end(kGemmTypes), gemm.type) == std::end(kGemmTypes))
@@ -549,6 +560,9 @@ Workload workload_from_json(std::string_view json_text) {
     if (iteration.kv_lengths.size() != iteration.q_lengths.size())
       detail::fail_field(prefix + "kv_lengths", iteration.kv_lengths.size(),
                          "must have as many entries as q_lengths (" + std::to_string(iteration.q_lengths.size()) + ")");
+    // Each length within kMaxSize before any sum of them (num_tokens below) can wrap.
+    bounded_lengths(iteration.q_lengths, iteration.kv_lengths,
+                    [&](std::string_view list, std::size_t r) { return prefix + std::string(list) + "[" + std::to_string(r) + "]"; });
     // A sequence's KV length counts its new tokens (the attention operator's lists are held to the same).
     for (std::size_t r = 0; r < iteration.q_lengths.size(); ++r)
       if (iteration.kv_lengths[r] < iteration.q_lengths[r])

@@ -339,6 +339,9 @@ pipeweave_cli_test(eval_ranking_pairs "\npairs measured +order by +<=1% apart +1
                    eval --data "${ranking_csv}" --ranking)
 pipeweave_cli_test(eval_ranking_json_pairs "\"pairs_by_measured_gap\": \\[\n +\\{\n +\"measured_apart\": \"<=1%\",\n +\"misordered_pairs\": [0-9]+,\n +\"misordered_pct\": [0-9.e+-]+,\n +\"pairs\": [0-9]+"
                    eval --data "${ranking_csv}" --ranking --json)
+# --ranking with --report writes every candidate's row too (it used to return before the report)
+pipeweave_cli_test(eval_ranking_report "overall +3 +24 \\|[^\n]*\n.*wrote [^\n]*eval\\.csv and [^\n]*eval\\.svg"
+                   eval --data "${ranking_csv}" --ranking --report "${CMAKE_CURRENT_BINARY_DIR}/eval_ranking_report")
 pipeweave_cli_test(eval_ranking_json "\"ranking\": \\{.*\"H100-SXM\": \\{.*\"library_first_choice\": \\{.*\"best_found_pct\".*\"shapes\": 3"
                    eval --data "${ranking_csv}" --ranking --json)
 # Without configs: one row per shape (cuBLAS's first choice), predicted with the library's own pick.

@@ -531,3 +531,57 @@ TEST_CASE("list schedule: work that is not finite reaches every SM's sum, whole 
   CHECK(at(finite.sm_cycles, Pipe::tensor) == Approx(2.0 * 1000 / 1000));
   CHECK(finite.busiest_sm_ctas == 2);
 }
+
+TEST_CASE("attention classes: whole-number tile counts are ceil in doubles, to the bit", "[demand][attention]") {
+  // attention_classes counts each class's KV tiles in integers (WholeCeilDivisor); this is the
+  // same count in doubles, as the model states it, over random lengths, tiles, groups and splits.
+  std::mt19937_64 random(2026);
+  const auto draw = [&](std::initializer_list<std::int64_t> values) { return values.begin()[random() % values.size()]; };
+  int classes_checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Attention attention;
+    attention.kv_heads = draw({1, 2, 4, 8, 3});
+    attention.heads = attention.kv_heads * draw({1, 2, 3, 4, 5, 6, 7, 8, 16});
+    attention.head_dim = draw({64, 96, 128, 256});
+    attention.causal = random() % 4 != 0;
+    const int sequences = 1 + static_cast<int>(random() % 12);
+    for (int s = 0; s < sequences; ++s) {
+      const std::int64_t q = random() % 3 == 0 ? 1 : 1 + static_cast<std::int64_t>(random() % 5000);
+      attention.q_lens.push_back(q);
+      attention.kv_lens.push_back(q + static_cast<std::int64_t>(random() % (random() % 8 == 0 ? 1000000 : 9000)));
+    }
+    AttentionConfig config{.impl = random() % 2 ? AttentionImpl::flash2 : AttentionImpl::flash3,
+                           .tile_q = static_cast<int>(draw({64, 128, 192, 48})),
+                           .tile_kv = static_cast<int>(draw({32, 64, 80, 96, 112, 128, 176}))};
+    const bool decode = attention.is_decode();
+    const double groups = static_cast<double>(attention.heads / attention.kv_heads);
+    const double rows_per_position = pipeweave::packs_gqa(attention, config.impl) && !decode ? groups : 1.0;
+    std::vector<int> splits;
+    for (int s = 0; s < sequences; ++s) splits.push_back(static_cast<int>(draw({1, 1, 2, 3, 5})));
+    pipeweave::detail::QueryTiles query(attention, config.impl, decode, config.tile_q);
+    double query_tiles = 0;
+    for (const std::int64_t q : attention.q_lens) query_tiles += query.tiles(query.rows(q));
+    const pipeweave::detail::AttentionClasses built =
+        pipeweave::detail::attention_classes(attention, config, splits, decode, 1, rows_per_position, static_cast<std::size_t>(query_tiles));
+    // The same walk in doubles: each sequence's query tiles (none again for a sequence like the one before).
+    std::size_t c = 0;
+    const double tq = config.tile_q, tkv = config.tile_kv;
+    for (int s = 0; s < sequences; ++s) {
+      const double q = static_cast<double>(attention.q_lens[s]), kv = static_cast<double>(attention.kv_lens[s]);
+      const double rows = decode ? groups : (pipeweave::packs_gqa(attention, config.impl) ? q * groups : q);
+      const double q_tiles = std::ceil(rows / tq);
+      for (double tile = 0; tile < q_tiles; ++tile, ++c) {
+        const double visible =
+            attention.causal && !decode ? std::min(kv, kv - q + std::min(q, std::ceil((tile + 1) * tq / rows_per_position))) : kv;
+        const double tiles = std::ceil(std::ceil(visible / tkv) / splits[static_cast<std::size_t>(s)]);
+        REQUIRE(c < built.kv_tiles.size());
+        INFO("trial " << trial << ", sequence " << s << ", tile " << tile);
+        CHECK(built.kv_tiles[c] == tiles);
+        CHECK(at(built.classes[c].work, Pipe::tensor) == 4 * tq * (tiles * tkv) * static_cast<double>(attention.head_dim));
+        ++classes_checked;
+      }
+    }
+    CHECK(c == built.kv_tiles.size());
+  }
+  CHECK(classes_checked > 10000);
+}

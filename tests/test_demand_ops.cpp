@@ -753,3 +753,12 @@ TEST_CASE("ExactDivisor: the quotient to the last bit, by a power of two's recip
     }
   }
 }
+
+TEST_CASE("a CTA that fits no SM names what runs short: threads, shared memory or registers", "[demand][fused_moe]") {
+  // A spec's registers_per_sm of 1024 read as a thread and shared-memory misfit whose figures both fit.
+  pipeweave::GpuSpec gpu = pipeweave::find_gpu("H100-SXM");
+  gpu.registers_per_sm = 1024;
+  CHECK_THROWS_WITH(pipeweave::compute_demand(pipeweave::Kernel(make_moe(16, 8, 2, 4096, 4096)), gpu),
+                    Catch::Contains("fused_moe CTA does not fit on one SM of H100-SXM") && Catch::Contains("registers") &&
+                        Catch::Contains("registers_per_sm 1024"));
+}

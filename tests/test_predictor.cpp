@@ -638,7 +638,7 @@ TEST_CASE("Predictor: a GEMM without a config is scaled by the model's configles
   const GpuSpec& h100 = find_gpu("H100-SXM");
   const Predictor plain(std::vector<Mlp>{varying_model(OpFamily::gemm)});
   MlpDescription corrected = varying_model(OpFamily::gemm).description();
-  corrected.configless_scale = {{DType::bf16, 1.25}, {DType::fp8_e4m3, 0.01}};
+  corrected.configless_scale = {{DType::bf16, 1.25}, {DType::fp8_e4m3, 0.5}};
   const Predictor predictor(std::vector<Mlp>{Mlp(corrected)});
 
   const Gemm decode = make_gemm(16, 8192, 8192);
@@ -661,7 +661,7 @@ TEST_CASE("Predictor: a GEMM without a config is scaled by the model's configles
   // A factor below 1 may not take a prediction below the bound: that stays the floor.
   const Prediction fp8 = predictor.predict(make_gemm(4096, 4096, 4096, DType::fp8_e4m3), h100);
   const Prediction fp8_plain = plain.predict(make_gemm(4096, 4096, 4096, DType::fp8_e4m3), h100);
-  REQUIRE(0.01 * fp8_plain.latency_us < fp8_plain.lower_bound_us);  // so the floor is what answers
+  REQUIRE(0.5 * fp8_plain.latency_us < fp8_plain.lower_bound_us);  // so the floor is what answers
   CHECK(fp8.latency_us == Approx(fp8_plain.lower_bound_us).epsilon(1e-12));
   CHECK(fp8.efficiency == 1.0);
 }
@@ -680,7 +680,9 @@ TEST_CASE("Mlp: configless_scale is checked and survives a JSON round trip", "[p
 
   MlpDescription bad = d;
   bad.configless_scale = {{DType::bf16, 0.0}};
-  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16") && Contains("positive"));
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16") && Contains("must be within 0.5-2"));
+  bad.configless_scale = {{DType::bf16, 2.5}};
+  CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16") && Contains("must be within 0.5-2"));
   bad.configless_scale = {{DType::bf16, std::nan("")}};
   CHECK_THAT(error_of([&] { Mlp{bad}; }), Contains("mlp.configless_scale.bf16"));
   bad.configless_scale = {{DType::bf16, 1.1}, {DType::bf16, 1.2}};
@@ -1447,6 +1449,21 @@ TEST_CASE("Predictor: a model that answers no finite, positive efficiency is an 
   CHECK_THAT(error_of([&] { (void)broken.predict(kernel, gpu); }), Contains("the gemm model answered an efficiency of"));
   const std::vector<Kernel> batch{kernel, kernel};
   CHECK_THAT(error_of([&] { (void)broken.predict(batch, gpu); }), Contains("the gemm model answered an efficiency of"));
+  // An efficiency of some 1e-197 (an output bias of -450: the sigmoid's tail) is no kernel's either:
+  // it made a latency of 10^198 us, sourced trained_model.
+  MlpDescription tiny = constant_model(OpFamily::gemm, 0.5).description();
+  tiny.layers.back().bias(0) = -450.0f;
+  const Predictor vanishing(std::vector<Mlp>{Mlp(tiny)});
+  CHECK_THAT(error_of([&] { (void)vanishing.predict(kernel, gpu); }),
+             Contains("answered an efficiency of") && Contains("e-") && Contains("at least 1e-6"));
+  // One a million times slower than its floor still answers (efficiency 2e-6: bias -13.1)
+  tiny.layers.back().bias(0) = -13.1f;
+  const Predictor slow(std::vector<Mlp>{Mlp(tiny)});
+  CHECK(std::isfinite(slow.predict(kernel, gpu).latency_us));
+  // The factor for GEMMs without a config is a correction, as latency_scale: 1e308 made latencies inf
+  MlpDescription scaled = constant_model(OpFamily::gemm, 0.5).description();
+  scaled.configless_scale = {{DType::int8, 1e308}};
+  CHECK_THAT(error_of([&] { Mlp{scaled}; }), Contains("mlp.configless_scale.int8") && Contains("must be within 0.5-2"));
 }
 
 TEST_CASE("Predictor: best_gemm_config, scoring candidates in order of bound and stopping where none can win, picks "

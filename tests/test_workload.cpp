@@ -1209,6 +1209,22 @@ TEST_CASE("workload: each iteration numbered once, KV lengths counting the new t
   changed["iterations"][0]["operators"]["attention"]["kv_lengths"] = {5, 6};
   changed["iterations"][0]["operators"]["attention"]["bs"] = 2;
   CHECK_NOTHROW(workload_from_json(changed.dump()));
+  // Lengths past 2^30 are refused by name before their sum is taken (two of 2^62 wrapped it: UBSan
+  // stopped there; four and a one summed to the num_tokens given)
+  changed = document;
+  const std::int64_t huge = std::int64_t{1} << 62;
+  changed["iterations"][0]["q_lengths"] = {huge, huge, huge, huge, 1};
+  changed["iterations"][0]["kv_lengths"] = {huge, huge, huge, huge, 1};
+  changed["iterations"][0]["batch_size"] = 5;
+  changed["iterations"][0]["num_tokens"] = 1;
+  changed["iterations"][0].erase("request_ids");
+  CHECK_THAT(error(changed), Contains("iterations[0].q_lengths[0]") && Contains(std::to_string(huge)));
+  // An operator's name is printed in the operator table: no control characters, no megabytes
+  changed = document;
+  changed["iterations"][0]["operators"]["gemm"][0]["name"] = "a\nb\x1b[2J";
+  CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("without control characters"));
+  changed["iterations"][0]["operators"]["gemm"][0]["name"] = std::string(300, 'a');
+  CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("at most 256 characters"));
 }
 
 TEST_CASE("workload: a send_recv hands one rank's buffer to one other rank, named where it is read", "[workload]") {

@@ -463,7 +463,8 @@ class Mlp {
     for (std::size_t i = 0; i < d.configless_scale.size(); ++i) {
       const auto& [dtype, scale] = d.configless_scale[i];
       const std::string field = "mlp.configless_scale." + std::string(to_string(dtype));
-      detail::require_positive(field, scale);
+      // (as latency_scale: a correction of a bias, not a new latency; 1e308 made every latency inf)
+      if (!(scale >= 0.5 && scale <= 2)) detail::fail_field(field, scale, "must be within 0.5-2 (a correction of the least prediction's bias)");
       for (std::size_t j = 0; j < i; ++j)
         if (d.configless_scale[j].first == dtype) detail::fail_field(field, scale, "is listed twice");
     }

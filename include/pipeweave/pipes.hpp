@@ -383,8 +383,13 @@ inline double resident_ctas(const GpuSpec& gpu, double threads_per_cta, double s
   if (resident < 1) {
     std::ostringstream message;
     message << what << " does not fit on one SM of " << gpu.name << ": " << threads_per_cta << " threads, "
-            << smem_bytes_per_cta << " bytes of shared memory (SM offers " << gpu.max_threads_per_sm << " threads, "
-            << gpu.smem_bytes_per_sm << " bytes)";
+            << smem_bytes_per_cta << " bytes of shared memory";
+    // (the registers named where they are what runs short: a spec's registers_per_sm of 1024 read
+    // as a thread and shared-memory misfit whose figures both fit)
+    if (registers_per_thread > 0) message << ", " << registers_per_thread * threads_per_cta << " registers";
+    message << " (SM offers " << gpu.max_threads_per_sm << " threads, " << gpu.smem_bytes_per_sm << " bytes";
+    if (registers_per_thread > 0) message << ", registers_per_sm " << gpu.registers_per_sm;
+    message << ")";
     throw InvalidInput(message.str());
   }
   return resident;

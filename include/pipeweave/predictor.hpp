@@ -23,6 +23,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -505,6 +506,14 @@ class Predictor {
   // `outside`: the kernel lies beyond what `mlp` was trained on; its efficiency is the network's
   // (`row` recomputed) where the model has no pipe table, else the table's. `whose`: what `mlp` is,
   // for the error a broken network raises (a model's second view is named as one).
+  // The least efficiency a network's answer may be: a kernel a million times slower than its floor.
+  static constexpr double kLeastEfficiency = 1e-6;
+  static std::string fmt_efficiency(double efficiency) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g", efficiency);
+    return text;
+  }
+
   static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, const Mlp* mlp, double scale,
                            bool outside = false, const Features* row = nullptr, std::string_view whose = "model") {
     Prediction prediction;
@@ -525,11 +534,13 @@ class Predictor {
       }
     }
     // A broken model file (weights or input scaling that give a NaN, or an efficiency that
-    // underflows to 0) is an error, never a silent answer at the bound or an infinite latency.
-    if (mlp && !(efficiency > 0 && std::isfinite(efficiency / scale)))
+    // underflows toward 0) is an error, never a silent answer at the bound or a latency of 10^198
+    // us: no kernel runs a million times slower than its busiest pipe's floor.
+    if (mlp && !(efficiency >= kLeastEfficiency && std::isfinite(efficiency / scale)))
       throw InvalidInput("the " + std::string(to_string(mlp->family())) + " " + std::string(whose) + " answered an efficiency of " +
-                  std::to_string(efficiency) +
-                  " for a kernel: its weights or input scaling are broken (retrain or replace it), or the kernel's inputs are not finite");
+                         fmt_efficiency(efficiency) +
+                         " for a kernel (at least 1e-6 is a kernel's): its weights or input scaling are broken (retrain or replace it), or the "
+                         "kernel's inputs are not finite");
     prediction.efficiency = std::min(1.0, efficiency / scale);  // a scale below 1 leaves the bound a floor
     prediction.latency_us = prediction.lower_bound_us / prediction.efficiency;
     prediction.config_defaulted = demand.config_defaulted;

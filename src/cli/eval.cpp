@@ -113,7 +113,7 @@ json ranking_json(const RankingAccuracy& r) {
 
 // --ranking: per GPU and overall, how well the predicted latencies order each shape's
 // measured candidates, beside the library heuristic's own order (the `candidate` column).
-int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<double>& predicted, bool as_json) {
+void print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<double>& predicted, bool as_json) {
   std::map<std::string, std::vector<std::size_t>> by_gpu;
   for (std::size_t i = 0; i < rows.size(); ++i) by_gpu[rows[i].gpu].push_back(i);
   by_gpu["overall"].resize(rows.size());
@@ -154,7 +154,7 @@ int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<dou
   }
   if (as_json) {
     fmt::print("{}\n", json{{"ranking", result}}.dump(2));
-    return 0;
+    return;
   }
   fmt::print("spearman: per shape, predicted (or the heuristic's) order against measured order; best%: shapes whose\n"
              "first choice measured fastest; slowdown%: the first choice's time over the shape's fastest, minus 1\n\n");
@@ -172,7 +172,6 @@ int print_ranking(const std::vector<MeasuredKernel>& rows, const std::vector<dou
       fmt::print("\n");
     }
   fmt::print("each cell: the share of that band's pairs put in the other order, of how many pairs\n");
-  return 0;
 }
 
 struct Group {
@@ -404,11 +403,15 @@ int eval_command(int argc, const char* const* argv, int first) {
                                    to_string(evaluated.model->family())));
   const Predictor predictor = predictor_for(evaluated);
   const Predicted p = predict_rows(arguments, predictor, rows);
-  if (arguments.ranking) return print_ranking(rows, p.predicted, arguments.json);
   std::vector<double> measured;
   for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
-  const Accuracy overall = accuracy(p.predicted, measured), overall_bound = accuracy(p.bound, measured);
-  print_accuracy(arguments, predictor, rows, p, overall, overall_bound);
+  const Accuracy overall = accuracy(p.predicted, measured);
+  if (arguments.ranking) {
+    print_ranking(rows, p.predicted, arguments.json);
+  } else {
+    print_accuracy(arguments, predictor, rows, p, overall, accuracy(p.bound, measured));
+  }
+  // (--ranking too: every candidate's prediction is a row of the report, as without it)
   if (!arguments.report_dir.empty()) write_report(arguments, rows, measured, p, overall);
   return 0;
 }
