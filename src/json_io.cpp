@@ -120,7 +120,7 @@ std::string to_json(const GpuSpec& gpu) {
 
 GpuSpec load_gpu_spec(const std::filesystem::path& path) {
   try {
-    return gpu_spec_from_json(read_file(path, "GPU spec"));
+    return gpu_spec_from_json(read_file(path, "GPU spec", detail::kMostSmallFileBytes));
   } catch (const Error& error) {
     detail::rethrow_as(error, path.string() + ": " + error.what());
   }

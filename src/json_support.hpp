@@ -150,6 +150,13 @@ inline constexpr std::size_t kMostInflatedBytes = std::size_t{1} << 30;
 // a bomb of zeros expands a thousand times, deflate's most (a 1.2 MB file of 400 MB took a
 // gigabyte before its refusal; now at most a quarter of one).
 inline constexpr std::size_t kMostInflatedRatio = 400, kInflatedRatioFrom = std::size_t{1} << 28;
+// The most a file of a few kilobytes' kind may hold (read_file's most_bytes): a GPU spec, a Hugging
+// Face config.json; a thousand times the largest committed one.
+inline constexpr std::size_t kMostSmallFileBytes = std::size_t{16} << 20;
+// A bound in words: "1 GiB", "16 MiB".
+inline std::string size_text(std::size_t bytes) {
+  return bytes >= (std::size_t{1} << 30) ? std::to_string(bytes >> 30) + " GiB" : std::to_string(bytes >> 20) + " MiB";
+}
 
 // Whether `bytes` begin as a gzip stream does (its two magic bytes).
 inline bool gzip_magic(std::string_view bytes) {
@@ -158,7 +165,8 @@ inline bool gzip_magic(std::string_view bytes) {
 
 // `compressed` (a gzip stream, or several one after another; zero bytes after the last, as gzip
 // pads, are ignored) inflated; errors name `path`.
-inline std::string gunzip(std::string_view compressed, const std::filesystem::path& path, std::string_view what) {
+inline std::string gunzip(std::string_view compressed, const std::filesystem::path& path, std::string_view what,
+                          std::size_t most_bytes = kMostInflatedBytes) {
   const auto fail = [&](const std::string& why) {
     throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + " (gzip): " + why);
   };
@@ -181,8 +189,8 @@ inline std::string gunzip(std::string_view compressed, const std::filesystem::pa
     stream.z.avail_out = static_cast<uInt>(buffer.size());
     const int status = inflate(&stream.z, Z_NO_FLUSH);
     const std::size_t produced = buffer.size() - stream.z.avail_out;
-    if (out.size() + produced > kMostInflatedBytes)  // (checked before the text grows past it)
-      fail("expands past " + std::to_string(kMostInflatedBytes >> 30) + " GiB");
+    if (out.size() + produced > most_bytes)  // (checked before the text grows past it)
+      fail("expands past " + size_text(most_bytes));
     if (out.size() + produced > kInflatedRatioFrom && out.size() + produced > kMostInflatedRatio * compressed.size())
       fail("expands more than " + std::to_string(kMostInflatedRatio) + " times its " + std::to_string(compressed.size()) +
            " bytes (past " + std::to_string(kInflatedRatioFrom >> 20) + " MiB): a compression bomb, not a file of this library's");
@@ -203,8 +211,13 @@ inline std::string gunzip(std::string_view compressed, const std::filesystem::pa
   return out;
 }
 
-// A file's text; gzip-compressed files (known by their first bytes, whatever the name) inflated.
-inline std::string read_file(const std::filesystem::path& path, std::string_view what) {
+// A file's text, at most `most_bytes` (inflated); gzip-compressed files (known by their first
+// bytes, whatever the name) inflated. Every file this library reads is text: a NUL byte in one
+// that is not gzip ends the reading there (/dev/zero was read to its gigabyte before its refusal).
+// Inputs of a few kilobytes (a GPU spec, a model's config.json) take a bound of their own
+// (kMostSmallFileBytes): a 261 KB gzip of a spec whose free-form calibration field held 134
+// million zeros inflated to 268 MB and parsed to 5.7 GB.
+inline std::string read_file(const std::filesystem::path& path, std::string_view what, std::size_t most_bytes = kMostInflatedBytes) {
   // A directory opens as a stream of nothing on Linux: said as what it is, not as empty JSON
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored))
@@ -218,12 +231,15 @@ inline std::string read_file(const std::filesystem::path& path, std::string_view
   std::string bytes;
   std::array<char, 1 << 16> buffer{};
   while (in.read(buffer.data(), buffer.size()) || in.gcount() > 0) {
-    if (bytes.size() + static_cast<std::size_t>(in.gcount()) > kMostInflatedBytes)
-      throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + ": longer than " +
-                         std::to_string(kMostInflatedBytes >> 30) + " GiB");
-    bytes.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    const std::string_view piece(buffer.data(), static_cast<std::size_t>(in.gcount()));
+    if (bytes.size() + piece.size() > most_bytes)
+      throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + ": longer than " + size_text(most_bytes));
+    if (const std::size_t nul = piece.find('\0'); nul != std::string_view::npos && !gzip_magic(bytes.empty() ? piece : bytes))
+      throw InvalidInput("cannot read " + std::string(what) + " file " + path.string() + ": a NUL byte at offset " +
+                         std::to_string(bytes.size() + nul) + " (a binary file, not text)");
+    bytes.append(piece);
   }
-  if (gzip_magic(bytes)) return gunzip(bytes, path, what);
+  if (gzip_magic(bytes)) return gunzip(bytes, path, what, most_bytes);
   return bytes;
 }
 

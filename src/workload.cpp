@@ -816,7 +816,7 @@ std::vector<TraceRequest> trace_from_csv(std::string_view csv_text, std::string_
 }
 
 ModelParams load_hf_config(const std::filesystem::path& config_json) {
-  return model_params_from_hf_config(detail::read_file(config_json, "model config"));
+  return model_params_from_hf_config(detail::read_file(config_json, "model config", detail::kMostSmallFileBytes));
 }
 
 std::vector<TraceRequest> load_trace(const std::filesystem::path& csv_path) {

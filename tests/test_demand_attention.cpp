@@ -585,3 +585,18 @@ TEST_CASE("attention classes: whole-number tile counts are ceil in doubles, to t
   }
   CHECK(classes_checked > 10000);
 }
+
+TEST_CASE("attention demand: a head size off FlashAttention's alignment runs padded to it", "[demand][attention]") {
+  // Both interfaces pad the head with zeros to a multiple of 8 (16 for fp8): a head of 3 computes as one of 8.
+  const pipeweave::GpuSpec& gpu = pipeweave::find_gpu("H100-SXM");
+  const auto demand_of = [&](std::int64_t head_dim, DType dtype) {
+    return pipeweave::demand(Attention::prefill(1, 4096, 32, 8, head_dim, dtype), gpu);
+  };
+  for (const std::int64_t head_dim : {1, 3, 7}) {
+    INFO("head_dim " << head_dim);
+    CHECK(demand_of(head_dim, DType::bf16).sm_cycles == demand_of(8, DType::bf16).sm_cycles);
+  }
+  CHECK(demand_of(9, DType::bf16).sm_cycles == demand_of(16, DType::bf16).sm_cycles);
+  CHECK(demand_of(8, DType::bf16).sm_cycles != demand_of(16, DType::bf16).sm_cycles);
+  CHECK(demand_of(72, DType::fp8_e4m3).sm_cycles == demand_of(80, DType::fp8_e4m3).sm_cycles);
+}

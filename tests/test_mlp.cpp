@@ -484,6 +484,30 @@ TEST_CASE("a gzip file that expands past 400 times its size, once past 256 MiB, 
   std::filesystem::remove(compressed);
 }
 
+TEST_CASE("a GPU spec is read to 16 MiB, inflated or not; a NUL byte ends any text file's reading", "[mlp][gpu]") {
+  const auto path = std::filesystem::temp_directory_path() / ("pipeweave_test_spec_" + std::to_string(std::random_device{}()));
+  const auto compressed = path.string() + ".json.gz";
+  // A 261 KB gzip of a spec whose free-form calibration field held 134 million zeros parsed to 5.7 GB:
+  // 17 MiB of text is refused as it inflates, not parsed
+  gzFile out = gzopen(compressed.c_str(), "wb6");
+  REQUIRE(out);
+  const std::string zeros(std::size_t{1} << 20, '0');
+  for (int i = 0; i < 17; ++i) REQUIRE(gzwrite(out, zeros.data(), static_cast<unsigned>(zeros.size())) > 0);
+  REQUIRE(gzclose(out) == Z_OK);
+  CHECK_THAT(error_of([&] { (void)load_gpu_spec(compressed); }), Contains("(gzip): expands past 16 MiB"));
+  std::filesystem::remove(compressed);
+  {
+    std::ofstream text(path, std::ios::binary);
+    for (int i = 0; i < 17; ++i) text << zeros;
+  }
+  CHECK_THAT(error_of([&] { (void)load_gpu_spec(path); }), Contains("GPU spec file") && Contains("longer than 16 MiB"));
+  // A NUL byte: refused where it is (/dev/zero was read to its gigabyte first), here and in any text input
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "{\"name\": " << std::string(1, '\0') << "}";
+  CHECK_THAT(error_of([&] { (void)load_gpu_spec(path); }), Contains("a NUL byte at offset 9 (a binary file, not text)"));
+  CHECK_THAT(error_of([&] { (void)load_mlp(path); }), Contains("model weights file") && Contains("a NUL byte at offset 9"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("mlp_from_json: the feature list must be this build's, in order", "[mlp]") {
   SECTION("two features swapped: names the index and the expected name") {
     json document = valid_document();

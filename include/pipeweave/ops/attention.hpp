@@ -262,6 +262,14 @@ inline int flash3_num_splits(double units, double sm_count, double kv_blocks) {
 
 }  // namespace detail
 
+// The head size the kernels run: FlashAttention's interfaces pad a head size that is not a multiple
+// of 8 (16 for fp8) with zeros to the next one (FA2's head_size_og, FA3's alignment), so a head of
+// 3 computes as one of 8.
+inline double padded_head_dim(const Attention& attention) {
+  const std::int64_t alignment = dtype_bytes(attention.dtype) == 1 ? 16 : 8;
+  return static_cast<double>((attention.head_dim + alignment - 1) / alignment * alignment);
+}
+
 // Whether the query heads of a KV group share a work unit's rows ("pack GQA"): FlashAttention-2
 // for decode ("seqlenq_ngroups_swapped"); FlashAttention-3 for every variable-length batch, which
 // is how the serving engines call it (its should_pack_gqa).
@@ -390,7 +398,7 @@ struct AttentionClasses {
 inline AttentionClasses attention_classes(const Attention& attention, const AttentionConfig& config,
                                           const std::vector<int>& sequence_splits, bool decode, double head_units,
                                           double rows_per_position, std::size_t query_tiles) {
-  const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
+  const double tq = config.tile_q, tkv = config.tile_kv, hd = padded_head_dim(attention);
   const double bytes = dtype_bytes(attention.dtype);
   AttentionClasses built;
   std::vector<CtaClass>& classes = built.classes;
@@ -534,7 +542,7 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   if (attention.config && attention.config->impl == AttentionImpl::flash2 && dtype_bytes(attention.dtype) == 1)
     detail::fail_field("attention.dtype", to_string(attention.dtype),
                        "must be fp16 or bf16 for impl=flash2 (FlashAttention-3 runs fp8, on Hopper)");
-  const double tq = config.tile_q, tkv = config.tile_kv, hd = static_cast<double>(attention.head_dim);
+  const double tq = config.tile_q, tkv = config.tile_kv, hd = padded_head_dim(attention);
   if (config.num_splits > 1 && !attention.kv_lens.empty()) {  // every split takes at least one KV block, or it is no split at all
     const std::int64_t longest_kv = *std::max_element(attention.kv_lens.begin(), attention.kv_lens.end());
     const double kv_blocks = ceil_div(static_cast<double>(longest_kv), tkv);
