@@ -111,8 +111,14 @@ MeasuredDevice read_device(const json& object) {
   if (device.name.empty()) detail::fail_field("microbench.device.name", "\"\"", "must not be empty");
   const std::string cc = fields.text("compute_capability");
   const auto dot = cc.find('.');
+  // Digits only, as CUDA writes it ("9.01" read as 9.1, " 9.0" and "+9.0" passed std::stoi)
+  const auto digits = [](std::string_view part) {
+    return !part.empty() && part.size() <= 2 && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   try {
-    if (dot == std::string::npos) throw std::invalid_argument(cc);
+    if (dot == std::string::npos || !digits(std::string_view(cc).substr(0, dot)) || cc.size() != dot + 2 ||
+        !digits(std::string_view(cc).substr(dot + 1)))
+      throw std::invalid_argument(cc);
     std::size_t used_major = 0, used_minor = 0;
     device.compute_capability_major = std::stoi(cc.substr(0, dot), &used_major);
     device.compute_capability_minor = std::stoi(cc.substr(dot + 1), &used_minor);
@@ -485,6 +491,14 @@ const CalibratedFigure* find_figure(const std::vector<CalibratedFigure>& figures
 GpuSpec device_spec(const MeasuredDevice& device, const std::optional<GpuSpec>& catalog) {
   GpuSpec spec;
   if (catalog) {
+    // The catalog's GPU of this name is of one architecture: a log saying otherwise is not of it
+    // (an H100's log marked 3.0 wrote a Hopper spec of compute capability 3.0)
+    if (catalog->compute_capability_major != device.compute_capability_major ||
+        catalog->compute_capability_minor != device.compute_capability_minor)
+      detail::fail_field("microbench.device.compute_capability",
+                         detail::quoted(std::to_string(device.compute_capability_major) + "." + std::to_string(device.compute_capability_minor)),
+                         "must be " + catalog->name + "'s, " + std::to_string(catalog->compute_capability_major) + "." +
+                             std::to_string(catalog->compute_capability_minor) + " (the catalog's GPU of the log's name)");
     spec = *catalog;
   } else {
     spec.name = device.name;

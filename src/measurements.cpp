@@ -138,7 +138,12 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
     tile_m = attr_tile_n, tile_n = attr_tile_m, tile_k = attr_tile_k, stages = f.integer("stages");
     cluster_m = std::max(1, attr_cluster_n), cluster_n = std::max(1, attr_cluster_m), source = "algo_attributes";
   }
-  const int candidate = f.integer("candidate");
+  const int candidate = f.integer("candidate"), candidates = f.integer("candidates");
+  // (a record of candidate 100 of 8, or of 0 candidates, was written as it was)
+  if (candidates < 1) detail::fail_field(prefix + "candidates", candidates, "must be at least 1 (cuBLAS's first choice is one)");
+  if (candidate < 0 || candidate >= candidates)
+    detail::fail_field(prefix + "candidate", candidate, "must be within [0, " + std::to_string(candidates - 1) + "] (of candidates " +
+                                                            std::to_string(candidates) + ")");
   // The seven config cells and the reduction scheme; all empty where neither the name nor the
   // algo attributes say the tile (cuBLAS's older CUTLASS kernels and its GEMV kernels, which it
   // picks for shapes of a width that is no multiple of 8: 261 of the 189,762 served H100 rows).
@@ -160,7 +165,7 @@ std::string gemm_row(const PooledRecord& record, const std::string& gpu) {
   std::ostringstream row;
   row << csv_cell(gpu) << ',' << f.text("dtype") << ',' << f.integer("m") << ',' << f.integer("n") << ',' << f.integer("k")
       << ',' << config.str() << ',' << number(timing.median_us) << ',' << candidate << ',' << (candidate == 0 ? 1 : 0) << ','
-      << f.integer("candidates") << ',' << timing.kernels.size() << ',' << source << ',' << agrees << ',' << reduction_scheme
+      << candidates << ',' << timing.kernels.size() << ',' << source << ',' << agrees << ',' << reduction_scheme
       << ',' << swap_ab << ',' << schedule << ',' << raster << ',' << number(f.number("workspace_bytes")) << ','
       << timing_cells(timing, f) << ',' << csv_cell(kernel) << '\n';
   return row.str();
@@ -509,6 +514,11 @@ std::string measurements_csv_from_raw(std::span<const RawRun> runs) {
   for (const auto& [document, line] : first.records) {
     const std::string prefix = run_prefix(0) + "line " + std::to_string(line) + ": ";
     const Fields f(document, prefix);
+    // One protocol a file: a record timed otherwise than its device line says (warm among cold) is refused
+    if (const auto stated = first.protocol.find("l2");
+        stated != first.protocol.end() && !stated->is_null() && document.contains("l2") && document["l2"] != *stated)
+      detail::fail_field(prefix + "l2", detail::excerpt(document["l2"]),
+                         "must be the device line's (" + detail::excerpt(*stated) + "): a file holds one protocol");
     PooledRecord record{f, prefix, {read_durations(f, prefix)}};
     const std::string key = runs.size() > 1 ? record_key(document) : std::string();
     for (std::size_t r = 1; r < parsed.size(); ++r) {

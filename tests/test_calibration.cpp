@@ -261,6 +261,15 @@ TEST_CASE("calibration of a GPU the catalog does not know") {
   }
 }
 
+TEST_CASE("calibration: a log of a catalog GPU's name carries that GPU's compute capability") {
+  // An H100's log marked 3.0 wrote a Hopper spec of compute capability 3.0
+  MicrobenchLog log = full_log();
+  log.device.compute_capability_major = 3;
+  const std::vector<MicrobenchLog> logs{log};
+  CHECK_THAT(error_of([&] { calibrate(logs); }),
+             Contains("microbench.device.compute_capability") && Contains("\"3.0\"") && Contains("H100-SXM's, 9.0"));
+}
+
 TEST_CASE("calibration refuses what it cannot use") {
   CHECK_THAT(error_of([] { calibrate(std::span<const MicrobenchLog>{}); }), Contains("at least one"));
   MicrobenchLog other = full_log();
@@ -321,6 +330,10 @@ TEST_CASE("microbenchmark log JSON: every malformed field is named") {
              Contains("microbench.device.compute_capability") && Contains("\"nine\""));
   CHECK_THAT(error_with([](json& j) { j["device"]["compute_capability"] = "9.0x"; }),
              Contains("microbench.device.compute_capability"));
+  // Digits only, as CUDA writes it: "9.01" was read as 9.1, " 9.0" and "+9.0" as 9.0
+  for (const char* loose : {"9.01", " 9.0", "+9.0", "9.", ".0", "9.-0", "123.0"})
+    CHECK_THAT(error_with([&](json& j) { j["device"]["compute_capability"] = loose; }),
+               Contains("microbench.device.compute_capability") && Contains("must be MAJOR.MINOR"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][2]["name"] = "tensor_fp4"; }),
              Contains("microbench.benchmarks[2].name") && Contains("\"tensor_fp4\"") && Contains("tensor_bf16"));
   CHECK_THAT(error_with([](json& j) { j["benchmarks"][1]["name"] = "tensor_bf16"; }),

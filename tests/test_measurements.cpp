@@ -387,6 +387,16 @@ TEST_CASE("raw measurements: the device line's protocol is one a collector write
   CHECK_THAT(with("\"l2\": \"cold\"", "\"l2\": \"hot\""), Contains("line 1: l2 must be \"cold\", \"warm\" or \"served\"") && Contains("\"hot\""));
   CHECK_THAT(with("\"l2\": \"cold\"", "\"l2\": \"cold\", \"rest\": \"nan\""), Contains("line 1: rest must be a number from 0 to 1000"));
   CHECK_THAT(with("\"sm_count\": 132", "\"sm_count\": -1"), Contains("line 1: sm_count must be a whole number of SMs from 1 to 4096"));
+  // A record timed otherwise than the device line says, or a candidate past its shape's count, was written as it was
+  const auto record_with = [&](const std::string& from, const std::string& to) {
+    std::string changed = record;
+    changed.replace(changed.find(from), from.size(), to);
+    return error_of([&] { measurements_csv_from_raw(kDevice + "\n" + changed + "\n"); });
+  };
+  CHECK_THAT(record_with("\"l2\": \"cold\"", "\"l2\": \"warm\""),
+             Contains("line 2: l2 must be the device line's (\"cold\"): a file holds one protocol, got \"warm\""));
+  CHECK_THAT(record_with("\"candidates\": 7", "\"candidates\": 0"), Contains("line 2: candidates must be at least 1"));
+  CHECK_THAT(record_with("\"candidate\": 0", "\"candidate\": 7"), Contains("line 2: candidate must be within [0, 6] (of candidates 7), got 7"));
 }
 
 TEST_CASE("raw measurements: the device's name must be one a spec could carry", "[measurements]") {
