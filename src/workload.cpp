@@ -535,6 +535,7 @@ Workload workload_from_json(std::string_view json_text) {
   f.only({"model", "model_params", "tp_size", "pp_size", "dtype", "iterations"});
   Workload w;
   w.model = f.text("model");
+  if (w.model.empty()) detail::fail_field("model", "\"\"", "must name the model (printed as \"<model> on <N> x <GPU>\")");
   if (!detail::is_printable(w.model))  // (printed and written again as it is)
     detail::fail_field("model", detail::quoted(detail::printable(w.model, 80)), "must be printable text, without control characters");
   w.model_params = read_params(f.get("model_params"));

@@ -259,6 +259,7 @@ pipeweave_cli_test(shapes_attention_head_dim "^dtype,q_lens,kv_lens,heads,kv_hea
                    shapes --op attention --count 5 --head-dim 256)
 pipeweave_cli_failure(shapes_head_dim_bad "--head-dim must be 64, 128 or 256, got \"96\"" shapes --op attention --head-dim 96)
 pipeweave_cli_failure(shapes_no_dtypes "--dtypes must list items joined by commas, none of them empty, got \",\"" shapes --op gemm --dtypes ,)
+pipeweave_cli_failure(shapes_dtypes_twice "--dtypes must list each data type once, bf16 is listed twice, got \"bf16,fp8_e4m3,bf16\"" shapes --op gemm --dtypes bf16,fp8_e4m3,bf16)
 pipeweave_cli_failure(shapes_empty_dtype "--dtypes must list items joined by commas, none of them empty, got \"bf16,,fp8_e4m3\""
                       shapes --op gemm --dtypes bf16,,fp8_e4m3)
 pipeweave_cli_failure(shapes_head_dim_gemm "--head-dim applies to --op attention, attention_decode and attention_decode_long only, got \"128\""
@@ -655,6 +656,8 @@ pipeweave_cli_test(e2e_engine_terms "engine sglang: 100 us per iteration, 2\\.00
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine-terms 100,2)
 pipeweave_cli_failure(e2e_bad_engine "engine must be sglang, vllm or none, got \"tgi\"" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine tgi)
 pipeweave_cli_failure(e2e_bad_engine_terms "--engine-terms must be ITERATION_US,KERNEL_GAP_US" e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine-terms 5)
+pipeweave_cli_failure(e2e_engine_terms_without_engine "--engine-terms sets an engine's two terms; --engine none runs the kernels alone"
+                      e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --engine none --engine-terms 5,5)
 # Pipeline parallelism: two stages of four GPUs each, the activations handed over once an iteration.
 pipeweave_cli_test(e2e_pipeline "^Llama-3\\.1-8B on 8 x H100-SXM \\(TP 4 x PP 2\\): 6 iterations.*\n +send_recv +[0-9.]+ +[0-9.]+% +6\n"
                    e2e --gpu H100-SXM --model "${llama_config}" --trace "${small_trace}" --max-batched-tokens 1024 --tp 4 --pp 2)

@@ -425,6 +425,12 @@ TEST_CASE("GpuSpec JSON: zero or negative figures are refused, naming field and 
   json document = valid_document();
   document["tensor_flops_per_clk_per_sm"]["int8"] = -2.5;
   CHECK_THAT(spec_error(document), Contains("got -2.5"));
+  // A GPU reaches the clock its rates are per: a max_clock_mhz below sm_clock_mhz was read as given
+  document = valid_document();
+  REQUIRE(document["sm_clock_mhz"].get<double>() > 100);
+  document["max_clock_mhz"] = 100;
+  document.erase("sustained_clock_mhz");
+  CHECK_THAT(spec_error(document), Contains("gpu.max_clock_mhz must be at least sm_clock_mhz") && Contains("got 100"));
 }
 
 TEST_CASE("GpuSpec JSON: wrong types, unknown fields, wrong format, malformed text", "[gpu_spec][json]") {

@@ -1225,6 +1225,9 @@ TEST_CASE("workload: each iteration numbered once, KV lengths counting the new t
   CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("without control characters"));
   changed["iterations"][0]["operators"]["gemm"][0]["name"] = std::string(300, 'a');
   CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("at most 256 characters"));
+  changed = document;
+  changed["model"] = "";  // (printed " on 2 x H100-SXM")
+  CHECK_THAT(error(changed), Contains("model must name the model"));
 }
 
 TEST_CASE("workload: a send_recv hands one rank's buffer to one other rank, named where it is read", "[workload]") {

@@ -111,6 +111,8 @@ E2eArguments parse(int argc, const char* const* argv, int first) {
                       inputs);
   if (a.unchunked) a.policy.chunked_prefill = false;
   if (a.gpu.empty()) throw InvalidInput("e2e needs --gpu NAME or --gpu spec.json");
+  if (a.engine_terms && a.options.engine.name == "none")
+    throw InvalidInput("--engine-terms sets an engine's two terms; --engine none runs the kernels alone: give one of them");
   if (a.engine_terms) {
     a.options.engine.iteration_us = a.engine_terms->first;
     a.options.engine.kernel_gap_us = a.engine_terms->second;

@@ -264,6 +264,9 @@ std::vector<std::string> list_dtypes(const std::string& dtype_text, bool gemm) {
   for (const std::string& dtype : dtypes)
     if (dtype != "bf16" && dtype != "fp16" && (!gemm || dtype != "fp8_e4m3"))
       FlagParser::fail("--dtypes", dtype, gemm ? "must list bf16, fp16 or fp8_e4m3" : "must list bf16 or fp16");
+  for (std::size_t i = 1; i < dtypes.size(); ++i)  // (bf16,bf16 weighted the list's types, unsaid)
+    if (std::find(dtypes.begin(), dtypes.begin() + static_cast<std::ptrdiff_t>(i), dtypes[i]) != dtypes.begin() + static_cast<std::ptrdiff_t>(i))
+      FlagParser::fail("--dtypes", dtype_text, "must list each data type once, " + dtypes[i] + " is listed twice");
   return dtypes;
 }
 
