@@ -466,6 +466,8 @@ if(Python3_Interpreter_FOUND)
   set_tests_properties(cli.second_view_model_joins PROPERTIES FIXTURES_REQUIRED tiny_pick_fp8 LABELS cli
                        PASS_REGULAR_EXPRESSION "^joined: [0-9.]+ us = sqrt")
 endif()
+pipeweave_cli_failure(train_lr_vanishing "--lr must be from 1e-7 to below 1 \\(smaller steps vanish in float weights\\), got \"1e-300\""
+                      train --op gemm --data "${ranking_csv}" --lr 1e-300 --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")
 pipeweave_cli_failure(train_config_tree_needs_init "--config-pick cublas_tree needs the tree of a start model \\(--init\\): train cannot learn one"
                       train --op gemm --without-configs --config-pick cublas_tree --data "${cli_data}/served_fp8_sample.csv"
                       --out "${CMAKE_CURRENT_BINARY_DIR}/never.json")

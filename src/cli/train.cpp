@@ -66,6 +66,9 @@ struct TrainArguments {
 
 bool a_fraction(double value) { return value > 0 && value < 1; }
 constexpr const char* kFraction = "must be a fraction between 0 and 1";
+// A step Adam can take in float weights: 1e-300 passed as a fraction and trained nothing.
+bool a_learning_rate(double value) { return value >= 1e-7 && value < 1; }
+constexpr const char* kLearningRate = "must be from 1e-7 to below 1 (smaller steps vanish in float weights)";
 
 FlagParser train_flags(TrainArguments& a) {
   FlagParser flags("train");
@@ -84,7 +87,7 @@ FlagParser train_flags(TrainArguments& a) {
       .whole("--epochs", a.options.epochs, 1, 100000)
       .whole("--patience", a.options.patience, 1, 100000)
       .whole("--batch", a.options.batch_size, 2, 1 << 20)
-      .number("--lr", a.options.learning_rate, a_fraction, kFraction)
+      .number("--lr", a.options.learning_rate, a_learning_rate, kLearningRate)
       .whole("--seed", a.seed, 0, 2147483647)
       .number("--test-fraction", a.test_fraction, a_fraction, kFraction)
       .number("--validation-fraction", a.validation_fraction, a_fraction, kFraction)
