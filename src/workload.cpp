@@ -859,6 +859,10 @@ namespace {
 // heads and the MLP width evenly over the tensor-parallel ranks.
 void check_parallel_split(const ModelParams& params, const Deployment& deployment) {
   const int tp = deployment.tp;
+  // Each degree is bounded; so is the run's GPU count, their product (TP 65536 x PP 4096 was
+  // reported as a run on 268,435,456 GPUs)
+  if (static_cast<std::int64_t>(tp) * deployment.pp > 65536)
+    detail::fail_field("pp", deployment.pp, "times tp (" + std::to_string(tp) + ") must be at most 65536 GPUs, past any deployment");
   check_stages("pp", deployment.pp, params);
   check_heads_split("tp", tp, params, "");
   // The shared expert is a tensor-parallel MLP in either mode.

@@ -145,6 +145,16 @@ TEST_CASE("workload: a config.json and a trace are read with their fields named"
              Contains("num_prefill_tokens") && Contains("16777217"));
 }
 
+TEST_CASE("workload: a deployment's GPUs, TP times PP, are bounded as each degree is", "[workload]") {
+  ModelParams wide = llama_8b();
+  wide.num_attention_heads = wide.num_key_value_heads = 256, wide.head_dim = 128, wide.hidden_size = 32768;
+  wide.intermediate_size = 65536, wide.num_hidden_layers = 512, wide.vocab_size = 131072;
+  const std::vector<TraceRequest> one{{16, 1, 2}};
+  CHECK_NOTHROW(generate_workload("wide", wide, one, Deployment{.tp = 256, .pp = 256}, SchedulerPolicy{}));
+  CHECK_THAT(error_of([&] { generate_workload("wide", wide, one, Deployment{.tp = 256, .pp = 512}, SchedulerPolicy{}); }),
+             Contains("pp times tp (256) must be at most 65536 GPUs") && Contains("got 512"));
+}
+
 TEST_CASE("workload: a request past the model's context is refused by name; the context is vLLM's max_model_len from config.json",
           "[workload]") {
   const ModelParams llama = llama_8b();
