@@ -135,6 +135,19 @@ void BM_Demand(benchmark::State& state) {
 }
 BENCHMARK(BM_Demand)->Apply(family_args);
 
+// Attention's demand for a mixed batch as a serving run's iterations hold: 250 decode sequences at
+// context lengths spread over 50-2,049 and six prompt chunks of 1,000-1,185 tokens, Llama-3.1-8B's
+// heads (32 query, 8 KV, 128 wide), on the H100: one class of CTAs per (sequence, query tile), 458 in all.
+void BM_DemandMixedBatch(benchmark::State& state) {
+  pw::Attention mixed;
+  mixed.heads = 32, mixed.kv_heads = 8, mixed.head_dim = 128;
+  for (std::int64_t i = 0; i < 250; ++i) mixed.q_lens.push_back(1), mixed.kv_lens.push_back(50 + (i * 7919) % 2000);
+  for (std::int64_t i = 0; i < 6; ++i) mixed.q_lens.push_back(1000 + 37 * i), mixed.kv_lens.push_back(1000 + 137 * i);
+  const pw::GpuSpec& gpu = pw::default_gpu();
+  for (auto _ : state) benchmark::DoNotOptimize(pw::demand(mixed, gpu));
+}
+BENCHMARK(BM_DemandMixedBatch);
+
 void BM_PredictAnalytical(benchmark::State& state) {
   const pw::Predictor predictor = pw::Predictor::analytical();
   const pw::Kernel kernel = sample(static_cast<pw::OpFamily>(state.range(0)));

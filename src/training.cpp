@@ -510,7 +510,10 @@ TrainedNetwork train_network(std::span<const TrainingRow> train, std::span<const
 void check_training_options(OpFamily family, const TrainingOptions& options, const Mlp* init) {
   if (options.epochs < 1) detail::fail_field("epochs", options.epochs, "must be at least 1");
   if (options.batch_size < 2) detail::fail_field("batch size", options.batch_size, "must be at least 2");
-  detail::require_positive("learning rate", options.learning_rate);
+  // (as train's --lr: smaller steps vanish in float weights, 1e-300 trained nothing; a step too large
+  // for the data diverges, and training says so)
+  if (!(options.learning_rate >= 1e-7 && std::isfinite(options.learning_rate)))
+    detail::fail_field("learning rate", options.learning_rate, "must be at least 1e-7 and finite (smaller steps vanish in float weights)");
   detail::require_non_negative("weight decay", options.weight_decay);
   detail::require_non_negative("rank weight", options.rank_weight);
   if (options.networks < 1 || options.networks > kMaxNetworks)

@@ -87,6 +87,13 @@ ordered_json byte_count(double bytes) {
   return bytes;
 }
 
+// Each degree is bounded; so is the run's GPU count, their product (TP 65536 x PP 4096 was
+// reported as a run on 268,435,456 GPUs), for a trace's run and a workload file's alike.
+void check_gpu_total(const std::string& pp_field, std::int64_t pp, const std::string& tp_field, std::int64_t tp) {
+  if (tp * pp > 65536)
+    detail::fail_field(pp_field, pp, "times " + tp_field + " (" + std::to_string(tp) + ") must be at most 65536 GPUs, past any deployment");
+}
+
 std::int64_t sum(const std::vector<std::int64_t>& values) {
   return std::accumulate(values.begin(), values.end(), std::int64_t{0});
 }
@@ -116,12 +123,12 @@ ModelParams read_params(const json& object) {
 
 // An operator's name: printed in the operator table and written again as it is, so printable
 // text without control characters (a newline or an escape sequence broke the table and reached
-// the terminal raw), and a name's length.
+// the terminal raw), of at most 256 bytes.
 std::string operator_name(const Fields& fields, const std::string& field) {
   std::string name = fields.text("name");
   if (!detail::is_printable(name))
     detail::fail_field(field, detail::quoted(detail::printable(name, 80)), "must be printable text, without control characters");
-  if (name.size() > 256) detail::fail_field(field, detail::quoted(detail::printable(name, 80)), "must be at most 256 characters");
+  if (name.size() > 256) detail::fail_field(field, detail::quoted(detail::printable(name, 80)), "must be at most 256 bytes");
   return name;
 }
 
@@ -541,6 +548,7 @@ Workload workload_from_json(std::string_view json_text) {
   w.model_params = read_params(f.get("model_params"));
   w.tp_size = gpu_count(f, "tp_size", "tp_size");
   w.pp_size = gpu_count(f, "pp_size", "pp_size");
+  check_gpu_total("pp_size", w.pp_size, "tp_size", w.tp_size);
   check_stages("pp_size", w.pp_size, w.model_params);  // (as a trace's run refuses it)
   // The heads split over the tensor-parallel ranks, as --tp is held to on a trace (3 over 32 heads
   // was run as if it could be)
@@ -859,10 +867,7 @@ namespace {
 // heads and the MLP width evenly over the tensor-parallel ranks.
 void check_parallel_split(const ModelParams& params, const Deployment& deployment) {
   const int tp = deployment.tp;
-  // Each degree is bounded; so is the run's GPU count, their product (TP 65536 x PP 4096 was
-  // reported as a run on 268,435,456 GPUs)
-  if (static_cast<std::int64_t>(tp) * deployment.pp > 65536)
-    detail::fail_field("pp", deployment.pp, "times tp (" + std::to_string(tp) + ") must be at most 65536 GPUs, past any deployment");
+  check_gpu_total("pp", deployment.pp, "tp", tp);
   check_stages("pp", deployment.pp, params);
   check_heads_split("tp", tp, params, "");
   // The shared expert is a tensor-parallel MLP in either mode.

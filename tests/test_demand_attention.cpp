@@ -586,17 +586,22 @@ TEST_CASE("attention classes: whole-number tile counts are ceil in doubles, to t
   CHECK(classes_checked > 10000);
 }
 
-TEST_CASE("attention demand: a head size off FlashAttention's alignment runs padded to it", "[demand][attention]") {
-  // Both interfaces pad the head with zeros to a multiple of 8 (16 for fp8): a head of 3 computes as one of 8.
-  const pipeweave::GpuSpec& gpu = pipeweave::find_gpu("H100-SXM");
-  const auto demand_of = [&](std::int64_t head_dim, DType dtype) {
+TEST_CASE("attention demand: a head size off FlashAttention's alignment: FA2 pads it, FA3 refuses it", "[demand][attention]") {
+  // FlashAttention-2's interface pads the head with zeros to a multiple of 8: a head of 3 computes as one of 8
+  const pipeweave::GpuSpec& a100 = pipeweave::find_gpu("A100-SXM4-80GB");
+  const auto demand_of = [](std::int64_t head_dim, DType dtype, const pipeweave::GpuSpec& gpu) {
     return pipeweave::demand(Attention::prefill(1, 4096, 32, 8, head_dim, dtype), gpu);
   };
   for (const std::int64_t head_dim : {1, 3, 7}) {
     INFO("head_dim " << head_dim);
-    CHECK(demand_of(head_dim, DType::bf16).sm_cycles == demand_of(8, DType::bf16).sm_cycles);
+    CHECK(demand_of(head_dim, DType::bf16, a100).sm_cycles == demand_of(8, DType::bf16, a100).sm_cycles);
   }
-  CHECK(demand_of(9, DType::bf16).sm_cycles == demand_of(16, DType::bf16).sm_cycles);
-  CHECK(demand_of(8, DType::bf16).sm_cycles != demand_of(16, DType::bf16).sm_cycles);
-  CHECK(demand_of(72, DType::fp8_e4m3).sm_cycles == demand_of(80, DType::fp8_e4m3).sm_cycles);
+  CHECK(demand_of(9, DType::bf16, a100).sm_cycles == demand_of(16, DType::bf16, a100).sm_cycles);
+  CHECK(demand_of(8, DType::bf16, a100).sm_cycles != demand_of(16, DType::bf16, a100).sm_cycles);
+  // FlashAttention-3 refuses it (a multiple of 8; of 16 in fp8), as Hopper's default implementation
+  const pipeweave::GpuSpec& h100 = pipeweave::find_gpu("H100-SXM");
+  CHECK_THROWS_WITH(demand_of(3, DType::bf16, h100), Catch::Contains("attention.head_dim must be a multiple of 8 for impl=flash3"));
+  CHECK_THROWS_WITH(demand_of(72, DType::fp8_e4m3, h100),
+                    Catch::Contains("attention.head_dim must be a multiple of 16 for impl=flash3") && Catch::Contains("got 72"));
+  CHECK_NOTHROW(demand_of(72, DType::bf16, h100));
 }

@@ -199,6 +199,10 @@ TEST_CASE("an ensemble holds the networks single trainings from seeds seed, seed
     if (report.epoch == 2) throw Error("cancelled by the caller");
   };
   CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, cancelled); }), Contains("cancelled by the caller"));
+  TrainingOptions vanishing = options;
+  vanishing.learning_rate = 1e-300;  // (it trained nothing)
+  CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, vanishing); }),
+             Contains("learning rate must be at least 1e-7"));
 
   options.networks = 0;
   CHECK_THAT(error_of([&] { train_mlp(OpFamily::gemm, train, validation, options); }), Contains("networks") && Contains("0"));

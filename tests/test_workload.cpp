@@ -153,6 +153,10 @@ TEST_CASE("workload: a deployment's GPUs, TP times PP, are bounded as each degre
   CHECK_NOTHROW(generate_workload("wide", wide, one, Deployment{.tp = 256, .pp = 256}, SchedulerPolicy{}));
   CHECK_THAT(error_of([&] { generate_workload("wide", wide, one, Deployment{.tp = 256, .pp = 512}, SchedulerPolicy{}); }),
              Contains("pp times tp (256) must be at most 65536 GPUs") && Contains("got 512"));
+  // A workload file's too (its own sizes were bounded one at a time)
+  nlohmann::json document = nlohmann::json::parse(to_json(generate_workload("wide", wide, one, Deployment{.tp = 256, .pp = 256}, SchedulerPolicy{})));
+  document["pp_size"] = 512;
+  CHECK_THAT(error_of([&] { (void)workload_from_json(document.dump()); }), Contains("pp_size times tp_size (256) must be at most 65536 GPUs"));
 }
 
 TEST_CASE("workload: a request past the model's context is refused by name; the context is vLLM's max_model_len from config.json",
@@ -1234,7 +1238,7 @@ TEST_CASE("workload: each iteration numbered once, KV lengths counting the new t
   changed["iterations"][0]["operators"]["gemm"][0]["name"] = "a\nb\x1b[2J";
   CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("without control characters"));
   changed["iterations"][0]["operators"]["gemm"][0]["name"] = std::string(300, 'a');
-  CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("at most 256 characters"));
+  CHECK_THAT(error(changed), Contains("iterations[0].operators.gemm[0].name") && Contains("at most 256 bytes"));
   changed = document;
   changed["model"] = "";  // (printed " on 2 x H100-SXM")
   CHECK_THAT(error(changed), Contains("model must name the model"));

@@ -503,17 +503,18 @@ class Predictor {
            mlp.covers(row);
   }
 
-  // `outside`: the kernel lies beyond what `mlp` was trained on; its efficiency is the network's
-  // (`row` recomputed) where the model has no pipe table, else the table's. `whose`: what `mlp` is,
-  // for the error a broken network raises (a model's second view is named as one).
   // The least efficiency a network's answer may be: a kernel a million times slower than its floor.
   static constexpr double kLeastEfficiency = 1e-6;
+  // An efficiency as an error shows it (std::to_string printed 8.8e-197 as 0.000000).
   static std::string fmt_efficiency(double efficiency) {
     char text[32];
     std::snprintf(text, sizeof text, "%.4g", efficiency);
     return text;
   }
 
+  // `outside`: the kernel lies beyond what `mlp` was trained on; its efficiency is the network's
+  // (`row` recomputed) where the model has no pipe table, else the table's. `whose`: what `mlp` is,
+  // for the error a broken network raises (a model's second view is named as one).
   static Prediction finish(const Demand& demand, const GpuSpec& gpu, double efficiency, const Mlp* mlp, double scale,
                            bool outside = false, const Features* row = nullptr, std::string_view whose = "model") {
     Prediction prediction;

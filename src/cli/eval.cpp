@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -405,14 +406,14 @@ int eval_command(int argc, const char* const* argv, int first) {
   const Predicted p = predict_rows(arguments, predictor, rows);
   std::vector<double> measured;
   for (const MeasuredKernel& row : rows) measured.push_back(row.duration_us);
-  const Accuracy overall = accuracy(p.predicted, measured);
-  if (arguments.ranking) {
-    print_ranking(rows, p.predicted, arguments.json);
-  } else {
-    print_accuracy(arguments, predictor, rows, p, overall, accuracy(p.bound, measured));
-  }
+  // (the accuracy only where it is printed or reported: --ranking prints its own figures)
+  const bool reported = !arguments.report_dir.empty();
+  const std::optional<Accuracy> overall =
+      !arguments.ranking || reported ? std::optional<Accuracy>(accuracy(p.predicted, measured)) : std::nullopt;
+  if (arguments.ranking) print_ranking(rows, p.predicted, arguments.json);
+  else print_accuracy(arguments, predictor, rows, p, *overall, accuracy(p.bound, measured));
   // (--ranking too: every candidate's prediction is a row of the report, as without it)
-  if (!arguments.report_dir.empty()) write_report(arguments, rows, measured, p, overall);
+  if (reported) write_report(arguments, rows, measured, p, *overall);
   return 0;
 }
 

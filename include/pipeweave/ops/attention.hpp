@@ -262,12 +262,12 @@ inline int flash3_num_splits(double units, double sm_count, double kv_blocks) {
 
 }  // namespace detail
 
-// The head size the kernels run: FlashAttention's interfaces pad a head size that is not a multiple
-// of 8 (16 for fp8) with zeros to the next one (FA2's head_size_og, FA3's alignment), so a head of
-// 3 computes as one of 8.
+// The head size the work is counted at: FlashAttention-2's interface pads a head size that is not a
+// multiple of 8 with zeros to the next one (head_size_og), so a head of 3 computes as one of 8;
+// FlashAttention-3's refuses such heads (demand() does too: hopper/flash_api.cpp, a multiple of 8,
+// of 16 for fp8), so its heads are their own size here.
 inline double padded_head_dim(const Attention& attention) {
-  const std::int64_t alignment = dtype_bytes(attention.dtype) == 1 ? 16 : 8;
-  return static_cast<double>((attention.head_dim + alignment - 1) / alignment * alignment);
+  return static_cast<double>((attention.head_dim + 7) / 8 * 8);
 }
 
 // Whether the query heads of a KV group share a work unit's rows ("pack GQA"): FlashAttention-2
@@ -532,6 +532,9 @@ inline std::vector<std::uint32_t> longest_first_order(const std::vector<CtaClass
 
 inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   using detail::ceil_div;
+  // Checked here too, not only where a Kernel is built: the tile counts are whole numbers of at most
+  // 2^30 lengths, and a kernel given straight to demand() once reached them unchecked.
+  attention.validate();
   AttentionConfig config = effective_config(attention, gpu);
   if (config.impl == AttentionImpl::flash3 && gpu.compute_capability_major != 9)
     detail::fail_field("attention.impl", "flash3",
@@ -542,6 +545,11 @@ inline Demand demand(const Attention& attention, const GpuSpec& gpu) {
   if (attention.config && attention.config->impl == AttentionImpl::flash2 && dtype_bytes(attention.dtype) == 1)
     detail::fail_field("attention.dtype", to_string(attention.dtype),
                        "must be fp16 or bf16 for impl=flash2 (FlashAttention-3 runs fp8, on Hopper)");
+  if (const std::int64_t alignment = dtype_bytes(attention.dtype) == 1 ? 16 : 8;
+      config.impl == AttentionImpl::flash3 && attention.head_dim % alignment != 0)
+    detail::fail_field("attention.head_dim", attention.head_dim,
+                       "must be a multiple of " + std::to_string(alignment) + " for impl=flash3 (FlashAttention-3 refuses others" +
+                           (alignment == 16 ? " in fp8" : "") + "; FlashAttention-2 pads them)");
   const double tq = config.tile_q, tkv = config.tile_kv, hd = padded_head_dim(attention);
   if (config.num_splits > 1 && !attention.kv_lens.empty()) {  // every split takes at least one KV block, or it is no split at all
     const std::int64_t longest_kv = *std::max_element(attention.kv_lens.begin(), attention.kv_lens.end());
