@@ -8,7 +8,7 @@ shapes.csv.gz), given in seed order. Each run's raw records become rows through
 `pipeweave collect --from-raw`; each row gains the columns family, tp and layer of its shape in that
 run's shapes.csv, and shape_seed, the run's place in the list (1, 2, ...). A shape measured by two
 runs keeps the first run's row. --first-seed N (default 1): the first run's shape_seed. Writes DIR/gemm_served_{bf16,fp8}.csv.gz (--name NAME:
-DIR/NAME_{bf16,fp8}.csv.gz). --exclude FILE.csv.gz (repeatable) drops the shapes (dtype, m, n, k)
+DIR/NAME_{bf16,fp8}.csv.gz). --keep-share N keeps one shape in N (by a hash of dtype,m,n,k). --exclude FILE.csv.gz (repeatable) drops the shapes (dtype, m, n, k)
 that FILE already holds: a later seed's run kept apart as shapes no model was trained on; those
 rows go to DIR/NAME_repeats_{bf16,fp8}.csv.gz (data/models/served_shift.py compares them with FILE's).
 """
@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zlib
 
 
 def open_text(path):
@@ -67,6 +68,9 @@ def main():
     parser.add_argument("--name", default="gemm_served")
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--exclude", action="append", default=[])
+    # (a large fresh draw kept as a fixed share of its shapes, where the whole would not fit the tree)
+    parser.add_argument("--keep-share", type=int, default=1, metavar="N",
+                        help="keep one shape in N (those whose dtype,m,n,k hash to 0 mod N, the same on any machine); 1: all")
     parser.add_argument("runs", nargs="+")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
@@ -85,6 +89,8 @@ def main():
             at = {name: i for i, name in enumerate(header)}
             for row in rows:
                 key = (row[at["dtype"]], row[at["m"]], row[at["n"]], row[at["k"]])
+                if args.keep_share > 1 and zlib.crc32(",".join(key).encode()) % args.keep_share != 0:
+                    continue
                 if key in seen or key in excluded:
                     repeats += 1
                     if key in excluded and key not in seen:

@@ -2,11 +2,12 @@
 # GEMMs as served, on a fresh draw of shapes no model was trained on (docs/experiments/served-gemms.md, "A fresh draw"):
 #   bash data/models/served_fresh.sh [BUILD_DIR] [EVAL_ARGS...]
 # Scores the shape-only prediction (eval --without-configs; by default the bundled models, or
-# the --model files given after BUILD_DIR) on each fresh draw of each GPU, seeds 4, 5, 9 and 10 where
-# the GPU has it (data/measurements/<GPU>/gemm_served_seed{4,5,9,10}_{bf16,fp8}.csv.gz: collect_served.sh
-# with that SEED in a later device session, the shapes seeds 1-3 had measured left out; seeds 9 and 10
-# the H200's alone, two device sessions of 2026-11-29, after every bundled model was fitted), all of
-# their rows: new token counts of the 42 families' layers and 4,000 new random shapes. Prints, and
+# the --model files given after BUILD_DIR) on each fresh draw of each GPU, seeds 4, 5, 9, 10 and 11
+# where the GPU has it (SEEDS="..." scores those alone; data/measurements/<GPU>/gemm_served_seedS_{bf16,fp8}.csv.gz:
+# collect_served.sh with that SEED in a later device session, the shapes seeds 1-3 had measured left
+# out; seeds 9-11 the H200's alone, three device sessions of 2026-11-29, after every bundled model was
+# fitted), all of their rows: new token counts of the 42 families' layers and 4,000 new random shapes
+# (seed 11: one token count a layer and 100 random shapes, 980 a type, collected in 5 s). Prints, and
 # writes to $OUT (default data/models/report/served/fresh)/<GPU>.* (seed 4) and <GPU>.seedS.* (the others),
 # eval's table and the per-family one (served_report.py, with bands of the measured time and the spread), and the
 # shift of the shapes seeds 1-3 had measured, measured again (served_shift.py: <GPU>.shift.txt,
@@ -20,7 +21,7 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for gpu in H100-SXM H200-SXM; do
-  for seed in 4 5 9 10; do
+  for seed in ${SEEDS:-4 5 9 10 11 12 13 14_quarter}; do
     files=(data/measurements/$gpu/gemm_served_seed${seed}_bf16.csv.gz data/measurements/$gpu/gemm_served_seed${seed}_fp8.csv.gz)
     [[ -f ${files[0]} ]] || continue
     name=$gpu
