@@ -11,8 +11,8 @@
 #   (PyTorch), then OUT_DIR/warm; REST_S seconds idle, then OUT_DIR/rested.
 # - short_long: OUT_DIR/short1; then OUT_DIR/long, the short draw's shapes among a long draw's
 #   (PER_LAYER=16, RANDOM_SHAPES=4000, seed LONG_SEED, BF16_S=150 FP8_S=120 as the training draws;
-#   the collector shuffles the list, so they are spread through the run); then OUT_DIR/short2, the
-#   short draw's shapes alone again.
+#   pipeweave-collect times a list in its order, so the short draw's shapes, first in the list, are
+#   timed in the long run's first seconds); then OUT_DIR/short2, the short draw's shapes alone again.
 # nvidia-smi's temperature, SM clock and power after each step: OUT_DIR/state.csv. Then, here:
 # served_to_measurements.py of the first run (--name cool or short1) and of the others (--exclude the
 # first's two files: every row a repeat), served_shift.py of each repeats file against the first's.

@@ -2,12 +2,13 @@
 # GEMMs as served, on a fresh draw of shapes no model was trained on (docs/experiments/served-gemms.md, "A fresh draw"):
 #   bash data/models/served_fresh.sh [BUILD_DIR] [EVAL_ARGS...]
 # Scores the shape-only prediction (eval --without-configs; by default the bundled models, or
-# the --model files given after BUILD_DIR) on each fresh draw of each GPU, seeds 4, 5, 9, 10 and 11
-# where the GPU has it (SEEDS="..." scores those alone; data/measurements/<GPU>/gemm_served_seedS_{bf16,fp8}.csv.gz:
+# the --model files given after BUILD_DIR) on each fresh draw of each GPU, seeds 4, 5, 9-13 and
+# 14_quarter where the GPU has it (SEEDS="..." scores those alone; data/measurements/<GPU>/gemm_served_seedS_{bf16,fp8}.csv.gz:
 # collect_served.sh with that SEED in a later device session, the shapes seeds 1-3 had measured left
-# out; seeds 9-11 the H200's alone, three device sessions of 2026-11-29, after every bundled model was
+# out; seeds 9-14 the H200's alone, device sessions of 2026-11-29, after every bundled model was
 # fitted), all of their rows: new token counts of the 42 families' layers and 4,000 new random shapes
-# (seed 11: one token count a layer and 100 random shapes, 980 a type, collected in 5 s). Prints, and
+# (seeds 11-13: one token count a layer and 100 random shapes, 980 a type, collected in 5 s; seed 14:
+# a quarter of its shapes, served_to_measurements.py --keep-share 4). Prints, and
 # writes to $OUT (default data/models/report/served/fresh)/<GPU>.* (seed 4) and <GPU>.seedS.* (the others),
 # eval's table and the per-family one (served_report.py, with bands of the measured time and the spread), and the
 # shift of the shapes seeds 1-3 had measured, measured again (served_shift.py: <GPU>.shift.txt,
